@@ -1,0 +1,28 @@
+"""tokenmath: roofline math for LLM training and serving.
+
+Heavy pieces import lazily so `tokenmath --help` stays quick.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["infer", "get_model", "get_hardware", "model_ids", "hardware_ids", "InputError", "Efficiency"]
+
+
+def __getattr__(name):
+    if name == "infer":
+        from .analyses.infer import infer
+        return infer
+    if name in ("get_model", "model_ids"):
+        from . import model
+        return getattr(model, name)
+    if name in ("get_hardware", "hardware_ids"):
+        from . import hardware
+        return getattr(hardware, name)
+    if name == "InputError":
+        from .errors import InputError
+        return InputError
+    if name == "Efficiency":
+        from .efficiency import Efficiency
+        return Efficiency
+    raise AttributeError(f"module 'tokenmath' has no attribute {name!r}")

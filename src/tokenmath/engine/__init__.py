@@ -1,0 +1,1 @@
+"""The one engine: per-operation FLOPs, bytes and communication for a step, combined by the roofline."""

@@ -1,0 +1,15 @@
+"""Roofline: an operation takes max(FLOPs / achievable FLOP/s, bytes / achievable bandwidth).
+
+Williams, Waterman & Patterson, "Roofline: an insightful visual performance model", CACM 2009.
+Times are summed per operation (each kernel is bound by its own resource), never one global max.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def op_time(flops, nbytes, peak_flops: float, bandwidth: float):
+    """Returns (time_s, compute_s, memory_s) for FLOPs at `peak_flops` FLOP/s and bytes at `bandwidth` B/s."""
+    compute = np.asarray(flops, dtype=float) / peak_flops
+    memory = np.asarray(nbytes, dtype=float) / bandwidth
+    return np.maximum(compute, memory), compute, memory
