@@ -1,0 +1,258 @@
+"""How fast and how expensive is this model on this hardware: prefill (TTFT) and decode for a static batch.
+
+All physics comes from the engine (engine/step.py, engine/memory.py); this module picks the workload, calls it
+and derives the user-facing figures (throughput, $/Mtok, J/token), plus the napkin derivation for --explain.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..dtypes import KV_DTYPES, WEIGHT_DTYPES, get_dtype
+from ..efficiency import DEFAULT, PEAK, Efficiency
+from ..engine import collectives as coll
+from ..engine.memory import max_batch, memory_per_chip, seqs_per_group, weight_bytes_total
+from ..engine.step import ACT_BYTES, PassCost, Precision, decode_context, forward_pass, prefill_pairs
+from ..errors import InputError
+from ..hardware import Hardware, get_hardware
+from ..kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
+from ..mapping import Layout, make_layout
+from ..model import Model, get_model
+from ..params import count_params
+
+MAX_TOKENS = 100_000_000  # a context beyond this is a typo, not a workload
+
+
+@dataclass
+class InferResult:
+    model: Model
+    hardware: Hardware
+    layout: Layout
+    precision: Precision
+    efficiency: Efficiency
+    batch: int
+    input_len: int
+    output_len: int
+    params_total: float
+    params_active: float
+    weights_bytes: float
+    kv_bytes_per_token: float
+    memory: object
+    fits: bool
+    prefill: PassCost | None
+    decode: PassCost | None
+    ttft_s: float | None
+    decode_step_s: float | None
+    pp_p2p_s: float
+    decode_floor_s: float | None
+    advice: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def chips(self) -> int:
+        return int(self.layout.chips)
+
+    @property
+    def output_tokens_per_s(self):
+        if not self.fits:
+            return None
+        return self.batch * self.output_len / (self.ttft_s + self.output_len * self.decode_step_s)
+
+    @property
+    def output_tokens_per_s_per_user(self):
+        return None if not self.fits else 1.0 / self.decode_step_s
+
+    def _usd_per_s(self):
+        p = self.hardware.price_usd_per_hour
+        return None if p is None else self.chips * p / 3600.0
+
+    @property
+    def cost_per_mtok_input_usd(self):
+        r = self._usd_per_s()
+        if r is None or not self.fits:
+            return None
+        return r * self.ttft_s / (self.batch * self.input_len) * 1e6
+
+    @property
+    def cost_per_mtok_output_usd(self):
+        r = self._usd_per_s()
+        if r is None or not self.fits:
+            return None
+        return r * self.decode_step_s / self.batch * 1e6
+
+    @property
+    def energy_j_per_output_token(self):
+        if self.hardware.tdp_w is None or not self.fits:
+            return None
+        return self.chips * self.hardware.tdp_w * self.decode_step_s / self.batch
+
+    def to_dict(self) -> dict:
+        def f(x):
+            if x is None:
+                return None
+            x = float(np.asarray(x))
+            return x if math.isfinite(x) else None
+        mem = self.memory
+        return {
+            "model": self.model.id, "hardware": self.hardware.id,
+            "chips": self.chips, "tp": int(self.layout.tp), "pp": int(self.layout.pp),
+            "ep": int(self.layout.ep), "dp": int(self.layout.dp),
+            "weight_dtype": self.precision.weight.name, "expert_dtype": self.precision.expert.name,
+            "kv_dtype": self.precision.kv.name,
+            "input_len": self.input_len, "output_len": self.output_len,
+            "params_total": f(self.params_total), "params_active": f(self.params_active),
+            "weights_bytes": f(self.weights_bytes), "kv_bytes_per_token": f(self.kv_bytes_per_token),
+            "memory_per_chip_bytes": f(mem.total), "memory_usable_per_chip_bytes": f(mem.usable),
+            "memory_breakdown_bytes": {"weights": f(mem.weights), "kv_cache": f(mem.kv), "activations": f(mem.activations)},
+            "fits": bool(self.fits), "batch": int(self.batch),
+            "ttft_s": f(self.ttft_s), "decode_step_s": f(self.decode_step_s),
+            "decode_floor_s": f(self.decode_floor_s),
+            "output_tokens_per_s": f(self.output_tokens_per_s),
+            "output_tokens_per_s_per_user": f(self.output_tokens_per_s_per_user),
+            "bottleneck_prefill": str(self.prefill.bottleneck) if self.prefill is not None else None,
+            "bottleneck_decode": str(self.decode.bottleneck) if self.decode is not None else None,
+            "cost_per_mtok_input_usd": f(self.cost_per_mtok_input_usd),
+            "cost_per_mtok_output_usd": f(self.cost_per_mtok_output_usd),
+            "energy_j_per_output_token": f(self.energy_j_per_output_token),
+            "price_usd_per_chip_hour": self.hardware.price_usd_per_hour,
+            "efficiency": {"flops": self.efficiency.flops, "memory_bw": self.efficiency.memory_bw,
+                           "link_bw": self.efficiency.link_bw, "source": self.efficiency.source},
+            "advice": self.advice, "notes": self.notes,
+        }
+
+
+def _int_arg(v, field: str, lo: int = 1, hi: int = MAX_TOKENS) -> int:
+    if isinstance(v, bool):
+        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}") from None
+    if not math.isfinite(f) or f != int(f):
+        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}")
+    if not lo <= f <= hi:
+        raise InputError(field, f"{int(f)} is out of range", f"an integer from {lo} to {hi:,}")
+    return int(f)
+
+
+def resolve_precision(m: Model, weight_dtype: str | None, kv_dtype: str | None) -> Precision:
+    w = get_dtype(weight_dtype or m.native_dtype, "weight_dtype", WEIGHT_DTYPES)
+    e = w if weight_dtype or not m.native_expert_dtype else get_dtype(m.native_expert_dtype, "weight_dtype")
+    kv = get_dtype(kv_dtype or "bf16", "kv_dtype", KV_DTYPES)
+    return Precision(w, e, kv)
+
+
+def _scalar(x):
+    return float(np.asarray(x))
+
+
+def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, input_len=1024,
+          output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
+          reserve: float | None = None) -> InferResult:
+    """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
+
+    model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
+    batch: an integer or "max" (the largest batch that fits at input_len + output_len).
+    Times in seconds, sizes in bytes, costs in USD per million tokens.
+    """
+    m = get_model(model)
+    hw = get_hardware(hardware)
+    eff = efficiency or DEFAULT
+    input_len = _int_arg(input_len, "input_len")
+    output_len = _int_arg(output_len, "output_len")
+    lay = make_layout(m, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp)
+    for k in ("tp", "pp", "ep", "dp"):
+        if np.ndim(getattr(lay, k)):
+            raise InputError(k, "infer takes one layout; use tokenmath.sweep for many", "a single integer")
+    prec = resolve_precision(m, weight_dtype, kv_dtype)
+    from ..engine.memory import RESERVE_FRACTION
+    reserve = RESERVE_FRACTION if reserve is None else reserve
+    if not 0 <= reserve < 1:
+        raise InputError("reserve", f"{reserve!r} is not a fraction of memory", "a number in [0, 1)")
+    ctx = input_len + output_len
+    notes = []
+    if m.max_context and ctx > m.max_context:
+        notes.append(f"context {ctx:,} exceeds the model's max_position_embeddings {m.max_context:,}; "
+                     "the figures extrapolate the architecture")
+
+    bmax = int(max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, ctx, reserve))
+    if isinstance(batch, str):
+        if batch.lower() != "max":
+            batch = _int_arg(batch, "batch", 1, 10_000_000)
+        else:
+            batch = bmax
+    else:
+        batch = _int_arg(batch, "batch", 1, 10_000_000)
+
+    P = count_params(m)
+    groups = int(lay.dp * lay.ep)
+    b_eff = max(batch, 1)
+    s_group = _scalar(seqs_per_group(b_eff, lay))
+    micro = min(int(lay.pp), int(s_group))
+    s = math.ceil(s_group / micro)
+    mem = memory_per_chip(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes,
+                          b_eff, ctx, s * input_len, reserve)
+    fits = batch >= 1 and bool(mem.fits)
+
+    res = InferResult(m, hw, lay, prec, eff, batch, input_len, output_len, P.total, P.active,
+                      weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
+                      kv_bytes_per_token(m, prec.kv.bytes), mem, fits, None, None, None, None, 0.0, None, notes=notes)
+    if not fits:
+        res.advice = _advice(m, hw, lay, prec, batch, ctx, bmax, reserve)
+        # the bottlenecks are still informative even when it does not fit; speeds are not reported
+        res.prefill, res.decode = _passes(m, hw, lay, prec, eff, s, input_len, output_len)
+        return res
+
+    res.prefill, res.decode = _passes(m, hw, lay, prec, eff, s, input_len, output_len)
+    pp = int(lay.pp)
+    res.ttft_s = (micro + pp - 1) / pp * _scalar(res.prefill.time_s)
+    crosses = int(lay.tp * lay.ep * lay.pp) > hw.scaleup_domain
+    res.pp_p2p_s = (pp - 1) * _scalar(coll.p2p(s * m.d_model * ACT_BYTES / int(lay.tp), crosses, hw, eff.link_bw)) if pp > 1 else 0.0
+    res.decode_step_s = _scalar(res.decode.time_s) + res.pp_p2p_s
+    # the pure roofline of the same step at 100% of every peak: a bound, never beaten
+    floor = _passes(m, hw, lay, prec, PEAK, s, input_len, output_len)[1]
+    res.decode_floor_s = _scalar(floor.roofline_floor_s(hw, prec))
+    if groups > 1 and batch % groups:
+        notes.append(f"batch {batch} does not split evenly over {groups} replicas/attention groups; "
+                     "the busiest group sets the pace")
+    return res
+
+
+def _passes(m, hw, lay, prec, eff, s, input_len, output_len):
+    pf, ps = prefill_pairs(input_len, m.sliding_window)
+    pre = forward_pass(m, hw, lay, prec, eff, phase="prefill", seqs=s, new_tokens=input_len, pairs_full=pf,
+                       pairs_sliding=ps, kv_read_full=0.0, kv_read_sliding=0.0)
+    cf, cs = decode_context(input_len, output_len, m.sliding_window)
+    dec = forward_pass(m, hw, lay, prec, eff, phase="decode", seqs=s, new_tokens=1, pairs_full=cf,
+                       pairs_sliding=cs, kv_read_full=cf - 1, kv_read_sliding=cs - 1)
+    return pre, dec
+
+
+def _advice(m, hw, lay, prec, batch, ctx, bmax, reserve) -> list[str]:
+    usable = hw.memory_bytes * (1 - reserve)
+    out = []
+    wtot = weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes)
+    kv_tot = _scalar(kv_bytes_per_sequence(m, ctx, prec.kv.bytes)) * max(batch, 1)
+    need = math.ceil((wtot + kv_tot) / usable)
+    if batch == 0 or bmax < 1:
+        out.append(f"the weights alone ({wtot / 1e9:,.1f} GB) leave no room for even one sequence of {ctx:,} tokens "
+                   f"on {int(lay.chips)} x {hw.id}")
+    else:
+        out.append(f"at most {bmax} sequences of {ctx:,} tokens fit on this layout (asked for {batch})")
+    out.append(f"weights + KV need about {need} x {hw.id} ({(wtot + kv_tot) / 1e9:,.1f} GB over "
+               f"{usable / 1e9:,.1f} GB usable each)")
+    for name in ("fp8", "int4"):
+        d = get_dtype(name)
+        if d.bytes >= prec.weight.bytes:
+            continue
+        alt = max_batch(m, hw.memory_bytes, lay, d.bytes, min(d.bytes, prec.expert.bytes), prec.kv.bytes, ctx, reserve)
+        if int(alt) >= max(batch, 1):
+            out.append(f"--weight-dtype {name} fits (up to batch {int(alt)} at this context)")
+            break
+    if prec.kv.bytes > 1:
+        alt = max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, 1.0, ctx, reserve)
+        if int(alt) >= max(batch, 1) > bmax:
+            out.append(f"--kv-dtype fp8 fits (up to batch {int(alt)})")
+    return out

@@ -1,0 +1,95 @@
+"""Readable tables for the terminal (rich), built from analysis results only."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import units as u
+
+
+def _console():
+    from rich.console import Console
+    return Console()
+
+
+def infer_table(r) -> None:
+    from rich.table import Table
+    d = r.to_dict()
+    t = Table(title=f"{r.model.name} on {r.chips} x {r.hardware.name}", show_header=True, header_style="bold")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("layout", f"tp={d['tp']} pp={d['pp']} ep={d['ep']} dp={d['dp']}")
+    t.add_row("dtypes", f"weights {d['weight_dtype']}" + (f", experts {d['expert_dtype']}" if d['expert_dtype'] != d['weight_dtype'] else "")
+              + f", KV {d['kv_dtype']}")
+    t.add_row("workload", f"batch {d['batch']}, {d['input_len']:,} in / {d['output_len']:,} out")
+    t.add_row("parameters (total / active)", f"{u.count(d['params_total'])} / {u.count(d['params_active'])}")
+    t.add_row("weights", u.bytes_(d["weights_bytes"]))
+    t.add_row("KV cache per token", u.bytes_(d["kv_bytes_per_token"]))
+    mb = d["memory_breakdown_bytes"]
+    t.add_row("memory per chip", f"{u.bytes_(d['memory_per_chip_bytes'])} of {u.bytes_(d['memory_usable_per_chip_bytes'])} "
+              f"(weights {u.bytes_(mb['weights'])}, KV {u.bytes_(mb['kv_cache'])}, act. {u.bytes_(mb['activations'])})")
+    t.add_row("fits", "[green]yes[/]" if d["fits"] else "[red]no[/]")
+    if d["fits"]:
+        t.add_row("TTFT (whole batch)", u.seconds(d["ttft_s"]))
+        t.add_row("decode step", f"{u.seconds(d['decode_step_s'])} (pure roofline {u.seconds(d['decode_floor_s'])})")
+        t.add_row("tokens/s per user", f"{d['output_tokens_per_s_per_user']:,.1f}")
+        t.add_row("tokens/s (system)", f"{d['output_tokens_per_s']:,.1f}")
+        t.add_row("bottleneck prefill / decode", f"[bold]{d['bottleneck_prefill']}[/] / [bold]{d['bottleneck_decode']}[/]")
+        t.add_row("$ per Mtok input / output", f"{u.usd(d['cost_per_mtok_input_usd'])} / {u.usd(d['cost_per_mtok_output_usd'])}")
+        if d["energy_j_per_output_token"] is not None:
+            t.add_row("energy per output token (at TDP)", f"{d['energy_j_per_output_token']:.3g} J")
+    c = _console()
+    c.print(t)
+    for a in d["advice"]:
+        c.print(f"[yellow]advice:[/] {a}")
+    for n in d["notes"]:
+        c.print(f"[dim]note: {n}[/]")
+    if not d["fits"]:
+        c.print("[red]Does not fit: no speeds are reported for a configuration that cannot run.[/]")
+
+
+def models_table(as_json: bool) -> None:
+    from ..model import get_model, model_ids
+    from ..params import count_params
+    rows = []
+    for mid in model_ids():
+        m = get_model(mid)
+        p = count_params(m)
+        rows.append({"id": mid, "name": m.name, "params_total": p.total, "params_active": p.active,
+                     "official_params_total": m.official_params_total, "summary": m.describe(), "source": m.source})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.table import Table
+    t = Table(title="Model catalog")
+    for col in ("id", "total", "active", "architecture"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["id"], u.count(r["params_total"]), u.count(r["params_active"]), r["summary"])
+    _console().print(t)
+
+
+def hardware_table(as_json: bool) -> None:
+    from ..hardware import get_hardware, hardware_ids
+    rows = []
+    for hid in hardware_ids():
+        h = get_hardware(hid)
+        rows.append({"id": hid, "name": h.name, "memory_bytes": h.memory_bytes, "memory_bw": h.memory_bw,
+                     "flops": dict(h.flops), "scaleup_domain": h.scaleup_domain, "scaleup_bw": h.scaleup_bw,
+                     "scaleout_bw": h.scaleout_bw, "tdp_w": h.tdp_w, "price_usd_per_hour": h.price_usd_per_hour,
+                     "price_date": h.price_date, "sources": dict(h.sources)})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.table import Table
+    t = Table(title="Hardware catalog (dense peaks)")
+    for col in ("id", "bf16", "fp8", "memory", "bandwidth", "scale-up", "$/h"):
+        t.add_column(col)
+    for r in rows:
+        f = r["flops"]
+        t.add_row(r["id"], u.rate(f.get("bf16") or f.get("fp16") or 0, "FLOP/s"),
+                  u.rate(f["fp8"], "FLOP/s") if f.get("fp8") else "-", u.bytes_(r["memory_bytes"]),
+                  u.rate(r["memory_bw"], "B/s"), f"{r['scaleup_domain']} x {u.rate(r['scaleup_bw'], 'B/s')}",
+                  f"{r['price_usd_per_hour']:g}" if r["price_usd_per_hour"] is not None else "-")
+    _console().print(t)
