@@ -55,7 +55,7 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="tokenmath")
-def main():
+def cli():
     """Roofline math for LLM serving and training: cost per token, bottlenecks, memory, layouts.
 
     Start with:  tokenmath infer --model llama-3.1-70b --hardware h100-sxm --chips 8 --explain
@@ -82,7 +82,7 @@ def _pos(ctx, param, value):
     return value
 
 
-@main.command()
+@cli.command()
 @click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True, help="Catalog id or path to a config.json.")
 @click.option("--hardware", "-H", default=DEFAULT_HARDWARE, show_default=True, help="Catalog id or hardware file (.toml/.json).")
 @click.option("--chips", type=int, callback=_pos, help="Total chips; must equal tp x pp x ep x dp.")
@@ -118,7 +118,7 @@ def infer(model, hardware, chips, tp, pp, ep, dp, batch, input_len, output_len, 
     _run(go, as_json)
 
 
-@main.command("models")
+@cli.command("models")
 @click.option("--json", "as_json", is_flag=True)
 def models_cmd(as_json):
     """List the model catalog with parameter counts."""
@@ -128,7 +128,7 @@ def models_cmd(as_json):
     _run(go, as_json)
 
 
-@main.command("hardware")
+@cli.command("hardware")
 @click.option("--json", "as_json", is_flag=True)
 def hardware_cmd(as_json):
     """List the hardware catalog (dense peaks, memory, links, price)."""
@@ -136,6 +136,30 @@ def hardware_cmd(as_json):
         from .faces.tables import hardware_table
         hardware_table(as_json)
     _run(go, as_json)
+
+
+def main(argv=None):
+    """Entry point: usage errors also come back as a JSON "error" object when --json was asked for."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        cli.main(args=args, prog_name="tokenmath", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.UsageError as e:
+        if "--json" in args:
+            field = None
+            if isinstance(e, click.BadParameter) and e.param is not None:
+                field = e.param.name
+            click.echo(json.dumps({"error": {"field": field, "problem": e.format_message(),
+                                             "valid": "see tokenmath --help"}}, indent=2))
+        e.show()
+        sys.exit(2)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
 
 
 if __name__ == "__main__":
