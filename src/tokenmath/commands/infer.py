@@ -1,0 +1,31 @@
+import click
+
+from .common import batch_arg, dtype_options, guarded, layout_options, model_hardware, output_options, positive
+
+
+@click.command()
+@model_hardware
+@layout_options
+@click.option("--batch", "-b", callback=batch_arg, default="1", show_default=True, help="Concurrent sequences, or 'max'.")
+@click.option("--input-len", type=int, default=1024, show_default=True, callback=positive, help="Prompt tokens per sequence.")
+@click.option("--output-len", type=int, default=256, show_default=True, callback=positive, help="Generated tokens per sequence.")
+@dtype_options
+@click.option("--peak", is_flag=True, help="Pure roofline: 100% of every peak instead of the achievable fractions.")
+@output_options
+@guarded
+def infer(model, hardware, chips, tp, pp, ep, dp, batch, input_len, output_len, weight_dtype, kv_dtype, peak,
+          as_json, explain):
+    """How fast and how expensive: prefill (TTFT), decode step, throughput, $/Mtok, memory, bottleneck."""
+    from ..analyses.infer import infer as run
+    from ..efficiency import PEAK
+    from .common import emit_json
+    r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch, input_len=input_len,
+            output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=PEAK if peak else None)
+    if as_json:
+        emit_json(r.to_dict())
+    elif explain:
+        from ..analyses.explain import explain as ex
+        click.echo(ex(r))
+    else:
+        from ..faces.tables import infer_table
+        infer_table(r)
