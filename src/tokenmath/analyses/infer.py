@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..dtypes import KV_DTYPES, WEIGHT_DTYPES, get_dtype
-from ..efficiency import DEFAULT, PEAK, Efficiency
-from ..engine import collectives as coll
-from ..engine.memory import max_batch, memory_per_chip, seqs_per_group, weight_bytes_total
-from ..engine.step import ACT_BYTES, PassCost, Precision, decode_context, forward_pass, prefill_pairs
+from ..efficiency import DEFAULT, Efficiency
+from ..engine.memory import max_batch, weight_bytes_total
+from ..engine.serving import serve
+from ..engine.step import PassCost, Precision
 from ..errors import InputError
 from ..hardware import Hardware, get_hardware
 from ..kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
@@ -187,47 +187,25 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
         batch = _int_arg(batch, "batch", 1, 10_000_000)
 
     P = count_params(m)
-    groups = int(lay.dp * lay.ep)
-    b_eff = max(batch, 1)
-    s_group = _scalar(seqs_per_group(b_eff, lay))
-    micro = min(int(lay.pp), int(s_group))
-    s = math.ceil(s_group / micro)
-    mem = memory_per_chip(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes,
-                          b_eff, ctx, s * input_len, reserve)
-    fits = batch >= 1 and bool(mem.fits)
-
+    sv = serve(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve)
+    fits = batch >= 1 and bool(sv.memory.fits)
     res = InferResult(m, hw, lay, prec, eff, batch, input_len, output_len, P.total, P.active,
                       weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
-                      kv_bytes_per_token(m, prec.kv.bytes), mem, fits, None, None, None, None, 0.0, None, notes=notes)
+                      kv_bytes_per_token(m, prec.kv.bytes), sv.memory, fits, sv.prefill, sv.decode, None, None,
+                      0.0, None, notes=notes)
     if not fits:
+        # the bottlenecks stay informative when it does not fit; speeds are not reported
         res.advice = _advice(m, hw, lay, prec, batch, ctx, bmax, reserve)
-        # the bottlenecks are still informative even when it does not fit; speeds are not reported
-        res.prefill, res.decode = _passes(m, hw, lay, prec, eff, s, input_len, output_len)
         return res
-
-    res.prefill, res.decode = _passes(m, hw, lay, prec, eff, s, input_len, output_len)
-    pp = int(lay.pp)
-    res.ttft_s = (micro + pp - 1) / pp * _scalar(res.prefill.time_s)
-    crosses = int(lay.tp * lay.ep * lay.pp) > hw.scaleup_domain
-    res.pp_p2p_s = (pp - 1) * _scalar(coll.p2p(s * m.d_model * ACT_BYTES / int(lay.tp), crosses, hw, eff.link_bw)) if pp > 1 else 0.0
-    res.decode_step_s = _scalar(res.decode.time_s) + res.pp_p2p_s
-    # the pure roofline of the same step at 100% of every peak: a bound, never beaten
-    floor = _passes(m, hw, lay, prec, PEAK, s, input_len, output_len)[1]
-    res.decode_floor_s = _scalar(floor.roofline_floor_s(hw, prec))
+    res.ttft_s = _scalar(sv.ttft_s)
+    res.pp_p2p_s = _scalar(sv.pp_p2p_s)
+    res.decode_step_s = _scalar(sv.decode_step_s)
+    res.decode_floor_s = _scalar(sv.decode_floor_s)
+    groups = int(lay.dp * lay.ep)
     if groups > 1 and batch % groups:
         notes.append(f"batch {batch} does not split evenly over {groups} replicas/attention groups; "
                      "the busiest group sets the pace")
     return res
-
-
-def _passes(m, hw, lay, prec, eff, s, input_len, output_len):
-    pf, ps = prefill_pairs(input_len, m.sliding_window)
-    pre = forward_pass(m, hw, lay, prec, eff, phase="prefill", seqs=s, new_tokens=input_len, pairs_full=pf,
-                       pairs_sliding=ps, kv_read_full=0.0, kv_read_sliding=0.0)
-    cf, cs = decode_context(input_len, output_len, m.sliding_window)
-    dec = forward_pass(m, hw, lay, prec, eff, phase="decode", seqs=s, new_tokens=1, pairs_full=cf,
-                       pairs_sliding=cs, kv_read_full=cf - 1, kv_read_sliding=cs - 1)
-    return pre, dec
 
 
 def _advice(m, hw, lay, prec, batch, ctx, bmax, reserve) -> list[str]:

@@ -58,6 +58,8 @@ class Op:
     peak_flops: float = 0.0   # achievable FLOP/s used
     bandwidth: float = 0.0    # achievable B/s used
     note: str = ""
+    weight_bytes: np.ndarray | float = 0.0   # the part of `bytes` that is weights (per occurrence)
+    kv_bytes: np.ndarray | float = 0.0       # the part of `bytes` that is KV cache
 
     @property
     def time_s(self):
@@ -105,6 +107,14 @@ class PassCost:
         c, m, k = np.broadcast_arrays(self.compute_bound_s, self.memory_bound_s, self.comm_s)
         names = np.array(["compute", "memory", "communication"])
         return names[np.argmax(np.stack([c, m, k]), axis=0)]
+
+    @property
+    def weight_bytes(self):
+        return sum(op.count * op.weight_bytes for op in self.ops.values())
+
+    @property
+    def kv_bytes(self):
+        return sum(op.count * op.kv_bytes for op in self.ops.values())
 
     @property
     def flops(self):
@@ -162,37 +172,41 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     zero = np.zeros(np.broadcast(T, tp, ep).shape)
     out = PassCost()
 
-    def add(name, count, flops, nbytes, peak, comm=None, note=""):
+    def add(name, count, flops, nbytes, peak, comm=None, note="", weights=0.0, kv=0.0):
+        """nbytes = weights + kv + activation bytes; weights and kv are also kept apart for the analyses."""
         if count == 0:
             return
         flops = np.asarray(flops, float) + zero
         nbytes = np.asarray(nbytes, float) + zero
         _, c, mem = op_time(flops, nbytes, peak, bw)
         out.ops[name] = Op(name, float(count), flops, nbytes, c, mem,
-                           (np.asarray(comm, float) + zero) if comm is not None else zero, peak, bw, note)
+                           (np.asarray(comm, float) + zero) if comm is not None else zero, peak, bw, note,
+                           np.asarray(weights, float) + zero, np.asarray(kv, float) + zero)
 
     wb = prec.weight.bytes
-    add("embed", 1, 0.0, T * d * (wb + ab), pk_w, note="gather one embedding row per token")
+    add("embed", 1, 0.0, T * d * (wb + ab), pk_w, note="gather one embedding row per token", weights=T * d * wb)
     add("attn_proj", m.n_layers, 2 * P.attn_per_layer * T / tp,
-        P.attn_per_layer * wb / tp + T * _attn_io_width(m, tp) * ab, pk_w, note="q, k, v, o projections")
+        P.attn_per_layer * wb / tp + T * _attn_io_width(m, tp) * ab, pk_w, note="q, k, v, o projections",
+        weights=P.attn_per_layer * wb / tp)
 
     kvl = kv_values_per_token_per_layer(m) * prec.kv.bytes
     shard = lay.kv_shard(m)
     qo = T * (m.n_heads * (m.v_head_dim if m.is_mla else m.hd)) * 2 * ab / tp
     cp = pair_flops(m, phase)
-    add("attention", m.n_full_layers, cp * np.asarray(pairs_full) * S / tp,
-        kvl * (np.asarray(kv_read_full) + new_tokens) * S / shard + qo, pk_a,
-        note="scores and values over the cached context (full layers)")
+    kv_full = kvl * (np.asarray(kv_read_full) + new_tokens) * S / shard
+    add("attention", m.n_full_layers, cp * np.asarray(pairs_full) * S / tp, kv_full + qo, pk_a,
+        note="scores and values over the cached context (full layers)", kv=kv_full)
     if m.n_sliding_layers:
-        add("attention_local", m.n_sliding_layers, cp * np.asarray(pairs_sliding) * S / tp,
-            kvl * (np.asarray(kv_read_sliding) + new_tokens) * S / shard + qo, pk_a,
-            note=f"scores and values over at most {m.sliding_window} tokens (sliding-window layers)")
+        kv_loc = kvl * (np.asarray(kv_read_sliding) + new_tokens) * S / shard
+        add("attention_local", m.n_sliding_layers, cp * np.asarray(pairs_sliding) * S / tp, kv_loc + qo, pk_a,
+            note=f"scores and values over at most {m.sliding_window} tokens (sliding-window layers)", kv=kv_loc)
     add("norms", m.n_layers, 0.0, 6 * T * d * ab, pk_a, note="2 norms and residual adds (elementwise)")
 
     if P.n_dense_layers and P.dense_ffn_per_layer:
         F = m.ffn_intermediate
         add("ffn", P.n_dense_layers, 2 * P.dense_ffn_per_layer * T / tp,
-            P.dense_ffn_per_layer * wb / tp + T * (2 * d + 2 * F / tp) * ab, pk_w, note="dense FFN")
+            P.dense_ffn_per_layer * wb / tp + T * (2 * d + 2 * F / tp) * ab, pk_w, note="dense FFN",
+            weights=P.dense_ffn_per_layer * wb / tp)
     if P.n_moe_layers:
         E, k = m.n_experts, m.experts_per_token
         Tst = T * ep
@@ -200,18 +214,19 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         eb = prec.expert.bytes
         Fe = m.moe_intermediate
         add("router", P.n_moe_layers, 2 * P.router_per_moe_layer * T, P.router_per_moe_layer * wb + T * d * ab, pk_w,
-            note="expert gate (replicated)")
+            note="expert gate (replicated)", weights=P.router_per_moe_layer * wb)
         add("experts", P.n_moe_layers, 2 * Tst * k * P.expert / (ep * tp),
             touched * P.expert * eb / (ep * tp) + Tst * k * (2 * d + 2 * Fe / tp) * ab / ep, pk_e,
-            note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts")
+            note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts", weights=touched * P.expert * eb / (ep * tp))
         if P.shared_per_moe_layer:
             Fs = m.shared_width
             add("shared_experts", P.n_moe_layers, 2 * P.shared_per_moe_layer * T / tp,
-                P.shared_per_moe_layer * wb / tp + T * (2 * d + 2 * Fs / tp) * ab, pk_w, note="shared expert(s)")
+                P.shared_per_moe_layer * wb / tp + T * (2 * d + 2 * Fs / tp) * ab, pk_w, note="shared expert(s)",
+                weights=P.shared_per_moe_layer * wb / tp)
     logits_tokens = T if phase == "decode" else S
     W_lm = m.vocab_size * d
     add("lm_head", 1, 2 * W_lm * logits_tokens / tp, W_lm * wb / tp + logits_tokens * (d + m.vocab_size / tp) * ab, pk_w,
-        note="logits (prefill: last position only)")
+        note="logits (prefill: last position only)", weights=W_lm * wb / tp)
 
     if np.any(tp > 1):
         add("tp_allreduce", 2 * m.n_layers, 0.0, 0.0, pk_a,
