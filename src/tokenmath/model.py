@@ -5,7 +5,7 @@ kv_cache.py, per-operation FLOPs and bytes in engine/ops.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 from .catalog import looks_like_path, read_user_file, shipped
 from .errors import InputError, unknown_name

@@ -10,20 +10,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dtypes import KV_DTYPES, WEIGHT_DTYPES, get_dtype
-from ..efficiency import DEFAULT, Efficiency
+from ..dtypes import get_dtype
+from ..efficiency import Efficiency
 from ..engine.memory import max_batch, weight_bytes_total
 from ..engine.serving import serve
 from ..engine.step import PassCost, Precision
-from ..errors import InputError
-from ..hardware import Hardware, get_hardware
+from ..hardware import Hardware
 from ..kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
-from ..mapping import Layout, make_layout
-from ..model import Model, get_model
+from ..mapping import Layout
+from ..model import Model
 from ..params import count_params
-
-MAX_TOKENS = 100_000_000  # a context beyond this is a typo, not a workload
-
+from .common import int_arg, setup
 
 @dataclass
 class InferResult:
@@ -123,27 +120,6 @@ class InferResult:
         }
 
 
-def _int_arg(v, field: str, lo: int = 1, hi: int = MAX_TOKENS) -> int:
-    if isinstance(v, bool):
-        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}")
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}") from None
-    if not math.isfinite(f) or f != int(f):
-        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}")
-    if not lo <= f <= hi:
-        raise InputError(field, f"{int(f)} is out of range", f"an integer from {lo} to {hi:,}")
-    return int(f)
-
-
-def resolve_precision(m: Model, weight_dtype: str | None, kv_dtype: str | None) -> Precision:
-    w = get_dtype(weight_dtype or m.native_dtype, "weight_dtype", WEIGHT_DTYPES)
-    e = w if weight_dtype or not m.native_expert_dtype else get_dtype(m.native_expert_dtype, "weight_dtype")
-    kv = get_dtype(kv_dtype or "bf16", "kv_dtype", KV_DTYPES)
-    return Precision(w, e, kv)
-
-
 def _scalar(x):
     return float(np.asarray(x))
 
@@ -157,20 +133,11 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     batch: an integer or "max" (the largest batch that fits at input_len + output_len).
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
-    m = get_model(model)
-    hw = get_hardware(hardware)
-    eff = efficiency or DEFAULT
-    input_len = _int_arg(input_len, "input_len")
-    output_len = _int_arg(output_len, "output_len")
-    lay = make_layout(m, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp)
-    for k in ("tp", "pp", "ep", "dp"):
-        if np.ndim(getattr(lay, k)):
-            raise InputError(k, "infer takes one layout; use tokenmath.sweep for many", "a single integer")
-    prec = resolve_precision(m, weight_dtype, kv_dtype)
-    from ..engine.memory import RESERVE_FRACTION
-    reserve = RESERVE_FRACTION if reserve is None else reserve
-    if not 0 <= reserve < 1:
-        raise InputError("reserve", f"{reserve!r} is not a fraction of memory", "a number in [0, 1)")
+    input_len = int_arg(input_len, "input_len")
+    output_len = int_arg(output_len, "output_len")
+    su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
+               kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve)
+    m, hw, lay, prec, eff, reserve = su.model, su.hardware, su.layout, su.precision, su.efficiency, su.reserve
     ctx = input_len + output_len
     notes = []
     if m.max_context and ctx > m.max_context:
@@ -180,11 +147,11 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     bmax = int(max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, ctx, reserve))
     if isinstance(batch, str):
         if batch.lower() != "max":
-            batch = _int_arg(batch, "batch", 1, 10_000_000)
+            batch = int_arg(batch, "batch", 1, 10_000_000)
         else:
             batch = bmax
     else:
-        batch = _int_arg(batch, "batch", 1, 10_000_000)
+        batch = int_arg(batch, "batch", 1, 10_000_000)
 
     P = count_params(m)
     sv = serve(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve)
