@@ -13,6 +13,12 @@ import click
 
 COMMANDS = {
     "infer": ("tokenmath.commands.infer:infer", "How fast and how expensive: TTFT, decode step, $/Mtok, memory, bottleneck."),
+    "hyperbola": ("tokenmath.commands.hyperbola:hyperbola", "Decode cost per token and latency against batch size."),
+    "slowmode": ("tokenmath.commands.serving:slowmode", "Cheapest cost for a latency budget; where waiting stops helping."),
+    "pareto": ("tokenmath.commands.serving:pareto", "Throughput per chip vs tokens/s per user: the frontier, with $/Mtok."),
+    "prices": ("tokenmath.commands.serving:prices", "Cost of input vs output tokens across contexts; cached input."),
+    "context": ("tokenmath.commands.serving:context", "KV bytes, max context/batch, where KV reads equal weight reads."),
+    "fleet": ("tokenmath.commands.serving:fleet", "Chips, racks, MW and $/year to serve a demand in tokens/s."),
     "models": ("tokenmath.commands.catalog:models", "List the model catalog with parameter counts."),
     "hardware": ("tokenmath.commands.catalog:hardware", "List the hardware catalog (dense peaks, memory, links, price)."),
 }

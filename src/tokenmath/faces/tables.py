@@ -93,3 +93,20 @@ def hardware_table(as_json: bool) -> None:
                   u.rate(r["memory_bw"], "B/s"), f"{r['scaleup_domain']} x {u.rate(r['scaleup_bw'], 'B/s')}",
                   f"{r['price_usd_per_hour']:g}" if r["price_usd_per_hour"] is not None else "-")
     _console().print(t)
+
+
+def hyperbola_table(h) -> None:
+    from rich.table import Table
+    d = h.to_dict()
+    t = Table(title=f"{h.setup.model.name} on {h.setup.chips} x {h.setup.hardware.id}: decode at context {h.context:,}")
+    for col in ("batch", "step", "tok/s/user", "tok/s", "$/Mtok out", "weights", "KV", "bound"):
+        t.add_column(col, justify="right")
+    pts = d["points"]
+    idx = sorted({0, len(pts) - 1} | {i for i, p in enumerate(pts) if p["batch"] & (p["batch"] - 1) == 0})
+    for i in idx:
+        p = pts[i]
+        t.add_row(str(p["batch"]), u.seconds(p["step_s"]), f"{p['tokens_per_s_per_user']:,.1f}", f"{p['tokens_per_s']:,.0f}",
+                  u.usd(p["cost_per_mtok_output_usd"]), f"{p['weight_share']:.0%}", f"{p['kv_share']:.0%}", p["bottleneck"])
+    c = _console()
+    c.print(t)
+    c.print(h.explain())

@@ -1,0 +1,166 @@
+"""Charts (matplotlib, imported only here). Each function takes an analysis result and a path (.png or .svg)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def _plt():
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("plot", "matplotlib is not installed", "pip install 'tokenmath[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, path) -> str:
+    p = Path(path)
+    if p.suffix.lower() not in (".png", ".svg"):
+        raise InputError("plot", f"unsupported file type {p.suffix or '(none)'!r}", "a .png or .svg path")
+    if p.parent and not p.parent.exists():
+        raise InputError("plot", f"folder {str(p.parent)!r} does not exist", "an existing folder")
+    fig.tight_layout()
+    fig.savefig(p, dpi=130)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return str(p)
+
+
+def hyperbola_plot(h, path) -> str:
+    plt = _plt()
+    d = h.to_dict()
+    su = h.setup
+    fig, ax = plt.subplots(figsize=(8, 5))
+    cost = h.cost_per_mtok(h.per_token_s)
+    y = cost if cost is not None else h.per_token_s * 1e3
+    ylabel = "decode cost ($ per million output tokens)" if cost is not None else "time per output token (ms)"
+    ax.plot(h.batch, y, color="C0", lw=2, label="cost per output token")
+    floor = h.cost_per_mtok(h.floor_per_token_s) if cost is not None else h.floor_per_token_s * 1e3
+    ax.axhline(float(floor), color="C2", ls="--", label=f"floor ({d['floor_bottleneck']}-bound) = {float(floor):.3g}")
+    if h.critical_batch:
+        ax.axvline(h.critical_batch, color="C3", ls=":", label=f"critical batch ~{h.critical_batch}")
+    ax.axvline(h.max_batch, color="gray", ls="-.", label=f"max batch that fits = {h.max_batch}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size (concurrent sequences)")
+    ax.set_ylabel(ylabel)
+    ax2 = ax.twinx()
+    ax2.plot(h.batch, h.step_s * 1e3, color="C1", alpha=0.7, label="step latency")
+    ax2.set_ylabel("decode step latency (ms)", color="C1")
+    ax.set_title(f"{su.model.name} on {su.chips} x {su.hardware.id}, context {h.context:,}: "
+                 "weights are fetched once per step, so batching amortizes them", fontsize=9)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)
+
+
+def pareto_plot(p, path) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    xs = [q["output_tokens_per_s_per_user"] for q in p.points]
+    ys = [q["output_tokens_per_s_per_chip"] for q in p.points]
+    ax.scatter(xs, ys, s=6, color="lightgray", label="(layout, batch) points that fit")
+    fx = [q["output_tokens_per_s_per_user"] for q in p.frontier]
+    fy = [q["output_tokens_per_s_per_chip"] for q in p.frontier]
+    ax.plot(fx, fy, "-o", color="C0", ms=3, label="Pareto frontier")
+    for q in p.frontier[:: max(1, len(p.frontier) // 6)]:
+        c = q["cost_per_mtok_output_usd"]
+        ax.annotate(f"{q['layout'].replace(' pp=1', '').replace(' ep=1', '')} b={q['batch']}"
+                    + (f"\n${c:.3g}/Mtok" if c is not None else ""),
+                    (q["output_tokens_per_s_per_user"], q["output_tokens_per_s_per_chip"]), fontsize=7,
+                    xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel("interactivity (output tokens/s per user)")
+    ax.set_ylabel("throughput (output tokens/s per chip)")
+    ax.set_title(f"{p.setup.model.name} on {p.chips} x {p.setup.hardware.id}: faster users cost throughput", fontsize=9)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def slowmode_plot(s, path) -> str:
+    plt = _plt()
+    d = s.to_dict()
+    rows = [r for r in d["rows"] if r["feasible"]]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    key = "cost_per_mtok_output_usd" if rows and rows[0]["cost_per_mtok_output_usd"] is not None else "chip_s_per_mtok_output"
+    ax.plot([r["budget_s"] * 1e3 for r in rows], [r[key] for r in rows], "-o", color="C0")
+    for r in rows:
+        ax.annotate(f"{r['chips']}c b={r['batch']}", (r["budget_s"] * 1e3, r[key]), fontsize=7, xytext=(3, 3),
+                    textcoords="offset points")
+    if d["saturation_budget_s"]:
+        ax.axvline(d["saturation_budget_s"] * 1e3, color="C3", ls=":", label="waiting buys nothing beyond here")
+        ax.legend(fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("latency budget (ms " + ("per request)" if d["per_request"] else "per output token)"))
+    ax.set_ylabel("cheapest cost ($ per million output tokens)" if key.startswith("cost") else "chip-seconds per million output tokens")
+    ax.set_title(f"{s.setup.model.name} on {s.setup.hardware.id}: patience lowers cost only until the batch fills memory", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)
+
+
+def prices_plot(p, path) -> str:
+    plt = _plt()
+    rows = [r for r in p.rows if r["fits"]]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    x = [r["input_len"] for r in rows]
+    ax.plot(x, [r["cost_per_mtok_output"] for r in rows], "-o", label="output token (decode)")
+    ax.plot(x, [r["cost_per_mtok_input"] for r in rows], "-o", label="input token (prefill)")
+    ax.plot(x, [r["cost_per_mtok_cached_input"] for r in rows], "--", label=f"cached input (KV kept {p.cache_ttl_s:g} s)")
+    for r in rows:
+        ax.annotate(f"{r['output_input_ratio']:.1f}x", (r["input_len"], r["cost_per_mtok_output"]), fontsize=7,
+                    xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("context length (input tokens per request)")
+    ax.set_ylabel(f"cost ({rows[0]['unit'] if rows else '$/Mtok'})")
+    ax.set_title(f"{p.setup.model.name} on {p.setup.chips} x {p.setup.hardware.id}: output tokens cost more "
+                 "(labels: output/input ratio)", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def context_plot(c, path) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    x = [r["context"] for r in c.curve]
+    ax.plot(x, [r["kv_share"] for r in c.curve], label="KV reads share of decode step")
+    ax.plot(x, [r["weight_share"] for r in c.curve], label="weight reads share of decode step")
+    if c.crossover_context:
+        ax.axvline(c.crossover_context, color="C3", ls=":", label=f"KV = weights at ~{c.crossover_context:,} tokens")
+    if c.max_context_at_batch:
+        ax.axvline(c.max_context_at_batch, color="gray", ls="-.", label=f"max context at batch {c.batch}")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("context length (tokens per sequence)")
+    ax.set_ylabel("fraction of decode step time")
+    ax.set_title(f"{c.setup.model.name} on {c.setup.chips} x {c.setup.hardware.id}, batch {c.batch}: "
+                 "where long context starts to cost like the model", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def fleet_plot(sweep: list[dict], path) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    x = [r["demand_output_tokens_per_s"] for r in sweep]
+    ax.plot(x, [r["chips"] for r in sweep], "-o", label="chips")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("demand (output tokens/s)")
+    ax.set_ylabel("chips")
+    for r in sweep:
+        lab = f"{r['megawatts']:.3g} MW" if r["megawatts"] is not None else f"{r['domains']} domains"
+        ax.annotate(lab, (r["demand_output_tokens_per_s"], r["chips"]), fontsize=7, xytext=(3, -10), textcoords="offset points")
+    ax.set_title(f"{sweep[0]['model']} on {sweep[0]['hardware']}: fleet grows linearly with demand "
+                 f"at >= {sweep[0]['min_tokens_per_s_per_user']:g} tok/s per user", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
