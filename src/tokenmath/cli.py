@@ -19,8 +19,13 @@ COMMANDS = {
     "prices": ("tokenmath.commands.serving:prices", "Cost of input vs output tokens across contexts; cached input."),
     "context": ("tokenmath.commands.serving:context", "KV bytes, max context/batch, where KV reads equal weight reads."),
     "fleet": ("tokenmath.commands.serving:fleet", "Chips, racks, MW and $/year to serve a demand in tokens/s."),
+    "chinchilla": ("tokenmath.commands.chinchilla:chinchilla", "Chinchilla loss L(N, D) and the compute-optimal N, D for a budget."),
+    "overtrain": ("tokenmath.commands.overtrain:overtrain", "Train smaller and longer: minimise training + lifetime inference cost."),
+    "deduce": ("tokenmath.commands.deduce:deduce", "Deduce active params, KV bytes, batch regime from API prices."),
+    "price": ("tokenmath.commands.deduce:price", "What serving a model costs per Mtok, and the price at a margin."),
     "models": ("tokenmath.commands.catalog:models", "List the model catalog with parameter counts."),
     "hardware": ("tokenmath.commands.catalog:hardware", "List the hardware catalog (dense peaks, memory, links, price)."),
+    "train": ("tokenmath.commands.train:train", "Training step time, MFU, memory per chip, run cost; --search ranks layouts."),
 }
 
 

@@ -110,3 +110,35 @@ def hyperbola_table(h) -> None:
     c = _console()
     c.print(t)
     c.print(h.explain())
+
+
+def coverage_table(cov: dict) -> None:
+    from rich.table import Table
+    c = _console()
+    t = Table(title="deduce on open-weight API prices (true active params known)")
+    for col in ("model", "provider", "in/out $/Mtok", "true B", "median B", "80% interval", "inside"):
+        t.add_column(col)
+    for r in cov["open"]:
+        if "error" in r:
+            t.add_row(r["model"], r["provider"], f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}",
+                      f"{r['true_active_params_b']:.3g}", "-", r["error"][:40], "-")
+            continue
+        a = r["active_params_b"]
+        t.add_row(r["model"], r["provider"], f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}",
+                  f"{r['true_active_params_b']:.3g}", f"{a['median']:.3g}", f"{a['low']:.3g} - {a['high']:.3g}",
+                  "yes" if r["inside_80"] else "no")
+    c.print(t)
+    if cov["coverage_80"] is not None:
+        c.print(f"coverage of the 80% interval: {cov['coverage_80']:.0%} of {cov['scored']} rows; "
+                f"median error of the median: x{cov['median_error_factor']:.2f}")
+    t2 = Table(title="closed models: deduced active params (billions)")
+    for col in ("model", "provider", "in/out $/Mtok", "median", "80% interval", "total (median)"):
+        t2.add_column(col)
+    for r in cov["closed"]:
+        if "error" in r:
+            t2.add_row(r["model"], r["provider"], f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}", "-", r["error"][:50], "-")
+            continue
+        a, tt = r["active_params_b"], r["total_params_b"]
+        t2.add_row(r["model"], r["provider"], f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}",
+                   f"{a['median']:.3g}", f"{a['low']:.3g} - {a['high']:.3g}", f"{tt['median']:.3g}")
+    c.print(t2)
