@@ -6,13 +6,16 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["infer", "get_model", "get_hardware", "model_ids", "hardware_ids", "InputError", "Efficiency"]
+__all__ = ["infer", "sweep", "get_model", "get_hardware", "model_ids", "hardware_ids", "InputError", "Efficiency"]
 
 
 def __getattr__(name):
     if name == "infer":
         from .analyses.infer import infer
         return infer
+    if name == "sweep":
+        from .analyses.sweep import sweep
+        return sweep
     if name in ("get_model", "model_ids"):
         from . import model
         return getattr(model, name)

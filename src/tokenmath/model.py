@@ -6,6 +6,7 @@ kv_cache.py, per-operation FLOPs and bytes in engine/ops.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 from .catalog import looks_like_path, read_user_file, shipped
 from .errors import InputError, unknown_name
@@ -90,7 +91,7 @@ class Model:
     def shared_width(self) -> int:
         return self.shared_intermediate or self.n_shared_experts * self.moe_intermediate
 
-    @property
+    @cached_property
     def layer_kinds(self) -> tuple[str, ...]:
         """'full' or 'sliding' for each layer (the pattern repeats cyclically)."""
         pat = self.attention_pattern or ("full",)
@@ -99,7 +100,7 @@ class Model:
             return tuple("full" for _ in kinds)
         return kinds
 
-    @property
+    @cached_property
     def n_sliding_layers(self) -> int:
         return sum(k == "sliding" for k in self.layer_kinds)
 

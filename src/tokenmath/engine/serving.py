@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..efficiency import PEAK, Efficiency
+from ..efficiency import Efficiency
 from ..hardware import Hardware
 from ..mapping import Layout
 from ..model import Model
@@ -80,8 +80,8 @@ def serve(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency,
     else:
         p2p = np.zeros_like(np.asarray(dec.time_s, float))
     step = dec.time_s + p2p
-    floor_pass = passes(m, hw, lay, prec, PEAK, s, input_len, output_len)[1]
-    floor = floor_pass.roofline_floor_s(hw, prec)
+    # FLOPs and bytes do not depend on the efficiencies: the pure roofline reads them off the same pass
+    floor = dec.roofline_floor_s(hw, prec)
     shape = np.broadcast(batch, input_len, output_len, tp, pp, ep, dp).shape
     b = lambda x: np.broadcast_to(np.asarray(x, float), shape)  # noqa: E731
     return Serving(b(batch), b(s), b(micro), pre, dec, b(ttft), b(step), b(p2p), b(floor), mem,

@@ -23,6 +23,7 @@ MLA prefill decompresses, 2 h (qk_nope + rope) + 2 h v.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from . import collectives as coll
 from .roofline import op_time
 
 ACT_BYTES = 2.0  # activations in bf16
+BOTTLENECKS = np.array(["compute", "memory", "communication"])
 
 
 @dataclass(frozen=True)
@@ -62,9 +64,14 @@ class Op:
     kv_bytes: np.ndarray | float = 0.0       # the part of `bytes` that is KV cache
 
     @property
+    def has_comm(self) -> bool:
+        return not (np.ndim(self.comm_s) == 0 and float(self.comm_s) == 0.0)
+
+    @property
     def time_s(self):
         """Per occurrence."""
-        return np.maximum(np.maximum(self.compute_s, self.memory_s), self.comm_s)
+        t = np.maximum(self.compute_s, self.memory_s)
+        return np.maximum(t, self.comm_s) if self.has_comm else t
 
     @property
     def total_s(self):
@@ -73,40 +80,47 @@ class Op:
 
 @dataclass
 class PassCost:
+    """Ops of one pass; totals are computed once (the pass is complete when forward_pass returns it)."""
     ops: dict[str, Op] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def time_s(self):
         return sum(op.total_s for op in self.ops.values())
 
-    def _share(self, kind: str):
-        t = 0.0
+    @cached_property
+    def _shares(self):
+        comp = mem = comm = 0.0
         for op in self.ops.values():
-            if kind == "communication":
-                t = t + op.count * op.comm_s
-            else:
-                c, m = op.compute_s, op.memory_s
-                pick = (c >= m) if kind == "compute" else (m > c)
-                t = t + op.count * np.where(pick & (op.comm_s == 0), np.maximum(c, m), 0.0)
-        return t
+            c, m = op.compute_s, op.memory_s
+            comp = comp + op.count * np.where(c >= m, c, 0.0)
+            mem = mem + op.count * np.where(m > c, m, 0.0)
+            if op.has_comm:
+                comm = comm + op.count * op.comm_s
+        return comp, mem, comm
 
     @property
     def compute_bound_s(self):
-        return self._share("compute")
+        """Time in ops whose FLOPs outweigh their bytes."""
+        return self._shares[0]
 
     @property
     def memory_bound_s(self):
-        return self._share("memory")
+        return self._shares[1]
 
     @property
     def comm_s(self):
-        return self._share("communication")
+        return self._shares[2]
+
+    @cached_property
+    def bottleneck_code(self):
+        """0 compute, 1 memory, 2 communication (the largest share of the pass's time)."""
+        c, m, k = np.broadcast_arrays(*self._shares)
+        code = np.where(m > c, 1, 0).astype(np.int8)
+        return np.where(k > np.maximum(c, m), 2, code).astype(np.int8)
 
     @property
     def bottleneck(self):
-        c, m, k = np.broadcast_arrays(self.compute_bound_s, self.memory_bound_s, self.comm_s)
-        names = np.array(["compute", "memory", "communication"])
-        return names[np.argmax(np.stack([c, m, k]), axis=0)]
+        return BOTTLENECKS[self.bottleneck_code]
 
     @property
     def weight_bytes(self):
@@ -151,37 +165,56 @@ def _attn_io_width(m: Model, tp):
 
 
 def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, *, phase: str,
-                 seqs, new_tokens, pairs_full, pairs_sliding, kv_read_full, kv_read_sliding) -> PassCost:
+                 seqs, new_tokens, pairs_full, pairs_sliding, kv_read_full, kv_read_sliding,
+                 ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None) -> PassCost:
     """Cost per chip of one forward pass over all layers.
 
     seqs: sequences per attention group in the pass; new_tokens: tokens each sequence processes;
     pairs_*: attended (query, key) pairs per sequence in one full / sliding layer;
     kv_read_*: cached tokens per sequence read from HBM in one full / sliding layer.
+    ep_imbalance: the busiest expert-parallel rank gets ep_imbalance x the mean routed tokens (1.0: perfectly
+      balanced routing; the step waits for the busiest rank, so its expert FLOPs, expert weights touched and
+      all-to-all payload set the pace). Applies only where ep > 1.
+    ep_overlap: two-micro-batch overlap of the EP all-to-all with compute (DeepSeek-V3 / SGLang TBO): exposed
+      all-to-all per MoE layer = max(0, all-to-all - compute of that layer). The second micro-batch's extra weight
+      reads are not charged.
+    links: an object with group_bw(kind, p) giving the per-chip scale-up bandwidth of a group of p chips
+      (systems.System: mesh and torus topologies); None: every group gets hw.scaleup_bw.
+    Context parallelism (lay.cp > 1): prefill splits each prompt over cp chips and passes KV blocks around a ring
+      (an all-gather of the layer's KV over cp, overlapped with that layer's attention); decode splits the KV
+      reads over cp chips and all-gathers the partial attention outputs per layer.
     """
     P = count_params(m)
     tp = np.asarray(lay.tp, float)
     ep = np.asarray(lay.ep, float)
     S = np.asarray(seqs, float)
     T = S * np.asarray(new_tokens, float)
+    cpd = np.asarray(getattr(lay, "cp", 1), float)
+    has_cp = bool(np.any(cpd > 1))
+    if has_cp and phase == "prefill":
+        T = T / cpd   # each context-parallel rank holds 1/cp of every prompt
+
+    def group_bw(kind, p):
+        return None if links is None else links.group_bw(kind, p)
     d, ab = m.d_model, ACT_BYTES
     bw = hw.memory_bw * eff.memory_bw
     wkey, ekey = prec.weight.compute, prec.expert.compute
     pk_w = hw.peak_flops(wkey) * eff.flops
     pk_e = hw.peak_flops(ekey) * eff.flops
     pk_a = hw.peak_flops("bf16") * eff.flops
-    zero = np.zeros(np.broadcast(T, tp, ep).shape)
     out = PassCost()
 
     def add(name, count, flops, nbytes, peak, comm=None, note="", weights=0.0, kv=0.0):
         """nbytes = weights + kv + activation bytes; weights and kv are also kept apart for the analyses."""
         if count == 0:
             return
-        flops = np.asarray(flops, float) + zero
-        nbytes = np.asarray(nbytes, float) + zero
+        # arrays keep their own (broadcastable) shapes: a scalar stays a scalar, so sweeps allocate less
+        flops = np.asarray(flops, float)
+        nbytes = np.asarray(nbytes, float)
         _, c, mem = op_time(flops, nbytes, peak, bw)
         out.ops[name] = Op(name, float(count), flops, nbytes, c, mem,
-                           (np.asarray(comm, float) + zero) if comm is not None else zero, peak, bw, note,
-                           np.asarray(weights, float) + zero, np.asarray(kv, float) + zero)
+                           np.asarray(comm, float) if comm is not None else np.float64(0.0), peak, bw, note,
+                           np.asarray(weights, float), np.asarray(kv, float))
 
     wb = prec.weight.bytes
     add("embed", 1, 0.0, T * d * (wb + ab), pk_w, note="gather one embedding row per token", weights=T * d * wb)
@@ -194,11 +227,17 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     qo = T * (m.n_heads * (m.v_head_dim if m.is_mla else m.hd)) * 2 * ab / tp
     cp = pair_flops(m, phase)
     kv_full = kvl * (np.asarray(kv_read_full) + new_tokens) * S / shard
-    add("attention", m.n_full_layers, cp * np.asarray(pairs_full) * S / tp, kv_full + qo, pk_a,
+    att_full = cp * np.asarray(pairs_full) * S / tp
+    if has_cp:
+        att_full = att_full / cpd
+    add("attention", m.n_full_layers, att_full, kv_full + qo, pk_a,
         note="scores and values over the cached context (full layers)", kv=kv_full)
     if m.n_sliding_layers:
         kv_loc = kvl * (np.asarray(kv_read_sliding) + new_tokens) * S / shard
-        add("attention_local", m.n_sliding_layers, cp * np.asarray(pairs_sliding) * S / tp, kv_loc + qo, pk_a,
+        att_loc = cp * np.asarray(pairs_sliding) * S / tp
+        if has_cp:
+            att_loc = att_loc / cpd
+        add("attention_local", m.n_sliding_layers, att_loc, kv_loc + qo, pk_a,
             note=f"scores and values over at most {m.sliding_window} tokens (sliding-window layers)", kv=kv_loc)
     add("norms", m.n_layers, 0.0, 6 * T * d * ab, pk_a, note="2 norms and residual adds (elementwise)")
 
@@ -210,6 +249,9 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     if P.n_moe_layers:
         E, k = m.n_experts, m.experts_per_token
         Tst = T * ep
+        if ep_imbalance != 1.0:
+            # the busiest EP rank: imbalance x the mean tokens, and the distinct experts those tokens touch
+            Tst = Tst * np.where(ep > 1, float(ep_imbalance), 1.0)
         touched = E * (1.0 - (1.0 - k / E) ** Tst)
         eb = prec.expert.bytes
         Fe = m.moe_intermediate
@@ -217,7 +259,9 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
             note="expert gate (replicated)", weights=P.router_per_moe_layer * wb)
         add("experts", P.n_moe_layers, 2 * Tst * k * P.expert / (ep * tp),
             touched * P.expert * eb / (ep * tp) + Tst * k * (2 * d + 2 * Fe / tp) * ab / ep, pk_e,
-            note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts", weights=touched * P.expert * eb / (ep * tp))
+            note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts"
+            + (f" (busiest EP rank: {float(ep_imbalance):g} x the mean tokens)" if ep_imbalance != 1.0 else ""),
+            weights=touched * P.expert * eb / (ep * tp))
         if P.shared_per_moe_layer:
             Fs = m.shared_width
             add("shared_experts", P.n_moe_layers, 2 * P.shared_per_moe_layer * T / tp,
@@ -230,13 +274,69 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
 
     if np.any(tp > 1):
         add("tp_allreduce", 2 * m.n_layers, 0.0, 0.0, pk_a,
-            comm=coll.all_reduce(T * d * ab, tp, hw, eff.link_bw), note="2 all-reduces of activations per layer")
+            comm=coll.all_reduce(T * d * ab, tp, hw, eff.link_bw, up_bw=group_bw("all_reduce", tp)),
+            note="2 all-reduces of activations per layer")
     if P.n_moe_layers and np.any(ep > 1):
         k = m.experts_per_token
-        add("ep_alltoall", P.n_moe_layers, 0.0, 0.0, pk_a,
-            comm=2 * coll.all_to_all(T * k * d * ab / tp, tp * ep, hw, eff.link_bw),
-            note="dispatch + combine all-to-all per MoE layer")
+        payload = T * k * d * ab / tp
+        note = "dispatch + combine all-to-all per MoE layer"
+        if ep_imbalance != 1.0:
+            payload = payload * np.where(ep > 1, float(ep_imbalance), 1.0)   # the busiest rank receives more
+            note += f" (busiest rank {float(ep_imbalance):g} x the mean payload)"
+        a2a = 2 * coll.all_to_all(payload, tp * ep, hw, eff.link_bw, up_bw=group_bw("all_to_all", tp * ep))
+        if ep_overlap:
+            a2a = np.maximum(0.0, a2a - _moe_layer_compute_s(out, m))
+            note += "; two-micro-batch overlap: only the part longer than the layer's compute is exposed"
+        add("ep_alltoall", P.n_moe_layers, 0.0, 0.0, pk_a, comm=a2a, note=note)
+    if has_cp:
+        _context_parallel(out, m, hw, lay, eff, phase, S, T, new_tokens, kvl, shard, cpd, group_bw, pk_a)
     return out
+
+
+def _moe_layer_compute_s(out: PassCost, m: Model):
+    """Per-occurrence time of the non-communication work of one MoE layer (what a second micro-batch overlaps)."""
+    t = 0.0
+    for name in ("attn_proj", "norms", "router", "experts", "shared_experts"):
+        if name in out.ops:
+            t = t + out.ops[name].time_s
+    att = 0.0
+    for name in ("attention", "attention_local"):
+        if name in out.ops:
+            att = att + out.ops[name].total_s
+    return t + att / m.n_layers
+
+
+def _context_parallel(out: PassCost, m: Model, hw: Hardware, lay: Layout, eff: Efficiency, phase, S, T, new_tokens,
+                      kvl, shard, cpd, group_bw, pk_a):
+    """CP communication per layer. The cp ranks of a sequence sit tp x ep chips apart, so the ring crosses a domain
+    boundary when tp x ep x cp > domain; a ring runs at its slowest hop (then the scale-out link)."""
+    tp, ep = np.asarray(lay.tp, float), np.asarray(lay.ep, float)
+    crosses = tp * ep * cpd > hw.scaleup_domain
+    up = group_bw("all_gather", cpd)
+    up = hw.scaleup_bw if up is None else up
+    if np.any(crosses):
+        up = np.where(crosses, coll._scaleout(hw, 1.0), up)
+    extra = np.where(crosses, hw.scaleout_latency, 0.0)
+    if phase == "prefill":
+        # ring attention: every rank receives the other ranks' KV blocks of this layer (cp-1 of cp), overlapped
+        # with the attention on the blocks it already has; only the part longer than the attention is exposed
+        kv_layer = kvl * np.asarray(new_tokens, float) * S / (shard / cpd)     # one layer's KV of the whole prompts
+        ring = coll.all_gather(kv_layer, cpd, hw, eff.link_bw, up_bw=up) + extra
+        att = 0.0
+        for name in ("attention", "attention_local"):
+            if name in out.ops:
+                att = att + out.ops[name].total_s
+        exposed = np.where(cpd > 1, np.maximum(0.0, ring - att / m.n_layers), 0.0)
+        Tz = np.zeros(np.shape(exposed))
+        out.ops["cp_ring"] = Op("cp_ring", float(m.n_layers), Tz, Tz, Tz, Tz, exposed, pk_a, 0.0,
+                                "ring attention: all-gather of the layer's KV over cp, overlapped with attention")
+    else:
+        vhd = m.v_head_dim if m.is_mla else m.hd
+        partial = T * m.n_heads * (vhd + 1) * 4.0 / tp                  # fp32 partial outputs + log-sum-exp
+        comb = np.where(cpd > 1, coll.all_gather(partial * cpd, cpd, hw, eff.link_bw, up_bw=up) + extra, 0.0)
+        Tz = np.zeros(np.shape(comb))
+        out.ops["cp_combine"] = Op("cp_combine", float(m.n_layers), Tz, Tz, Tz, Tz, comb, pk_a, 0.0,
+                                   "all-gather of partial attention outputs over cp (KV stays split)")
 
 
 # ---- how much context a step attends ------------------------------------------------------------------------
