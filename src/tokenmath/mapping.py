@@ -1,6 +1,7 @@
-"""How a model is laid over chips for serving: tensor (tp), pipeline (pp), expert (ep) and data (dp) parallelism.
+"""How a model is laid over chips for serving: tensor (tp), pipeline (pp), expert (ep), data (dp) and context (cp)
+parallelism.
 
-chips = tp x pp x ep x dp.
+chips = tp x pp x ep x dp x cp.
 - dp: independent replicas, each serving batch/dp sequences.
 - pp: the layers split into pp stages; sequences flow through them in microbatches.
 - tp: inside a stage, every matrix is split tp ways (attention by heads, FFN by columns, vocab by rows);
@@ -8,6 +9,10 @@ chips = tp x pp x ep x dp.
 - ep: inside a stage, tp x ep chips; attention runs data-parallel over ep groups of tp chips (each group holds
   batch/(dp x ep) sequences and their KV), routed experts are split over the ep groups with a dispatch and a combine
   all-to-all per MoE layer (the DeepSeek-V3 / SGLang "DP attention + EP" layout). A dense model needs ep = 1.
+- cp: context parallelism for long prompts: cp chips (each holding the same weight shard) share the same sequences;
+  a prompt is split into cp chunks, attention runs as a ring that passes KV blocks between them (ring attention,
+  Liu et al. 2023), and the KV cache of a sequence stays split cp ways. Default 1 (no change to any other figure).
+Chips are ordered tp (innermost), ep, cp, pp, dp: a group stays inside one scale-up domain while its span fits.
 Arrays broadcast, so a sweep over layouts is one call.
 """
 from __future__ import annotations
@@ -26,10 +31,12 @@ class Layout:
     pp: object = 1
     ep: object = 1
     dp: object = 1
+    cp: object = 1
 
     @property
     def chips(self):
-        return np.asarray(self.tp) * np.asarray(self.pp) * np.asarray(self.ep) * np.asarray(self.dp)
+        c = np.asarray(self.tp) * np.asarray(self.pp) * np.asarray(self.ep) * np.asarray(self.dp)
+        return c if _is_one(self.cp) else c * np.asarray(self.cp)
 
     @property
     def stage_chips(self):
@@ -41,8 +48,15 @@ class Layout:
         so every TP rank keeps the whole latent (vLLM/SGLang replicate it); GQA splits by KV head, and TP beyond
         the number of KV heads replicates heads."""
         if m.is_mla:
-            return np.ones_like(np.asarray(self.tp, dtype=float))
-        return np.minimum(np.asarray(self.tp, dtype=float), m.kv_heads)
+            s = np.ones_like(np.asarray(self.tp, dtype=float))
+        else:
+            s = np.minimum(np.asarray(self.tp, dtype=float), m.kv_heads)
+        # context parallelism splits each sequence's KV over cp chips as well
+        return s if _is_one(self.cp) else s * np.asarray(self.cp, dtype=float)
+
+
+def _is_one(x) -> bool:
+    return np.ndim(x) == 0 and float(x) == 1.0
 
 
 def _as_int_array(v, field: str) -> np.ndarray:
@@ -54,30 +68,36 @@ def _as_int_array(v, field: str) -> np.ndarray:
     return a.astype(np.int64)
 
 
-def make_layout(m: Model, chips=None, tp=None, pp=None, ep=None, dp=None) -> Layout:
+def make_layout(m: Model, chips=None, tp=None, pp=None, ep=None, dp=None, cp=None) -> Layout:
     """Resolve and check a layout. Missing degrees default to 1, except that when only `chips` is given the
     remaining chips go to tp (dense) or to ep (MoE, after tp fills a KV-head-friendly width)."""
     pp_ = _as_int_array(1 if pp is None else pp, "pp")
     ep_ = _as_int_array(1 if ep is None else ep, "ep")
     dp_ = _as_int_array(1 if dp is None else dp, "dp")
+    cp_ = 1 if cp is None else _as_int_array(cp, "cp")
+    others = pp_ * ep_ * dp_ * cp_
     if tp is None:
         if chips is None:
             tp_ = np.asarray(1)
         else:
             c = _as_int_array(chips, "chips")
-            rest = c // (pp_ * ep_ * dp_)
-            if np.any(rest * pp_ * ep_ * dp_ != c):
-                raise InputError("chips", f"{chips} chips do not divide into pp={pp} x ep={ep} x dp={dp}",
-                                 "a multiple of pp x ep x dp")
+            rest = c // others
+            if np.any(rest * others != c):
+                raise InputError("chips", f"{chips} chips do not divide into pp={pp} x ep={ep} x dp={dp}"
+                                 + (f" x cp={cp}" if cp is not None else ""),
+                                 "a multiple of pp x ep x dp" + (" x cp" if cp is not None else ""))
             tp_ = rest
     else:
         tp_ = _as_int_array(tp, "tp")
-    lay = Layout(tp_, pp_, ep_, dp_)
+    lay = Layout(tp_, pp_, ep_, dp_) if cp is None else Layout(tp_, pp_, ep_, dp_, cp_)
     if chips is not None:
         c = _as_int_array(chips, "chips")
         if np.any(lay.chips != c):
-            raise InputError("chips", f"{chips} chips but tp x pp x ep x dp = {tp_} x {pp_} x {ep_} x {dp_} = {lay.chips}",
-                             "degrees whose product equals --chips")
+            if cp is None:
+                raise InputError("chips", f"{chips} chips but tp x pp x ep x dp = {tp_} x {pp_} x {ep_} x {dp_} = {lay.chips}",
+                                 "degrees whose product equals --chips")
+            raise InputError("chips", f"{chips} chips but tp x pp x ep x dp x cp = {tp_} x {pp_} x {ep_} x {dp_} x {cp_}"
+                             f" = {lay.chips}", "degrees whose product equals --chips")
     check_layout(m, lay)
     return lay
 

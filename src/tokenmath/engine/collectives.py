@@ -35,11 +35,13 @@ def latency(p, hw):
     return np.where(p > hw.scaleup_domain, a + hw.scaleout_latency, a)
 
 
-def _collective(S, p, hw, eff_link, factor):
-    """factor(p) x S over the slowest link the group uses, hierarchically when it spans domains."""
+def _collective(S, p, hw, eff_link, factor, up_bw=None):
+    """factor(p) x S over the slowest link the group uses, hierarchically when it spans domains.
+    up_bw: per-chip scale-up bandwidth this group gets (B/s, scalar or array broadcasting with p), for topologies
+    where it depends on the group (systems.System.group_bw); None: hw.scaleup_bw."""
     S, p = np.asarray(S, float), np.asarray(p, float)
     d = float(hw.scaleup_domain)
-    up = hw.scaleup_bw * eff_link
+    up = (hw.scaleup_bw if up_bw is None else up_bw) * eff_link
     inside = factor(p) * S / up
     if np.all(p <= d):
         t = inside
@@ -52,23 +54,23 @@ def _collective(S, p, hw, eff_link, factor):
     return np.where(p > 1, t + latency(p, hw), 0.0)
 
 
-def all_reduce(nbytes, p, hw, eff_link: float = 1.0):
-    return _collective(nbytes, p, hw, eff_link, lambda q: 2 * (q - 1) / q)
+def all_reduce(nbytes, p, hw, eff_link: float = 1.0, *, up_bw=None):
+    return _collective(nbytes, p, hw, eff_link, lambda q: 2 * (q - 1) / q, up_bw)
 
 
-def all_gather(nbytes, p, hw, eff_link: float = 1.0):
+def all_gather(nbytes, p, hw, eff_link: float = 1.0, *, up_bw=None):
     """Also the cost of a reduce-scatter of the same buffer."""
-    return _collective(nbytes, p, hw, eff_link, lambda q: (q - 1) / q)
+    return _collective(nbytes, p, hw, eff_link, lambda q: (q - 1) / q, up_bw)
 
 
 reduce_scatter = all_gather
 
 
-def all_to_all(nbytes, p, hw, eff_link: float = 1.0):
+def all_to_all(nbytes, p, hw, eff_link: float = 1.0, *, up_bw=None):
     """S = bytes each chip sends in total (its whole payload, of which (p-1)/p leaves the chip)."""
     S, p = np.asarray(nbytes, float), np.asarray(p, float)
     d = float(hw.scaleup_domain)
-    up = hw.scaleup_bw * eff_link
+    up = (hw.scaleup_bw if up_bw is None else up_bw) * eff_link
     inside = (p - 1) / p * S / up
     if np.all(p <= d):
         t = inside
@@ -80,9 +82,9 @@ def all_to_all(nbytes, p, hw, eff_link: float = 1.0):
     return np.where(p > 1, t + latency(p, hw), 0.0)
 
 
-def p2p(nbytes, crosses_domain, hw, eff_link: float = 1.0):
+def p2p(nbytes, crosses_domain, hw, eff_link: float = 1.0, *, up_bw=None):
     S = np.asarray(nbytes, float)
-    up = S / (hw.scaleup_bw * eff_link) + hw.scaleup_latency
+    up = S / ((hw.scaleup_bw if up_bw is None else up_bw) * eff_link) + hw.scaleup_latency
     if not np.any(crosses_domain):
         return up
     out = S / _scaleout(hw, eff_link) + hw.scaleup_latency + hw.scaleout_latency

@@ -283,7 +283,8 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         if ep_imbalance != 1.0:
             payload = payload * np.where(ep > 1, float(ep_imbalance), 1.0)   # the busiest rank receives more
             note += f" (busiest rank {float(ep_imbalance):g} x the mean payload)"
-        a2a = 2 * coll.all_to_all(payload, tp * ep, hw, eff.link_bw, up_bw=group_bw("all_to_all", tp * ep))
+        # rows of a sweep with ep = 1 have no all-to-all (tp alone never dispatches tokens)
+        a2a = np.where(ep > 1, 2 * coll.all_to_all(payload, tp * ep, hw, eff.link_bw, up_bw=group_bw("all_to_all", tp * ep)), 0.0)
         if ep_overlap:
             a2a = np.maximum(0.0, a2a - _moe_layer_compute_s(out, m))
             note += "; two-micro-batch overlap: only the part longer than the layer's compute is exposed"

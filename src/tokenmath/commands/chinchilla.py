@@ -1,0 +1,47 @@
+import click
+
+from .common import guarded, with_plot
+
+
+@click.command()
+@click.option("--compute", "-C", type=float, help="Training FLOPs (C = 6ND): the compute-optimal N and D.")
+@click.option("--params", "-N", type=float, help="Parameters N (with --tokens: the loss of that model).")
+@click.option("--tokens", "-D", type=float, help="Training tokens D.")
+@click.option("--loss", "loss_target", type=float, help="Target loss (nats/token): the cheapest N, D reaching it.")
+@click.option("--fit", default="epoch", show_default=True,
+              help="epoch (Besiroglu et al. 2024), hoffmann (unrounded) or hoffmann-rounded (as printed).")
+@with_plot
+@guarded
+def chinchilla(compute, params, tokens, loss_target, fit, as_json, explain, plot_file):
+    """Chinchilla scaling law: loss L(N, D), compute-optimal N and D for a budget (C = 6ND)."""
+    from .. import units as u
+    from ..analyses.scaling_laws import chinchilla as run
+    from ..analyses.scaling_laws import explain_chinchilla, plot_chinchilla
+    from .common import emit_json
+    r = run(compute=compute, params=params, tokens=tokens, loss_target=loss_target, fit=fit)
+    if plot_file:
+        plot_chinchilla(r, plot_file)
+    if as_json:
+        d = r.to_dict()
+        if plot_file:
+            d["plot"] = plot_file
+        emit_json(d)
+        return
+    if explain:
+        click.echo(explain_chinchilla(r))
+    else:
+        t = r.loss_terms
+        what = {"compute-optimal": "compute-optimal", "point": "the given model", "loss-target": "cheapest model at the loss"}
+        click.echo(f"Chinchilla scaling law, fit {r.fit.name!r} ({what[r.mode]})")
+        click.echo(f"  compute           {r.compute:.4g} FLOPs (6ND)")
+        click.echo(f"  parameters N      {u.count(r.params)}")
+        click.echo(f"  tokens D          {u.count(r.tokens)}  ({r.tokens_per_param:,.1f} tokens/param)")
+        click.echo(f"  loss              {r.loss:.4f} nats/token = E {r.fit.E:.4f} + A/N^alpha {t['params_term']:.4f}"
+                   f" + B/D^beta {t['data_term']:.4f}")
+        if r.mode == "point":
+            click.echo(f"  compute-optimal   N {u.count(r.optimum_params)}, D {u.count(r.optimum_tokens)} "
+                       f"({r.optimum_tokens / r.optimum_params:.1f} tokens/param), loss {r.optimum_loss:.4f}")
+        for n in r.notes:
+            click.echo(f"  note: {n}")
+    if plot_file:
+        click.echo(f"plot written to {plot_file}", err=True)

@@ -1,0 +1,534 @@
+"""The cost of one training step per chip: compute, communication, pipeline bubble, optimizer, and memory.
+
+Layout (chips = tp x cp x ep x dp x pp, ranks ordered tp innermost, then ep, cp, dp, pp outermost, as in
+Megatron-Core's default "tp-cp-ep-dp-pp" order):
+- tp: Megatron tensor parallelism with sequence parallelism (Shoeybi et al. 2019; Korthikanti et al. 2022):
+  every matrix split tp ways; activations outside the matmuls sharded along the sequence.
+- cp: context parallelism: each sequence split into cp blocks of L/cp tokens; attention needs every key and
+  value, so the KV of the whole sequence is gathered per layer (ring attention, Liu et al. 2023).
+- ep: expert parallelism for MoE (the serving engine's "DP attention + EP" layout, tokenmath.mapping): attention
+  is data-parallel over the ep groups, routed experts are split over them, dispatch + combine all-to-all per
+  MoE layer. A dense model has ep = 1.
+- dp: data-parallel replicas. Non-expert gradients are reduced over dp x ep x cp chips, expert gradients over
+  dp x cp chips.
+- pp: pipeline stages of n_layers/pp layers each, 1F1B schedule (Narayanan et al. 2021, arXiv 2104.04473).
+
+One step processes global_batch_tokens G = m x micro_batch b x seq_len L x dp x ep tokens: each of the dp x ep
+attention groups runs m micro-batches of b sequences.
+
+Time per micro-batch on the slowest stage (the last: its layers plus the lm_head over every token):
+  forward F      engine.step.forward_pass(phase="prefill") of b sequences of L/cp tokens, its layer ops / pp,
+                 plus a training lm_head (logits for every token, not only the last as in serving prefill).
+                 Each op is timed by its own roofline max(FLOPs / peak, bytes / bandwidth), summed.
+  backward B     2 x F per op (the gradient w.r.t. the input and w.r.t. the weights each cost one forward
+                 matmul: Kaplan et al. 2020 Sec. 2.1; Chinchilla App. F "backward = 2 x forward").
+  recompute R    full: one more forward of the layers (Chen et al. 2016; Korthikanti et al. 2022 Sec. 5);
+                 selective: the attention core only (QK^T, softmax, x V; Korthikanti et al. 2022 Sec. 4.3).
+  tp comm        2 all-reduces of the b L/cp x d activations per layer forward, 2 more backward (Megatron,
+                 Shoeybi et al. 2019 Fig. 4), 2 more when the full recompute replays the forward. Sequence
+                 parallelism turns each all-reduce into a reduce-scatter + all-gather: the same 2(p-1)/p bytes
+                 on the wire (Korthikanti et al. 2022 Sec. 4.2.2), so the cost is the same.
+  ep comm        dispatch + combine all-to-all per MoE layer forward, the same again backward (+ forward on
+                 full recompute).
+  cp comm        all-gather of the sequence's K and V per layer forward; backward passes K, V again and
+                 reduce-scatters dK, dV (2x); recomputing attention gathers once more. With overlap on, ring
+                 attention hides it behind the attention core (exposed = max(0, comm - attention time)).
+  pp p2p         the b L/cp x d activations / tp (Megatron's scatter/gather optimisation, Narayanan et al.
+                 2021 Sec. 4.1) sent forward and their gradient backward: 2 point-to-point per micro-batch.
+Step:
+  pipeline = (m + pp - 1) x t_mb: m micro-batches plus the 1F1B fill and drain; the bubble is (pp - 1) x t_mb,
+             a fraction (pp - 1)/(m + pp - 1) of the pipeline time (Narayanan et al. 2021 Sec. 2.2.1: bubble
+             time / ideal time = (p - 1)/m).
+  dp comm    ZeRO-0/1: one all-reduce of the gradients per step (ZeRO-1 as reduce-scatter + all-gather of the
+             updated weights moves the same bytes; Rajbhandari et al. 2020, ZeRO Sec. 7).
+             ZeRO-2: reduce-scatter of the gradients every micro-batch (the gradient is not kept whole) and one
+             all-gather of the updated bf16 weights per step.
+             ZeRO-3: per micro-batch an all-gather of the weights in forward, another in backward, and a
+             reduce-scatter of the gradients (1.5x the all-reduce volume per micro-batch, ZeRO Sec. 7.2.2).
+             Gradients in bf16 (2 B) unless grad_bytes says otherwise, weights gathered in bf16.
+             overlap=True (default): the per-step part hides behind the last micro-batch's backward (+
+             recompute), gradients being ready layer by layer; the per-micro-batch part behind that
+             micro-batch's forward + backward. exposed = max(0, comm - window). overlap=False: all exposed.
+  optimizer  Adam update, memory-bound: per parameter it reads the fp32 master weight and two moments (12 B)
+             and the gradient, and writes the master, the moments and the bf16 weight (14 B); sharded over the
+             data-parallel group with ZeRO >= 1.
+  step_time = pipeline + dp exposed + optimizer.
+
+Memory per chip (the worst pipeline stage):
+  model states: bf16 weights 2 B + gradients (grad_bytes, 2 B) + Adam 12 B (fp32 master, m, v) = 16 B/param
+  (Rajbhandari et al. 2020, ZeRO Sec. 3.1: "16 Psi bytes"), over tp x pp (experts also over ep); ZeRO-1 shards
+  the optimizer over the data-parallel group, ZeRO-2 also the gradients, ZeRO-3 also the weights (plus a
+  prefetch buffer of two gathered layers).
+  activations: Korthikanti et al. 2022 (arXiv 2205.05198) Sec. 4, bytes per layer per micro-batch
+      none       sbh (34 + 5as/h) / t      (tensor + sequence parallel, eq. 5 divided by t)
+      selective  34 sbh / t                 (attention scores not stored, Sec. 4.3)
+      full       2 sbh / t                  (only the layer input, kept sequence-parallel-sharded)
+  with s = L/cp tokens per chip (the score term keeps all L keys: 5 a s L b). The 34 is 11 (attention) + 19
+  (MLP with F = 4h) + 4 (two norms); this module derives the same terms from the model's own widths (GQA, gated
+  FFN, MoE), which gives exactly 34 for a GPT-3-shaped layer. 1F1B keeps min(pp, m) micro-batches in flight on
+  the first stage (Narayanan et al. 2021 Sec. 2.2.1), so it holds about n_layers layers' worth; the last stage
+  holds one micro-batch plus the fp32 logits, 4 s b V / t (Korthikanti et al. 2022 Sec. 4.1).
+  fits: total <= HBM x (1 - RESERVE_FRACTION) (engine.memory).
+
+All inputs broadcast (numpy): one call evaluates a whole sweep of layouts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..dtypes import get_dtype
+from ..efficiency import DEFAULT, Efficiency
+from ..hardware import Hardware
+from ..kv_cache import kv_values_per_token_per_layer
+from ..mapping import Layout
+from ..model import Model
+from ..params import count_params
+from . import collectives as coll
+from .memory import RESERVE_FRACTION
+from .roofline import op_time
+from .step import ACT_BYTES, PassCost, Precision, forward_pass, pair_flops, prefill_pairs
+
+RECOMPUTE = ("none", "selective", "full")
+ZERO_STAGES = (0, 1, 2, 3)
+TRAIN_DTYPES = ("bf16", "fp8")
+ADAM_STATE_BYTES = 12.0       # fp32 master weight + first and second moments (ZeRO Sec. 3.1)
+WEIGHT_BYTES = 2.0            # bf16 working weights
+GRAD_BYTES = 2.0              # bf16 gradients (the 16 B/param accounting); 4.0 for fp32 main grads
+LOGIT_BYTES = 4.0             # fp32 logits kept for the cross-entropy (Korthikanti et al. 2022 Sec. 4.1)
+LAYER_OPS_EXCLUDED = ("embed", "lm_head", "tp_allreduce", "ep_alltoall")
+ATTN_CORE_OPS = ("attention", "attention_local")
+
+
+@dataclass(frozen=True)
+class TrainLayout:
+    tp: object = 1
+    pp: object = 1
+    dp: object = 1
+    ep: object = 1
+    cp: object = 1
+
+    @property
+    def chips(self):
+        return (np.asarray(self.tp) * np.asarray(self.pp) * np.asarray(self.dp) * np.asarray(self.ep)
+                * np.asarray(self.cp))
+
+    def serving(self) -> Layout:
+        """The engine's Layout (tp, pp, ep, dp) used by forward_pass; cp is handled here."""
+        return Layout(self.tp, self.pp, self.ep, self.dp)
+
+
+def recompute_code(r) -> np.ndarray:
+    """'none' | 'selective' | 'full' (or 0/1/2, or an array of codes) -> int array."""
+    if isinstance(r, str):
+        return np.asarray(RECOMPUTE.index(r))
+    return np.asarray(r, dtype=np.int64)
+
+
+@dataclass
+class TrainMemory:
+    weights: np.ndarray
+    gradients: np.ndarray
+    optimizer: np.ndarray
+    buffers: np.ndarray
+    activations: np.ndarray
+    usable: float
+
+    @property
+    def states(self):
+        return self.weights + self.gradients + self.optimizer
+
+    @property
+    def total(self):
+        return self.weights + self.gradients + self.optimizer + self.buffers + self.activations
+
+    @property
+    def fits(self):
+        return self.total <= self.usable
+
+
+@dataclass
+class TrainStep:
+    """One training step; every field broadcasts over the layouts evaluated (seconds, FLOP, bytes)."""
+    micro_batches: np.ndarray          # m per attention group per step
+    tokens_per_step: np.ndarray
+    # per micro-batch on the slowest stage
+    fwd_s: np.ndarray
+    bwd_s: np.ndarray
+    recompute_s: np.ndarray
+    tp_comm_mb_s: np.ndarray
+    ep_comm_mb_s: np.ndarray
+    cp_comm_mb_s: np.ndarray
+    cp_exposed_mb_s: np.ndarray
+    pp_p2p_mb_s: np.ndarray
+    microbatch_s: np.ndarray
+    # per step
+    compute_s: np.ndarray
+    tp_comm_s: np.ndarray
+    ep_comm_s: np.ndarray
+    cp_comm_s: np.ndarray
+    pp_p2p_s: np.ndarray
+    pp_bubble_s: np.ndarray
+    bubble_fraction: np.ndarray
+    dp_comm_total_s: np.ndarray
+    dp_comm_exposed_s: np.ndarray
+    optimizer_s: np.ndarray
+    step_time_s: np.ndarray
+    floor_s: np.ndarray                 # pure roofline of the slowest stage's work (100% of peaks)
+    # FLOPs
+    model_flops: np.ndarray             # 6 N G per step (all chips)
+    attention_model_flops: np.ndarray   # PaLM's attention term on causal pairs, x G (all chips)
+    hardware_flops: np.ndarray          # what the engine executes, recompute included (all chips)
+    peak_flops: float
+    chips: np.ndarray
+    memory: TrainMemory
+    forward: PassCost                   # one micro-batch forward, all layers (per chip), for --explain
+    head: dict = field(default_factory=dict)
+    terms: dict = field(default_factory=dict)
+
+    @property
+    def mfu(self):
+        """Model FLOPs utilisation on 6N (Chowdhery et al. 2022, PaLM App. B, without the attention term)."""
+        return self.model_flops / (self.step_time_s * self.chips * self.peak_flops)
+
+    @property
+    def mfu_with_attention(self):
+        """PaLM App. B with its attention term (12 n_layers H Q per attended key per token, 3 x 4 H Q per
+        query-key pair), counted on the causal pairs the engine executes ((L + 1)/2 keys per query on average)."""
+        return (self.model_flops + self.attention_model_flops) / (self.step_time_s * self.chips * self.peak_flops)
+
+    @property
+    def hfu(self):
+        """Hardware FLOPs utilisation: every FLOP executed (causal attention, recompute, lm_head)."""
+        return self.hardware_flops / (self.step_time_s * self.chips * self.peak_flops)
+
+    @property
+    def tflops_per_chip(self):
+        """Model FLOP/s per chip (6N convention), in FLOP/s."""
+        return self.model_flops / (self.step_time_s * self.chips)
+
+    @property
+    def hardware_flops_per_chip(self):
+        return self.hardware_flops / (self.step_time_s * self.chips)
+
+
+def matmul_params(m: Model) -> float:
+    """N for 6N: the active parameters that multiply an activation. The lm_head counts (tied or not); the input
+    embedding lookup and the learned position table do not (they are gathers, not matmuls)."""
+    P = count_params(m)
+    return P.active - P.embedding + (m.vocab_size * m.d_model if m.tie_embeddings else 0.0)
+
+
+def _stage_params(m: Model, pp):
+    """Parameters of the first and the last pipeline stage, split (non-expert, expert).
+    The first stage also holds the embedding (and learned positions); the last the lm_head (a copy of the tied
+    embedding when tied, as Megatron keeps it) and the final norm. With pp = 1 one stage holds all."""
+    P = count_params(m)
+    layers_ne = P.total - P.experts_total - P.embedding - P.lm_head - P.final_norm
+    head = P.lm_head if not m.tie_embeddings else m.vocab_size * m.d_model
+    pp = np.asarray(pp, float)
+    first_ne = layers_ne / pp + P.embedding
+    last_ne = layers_ne / pp + head + P.final_norm
+    one = pp == 1
+    first_ne = np.where(one, P.total - P.experts_total, first_ne)
+    last_ne = np.where(one, P.total - P.experts_total, last_ne)
+    e = P.experts_total / pp
+    return first_ne, last_ne, e, layers_ne
+
+
+def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recompute="none"):
+    """Stored activation bytes of one layer for one micro-batch on one chip (Korthikanti et al. 2022, Sec. 4),
+    averaged over the model's layers (dense / MoE, full / sliding attention).
+
+    Terms (bytes, s = L/cp tokens on this chip, b = micro-batch, 2 bytes per bf16 value, 1 per dropout mask),
+    each the paper's, written with the model's own widths so that GPT-3's shape gives exactly sbh(34 + 5as/h):
+      attention linear: input 2sbh, Q 2sb(H hd), K and V 2sb(kv hd) each, out-proj input 2sb(H hd), dropout
+                        mask sbh                                               -> 11 sbh for MHA
+      attention scores: softmax 2asL b, its dropout mask asLb, dropout output 2asLb -> 5 a s L b
+                        (L = all keys; a sliding layer attends at most its window)
+      MLP: input 2sbh, dropout mask sbh, plain: 2sbF (fc1 out) + 2sbF (GeLU out); gated: gate, up and their
+           product 6sbF                                                        -> 19 sbh for F = 4h
+      MoE: input 2sbh + mask sbh + k x (2sbh dispatched copy + the expert's F_e terms) + shared experts
+      norms: 4sbh
+    Everything / tp (tensor + sequence parallel). selective drops the score term; full keeps the layer input
+    2sbh / tp only.
+    """
+    rc = recompute_code(recompute)
+    L = np.asarray(seq_len, float)
+    s = L / np.asarray(cp, float)
+    b = np.asarray(micro_batch, float)
+    t = np.asarray(tp, float)
+    h, a = m.d_model, m.n_heads
+    if m.is_mla:
+        q = a * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        k = q
+        v = a * m.v_head_dim
+        o = v
+        latent = (m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim
+    else:
+        q = o = a * m.hd
+        k = v = m.kv_heads * m.hd
+        latent = 0
+    attn_lin = 2 * (h + q + k + v + o + latent) + 1 * h          # values per token (bytes)
+    norms = 4 * h
+
+    def mlp(width):
+        return (6 if m.ffn_gated else 4) * width
+
+    P = count_params(m)
+    dense = 3 * h + mlp(m.ffn_intermediate) if P.n_dense_layers else 0.0
+    moe = 0.0
+    if P.n_moe_layers:
+        moe = 3 * h + m.experts_per_token * (2 * h + mlp(m.moe_intermediate))
+        if m.shared_width:
+            moe += mlp(m.shared_width)
+    ffn_avg = (P.n_dense_layers * dense + P.n_moe_layers * moe) / m.n_layers
+    linear = s * b * (attn_lin + ffn_avg + norms)                  # bytes
+    keys_full = L
+    keys_slide = np.minimum(L, m.sliding_window) if m.sliding_window else L
+    keys_avg = (m.n_full_layers * keys_full + m.n_sliding_layers * keys_slide) / m.n_layers
+    scores = 5.0 * a * s * keys_avg * b
+    none = (linear + scores) / t
+    selective = linear / t
+    full = 2.0 * s * b * h / t
+    return np.where(rc == 2, full, np.where(rc == 1, selective, none))
+
+
+def _strided(fn, nbytes, p, stride, hw: Hardware, eff_link: float):
+    """A collective over p chips spaced `stride` ranks apart: a scale-up domain of D chips holds D // stride of
+    them, so it costs what a contiguous group costs in a domain of D // stride chips (at least 1)."""
+    p = np.asarray(p, float)
+    stride = np.asarray(stride, float)
+    nbytes, p, stride = np.broadcast_arrays(np.asarray(nbytes, float), p, stride)
+    out = np.zeros(p.shape)
+    if not np.any(p > 1):
+        return out
+    for s in np.unique(stride[p > 1]):
+        dom = max(1, int(hw.scaleup_domain // s))
+        sel = (stride == s) & (p > 1)
+        out = np.where(sel, fn(nbytes, np.where(sel, p, 1.0), hw.replace(scaleup_domain=dom), eff_link), out)
+    return out
+
+
+def train_step(m: Model, hw: Hardware, lay: TrainLayout, *, seq_len, micro_batch, global_batch_tokens,
+               recompute="selective", zero=1, dtype: str = "bf16", overlap: bool = True,
+               eff: Efficiency = DEFAULT, reserve: float = RESERVE_FRACTION,
+               grad_bytes: float = GRAD_BYTES) -> TrainStep:
+    """Cost of one training step (see the module docstring for every term). Inputs are assumed checked
+    (analyses.train does it); arrays broadcast."""
+    P = count_params(m)
+    tp, pp, dp, ep, cp = (np.asarray(x, float) for x in (lay.tp, lay.pp, lay.dp, lay.ep, lay.cp))
+    b = np.asarray(micro_batch, float)
+    rc = recompute_code(recompute)
+    z = np.asarray(zero, dtype=np.int64)
+    L = np.asarray(seq_len, float)
+    G = np.asarray(global_batch_tokens, float)
+    shape = np.broadcast(tp, pp, dp, ep, cp, b, rc, z, L, G).shape
+    tp, pp, dp, ep, cp, b, L, G = (np.broadcast_to(x, shape).astype(float) for x in (tp, pp, dp, ep, cp, b, L, G))
+    rc = np.broadcast_to(rc, shape)
+    z = np.broadcast_to(z, shape)
+    chips = tp * pp * dp * ep * cp
+    D = hw.scaleup_domain
+    d, V, ab = m.d_model, m.vocab_size, ACT_BYTES
+
+    w = get_dtype(dtype)
+    prec = Precision(w, w, get_dtype("bf16"))
+    peak = hw.peak_flops(w.compute)
+    Lc = L / cp                          # tokens of each sequence on one chip
+    Tmb = b * Lc                         # tokens per chip per micro-batch
+    mb = G / (L * b * dp * ep)           # micro-batches per attention group per step
+
+    # ---- one micro-batch forward, all layers, per chip (the engine) -----------------------------------------
+    pf, ps = prefill_pairs(L, m.sliding_window)
+    kv_read_sl = np.minimum(L - Lc, m.sliding_window) if m.sliding_window else L - Lc
+    lay_s = Layout(tp, pp, ep, dp)
+    fwd = forward_pass(m, hw, lay_s, prec, eff, phase="prefill", seqs=b, new_tokens=Lc, pairs_full=pf / cp,
+                       pairs_sliding=ps / cp, kv_read_full=L - Lc, kv_read_sliding=kv_read_sl)
+
+    def total(names=None, exclude=(), attr="total_s"):
+        acc = np.zeros(shape)
+        for name, op in fwd.ops.items():
+            if (names is not None and name not in names) or name in exclude:
+                continue
+            if attr == "total_s":
+                acc = acc + op.count * np.maximum(op.compute_s, op.memory_s)
+            else:
+                acc = acc + op.count * getattr(op, attr)
+        return acc
+
+    layer_s = total(exclude=LAYER_OPS_EXCLUDED)                   # all layers, per chip, roofline per op
+    layer_flops = total(exclude=LAYER_OPS_EXCLUDED, attr="flops")
+    layer_bytes = total(exclude=LAYER_OPS_EXCLUDED, attr="bytes")
+    attn_s = total(names=ATTN_CORE_OPS)
+    attn_flops = total(names=ATTN_CORE_OPS, attr="flops")
+    attn_bytes = total(names=ATTN_CORE_OPS, attr="bytes")
+    emb = fwd.ops["embed"]
+    emb_s = emb.count * np.maximum(emb.compute_s, emb.memory_s)
+    emb_flops, emb_bytes = emb.count * emb.flops, emb.count * emb.bytes
+
+    # training lm_head: logits for every token (serving prefill computes only the last position); the
+    # cross-entropy reads the bf16 logits and writes their gradient (Chinchilla App. F "final logits")
+    pk_head = hw.peak_flops("bf16") * eff.flops
+    bw = hw.memory_bw * eff.memory_bw
+    head_flops = 2.0 * V * d * Tmb / tp
+    head_bytes = V * d * WEIGHT_BYTES / tp + Tmb * d * ab + 3.0 * Tmb * (V / tp) * ab
+    head_s, head_c, head_m = op_time(head_flops, head_bytes, pk_head, bw)
+
+    one = pp == 1
+    extra_s = np.where(one, emb_s + head_s, np.maximum(emb_s, head_s))      # the slowest stage's extras
+    extra_flops = np.where(one | (head_s >= emb_s), head_flops + np.where(one, emb_flops, 0.0), emb_flops)
+    extra_bytes = np.where(one | (head_s >= emb_s), head_bytes + np.where(one, emb_bytes, 0.0), emb_bytes)
+
+    F = layer_s / pp + extra_s
+    B = 2.0 * F
+    R = np.where(rc == 2, layer_s / pp, np.where(rc == 1, attn_s / pp, 0.0))
+    replay = (rc == 2).astype(float)     # full recompute replays the forward's collectives
+
+    tp_ar = fwd.ops["tp_allreduce"].total_s if "tp_allreduce" in fwd.ops else np.zeros(shape)
+    ep_a2a = fwd.ops["ep_alltoall"].total_s if "ep_alltoall" in fwd.ops else np.zeros(shape)
+    tp_c = tp_ar / pp * (2.0 + replay)
+    ep_c = ep_a2a / pp * (2.0 + replay)
+
+    # context parallel: gather the whole sequence's K and V per layer (per attention group of tp chips)
+    kv_bytes = b * L * kv_values_per_token_per_layer(m) * ab / lay_s.kv_shard(m)
+    cp_ag = _strided(coll.all_gather, kv_bytes, cp, tp * ep, hw, eff.link_bw)
+    cp_passes = 3.0 + (rc >= 1)
+    cp_c = m.n_layers / pp * cp_ag * cp_passes
+    attn_window = attn_s / pp * cp_passes
+    cp_x = np.maximum(cp_c - attn_window, 0.0) if overlap else cp_c
+
+    crosses = chips > D
+    p2p_bytes = Tmb * d * ab / tp
+    p2p = np.where(pp > 1, 2.0 * coll.p2p(p2p_bytes, crosses, hw, eff.link_bw), 0.0)
+
+    t_mb = F + B + R + tp_c + ep_c + cp_x + p2p
+    pipeline = (mb + pp - 1.0) * t_mb
+
+    # ---- data parallel: gradients and (ZeRO) weights ---------------------------------------------------------
+    first_ne, last_ne, e_stage, layers_ne = _stage_params(m, pp)
+    ne_chip = np.maximum(first_ne, last_ne) / tp
+    e_chip = e_stage / (tp * ep)
+    g_ne = dp * ep * cp
+    g_e = dp * cp
+
+    def over_dp(fn, nbytes_per_param):
+        return (_strided(fn, ne_chip * nbytes_per_param, g_ne, tp, hw, eff.link_bw)
+                + (_strided(fn, e_chip * nbytes_per_param, g_e, tp * ep, hw, eff.link_bw) if P.n_moe_layers
+                   else 0.0))
+
+    ar = over_dp(coll.all_reduce, grad_bytes)
+    rs = over_dp(coll.reduce_scatter, grad_bytes)
+    ag = over_dp(coll.all_gather, WEIGHT_BYTES)
+    dp_step = np.where(z <= 1, ar, np.where(z == 2, ag, 0.0))
+    dp_mb = np.where(z == 2, rs, np.where(z == 3, 2.0 * ag + rs, 0.0))
+    dp_total = dp_step + mb * dp_mb
+    if overlap:
+        dp_exposed = np.maximum(dp_step - (B + R), 0.0) + mb * np.maximum(dp_mb - (F + B + R), 0.0)
+    else:
+        dp_exposed = dp_total
+
+    # ---- optimizer: Adam update, memory-bound ----------------------------------------------------------------
+    opt_bytes_per_param = ADAM_STATE_BYTES + grad_bytes + ADAM_STATE_BYTES + WEIGHT_BYTES
+    shard_ne = np.where(z >= 1, g_ne, 1.0)
+    shard_e = np.where(z >= 1, g_e, 1.0)
+    opt_s = (ne_chip / shard_ne + e_chip / shard_e) * opt_bytes_per_param / bw
+
+    step = pipeline + dp_exposed + opt_s
+
+    # ---- FLOPs ---------------------------------------------------------------------------------------------
+    N = matmul_params(m)
+    model_flops = 6.0 * N * G
+    # PaLM App. B's attention term 12 n_layers H Q L per token counts every query against all L keys; a causal
+    # model attends (L + 1)/2 keys on average (the engine's own pair count), so the term is taken on those pairs
+    pair = pair_flops(m, "prefill")
+    attention_model_flops = 3.0 * pair * (m.n_full_layers * pf + m.n_sliding_layers * ps) / L * G
+    per_chip_fwd_avg = (layer_flops + emb_flops + head_flops) / pp
+    rec_flops_all = np.where(rc == 2, layer_flops, np.where(rc == 1, attn_flops, 0.0))
+    hardware_flops = chips * mb * (3.0 * per_chip_fwd_avg + rec_flops_all / pp)
+
+    # the pure roofline of the slowest stage's own work at 100% of every peak: no prediction may beat it
+    stage_fwd_flops = layer_flops / pp + extra_flops
+    stage_fwd_bytes = layer_bytes / pp + extra_bytes
+    rec_bytes = np.where(rc == 2, layer_bytes, np.where(rc == 1, attn_bytes, 0.0)) / pp
+    stage_flops = mb * (3.0 * stage_fwd_flops + rec_flops_all / pp)
+    stage_bytes = mb * (3.0 * stage_fwd_bytes + rec_bytes)
+    floor = np.maximum(stage_flops / max(peak, hw.peak_flops("bf16")), stage_bytes / hw.memory_bw)
+
+    # ---- memory ---------------------------------------------------------------------------------------------
+    mem = train_memory(m, hw.memory_bytes, TrainLayout(tp, pp, dp, ep, cp), seq_len=L, micro_batch=b,
+                       micro_batches=mb, recompute=rc, zero=z, reserve=reserve, grad_bytes=grad_bytes)
+
+    return TrainStep(
+        micro_batches=mb, tokens_per_step=G,
+        fwd_s=F, bwd_s=B, recompute_s=R, tp_comm_mb_s=tp_c, ep_comm_mb_s=ep_c, cp_comm_mb_s=cp_c,
+        cp_exposed_mb_s=cp_x, pp_p2p_mb_s=p2p, microbatch_s=t_mb,
+        compute_s=mb * (F + B + R), tp_comm_s=mb * tp_c, ep_comm_s=mb * ep_c, cp_comm_s=mb * cp_x,
+        pp_p2p_s=mb * p2p, pp_bubble_s=(pp - 1.0) * t_mb, bubble_fraction=(pp - 1.0) / (mb + pp - 1.0),
+        dp_comm_total_s=dp_total, dp_comm_exposed_s=dp_exposed, optimizer_s=opt_s, step_time_s=step,
+        floor_s=floor, model_flops=model_flops + np.zeros(shape),
+        attention_model_flops=attention_model_flops + np.zeros(shape), hardware_flops=hardware_flops,
+        peak_flops=peak, chips=chips, memory=mem, forward=fwd,
+        head={"flops": head_flops, "bytes": head_bytes, "time_s": head_s, "compute_s": head_c, "memory_s": head_m},
+        terms={"layer_fwd_s": layer_s, "attn_core_s": attn_s, "embed_s": emb_s, "extra_s": extra_s,
+               "tp_allreduce_fwd_s": tp_ar, "ep_alltoall_fwd_s": ep_a2a, "cp_allgather_s": cp_ag,
+               "p2p_bytes": p2p_bytes, "dp_step_s": dp_step, "dp_mb_s": dp_mb, "grad_bytes": grad_bytes,
+               "params_ne_per_chip": ne_chip, "params_e_per_chip": e_chip, "dp_group": g_ne,
+               "expert_dp_group": g_e, "matmul_params": N, "tokens_per_chip_mb": Tmb,
+               "opt_bytes_per_param": opt_bytes_per_param, "stage_flops": stage_flops,
+               "stage_bytes": stage_bytes},
+    )
+
+
+def train_memory(m: Model, hw_memory_bytes: float, lay: TrainLayout, *, seq_len, micro_batch, micro_batches,
+                 recompute="selective", zero=1, reserve: float = RESERVE_FRACTION,
+                 grad_bytes: float = GRAD_BYTES) -> TrainMemory:
+    """Memory per chip on the worst pipeline stage (the larger of the first and the last)."""
+    P = count_params(m)
+    tp, pp, dp, ep, cp = (np.asarray(x, float) for x in (lay.tp, lay.pp, lay.dp, lay.ep, lay.cp))
+    z = np.asarray(zero, dtype=np.int64)
+    rc = recompute_code(recompute)
+    mb = np.asarray(micro_batches, float)
+    b = np.asarray(micro_batch, float)
+    L = np.asarray(seq_len, float)
+    first_ne, last_ne, e_stage, layers_ne = _stage_params(m, pp)
+    g_ne, g_e = dp * ep * cp, dp * cp
+
+    def states(ne):
+        ne_c, e_c = ne / tp, e_stage / (tp * ep)
+        wts = WEIGHT_BYTES * (ne_c / np.where(z >= 3, g_ne, 1.0) + e_c / np.where(z >= 3, g_e, 1.0))
+        grd = grad_bytes * (ne_c / np.where(z >= 2, g_ne, 1.0) + e_c / np.where(z >= 2, g_e, 1.0))
+        opt = ADAM_STATE_BYTES * (ne_c / np.where(z >= 1, g_ne, 1.0) + e_c / np.where(z >= 1, g_e, 1.0))
+        return wts, grd, opt
+
+    # ZeRO-3 prefetch: two layers' weights gathered whole (per tp shard) at a time
+    layer_params = (layers_ne + P.experts_total / ep) / m.n_layers
+    buffers = np.where(z >= 3, 2.0 * WEIGHT_BYTES * layer_params / tp, 0.0)
+
+    per_layer = activation_bytes_per_layer(m, L, b, tp, cp, rc)
+    layers_stage = m.n_layers / pp
+    in_flight = np.minimum(pp, np.maximum(mb, 1.0))
+    logits = LOGIT_BYTES * b * (L / cp) * m.vocab_size / tp
+    act_first = in_flight * layers_stage * per_layer + np.where(pp == 1, logits, 0.0)
+    act_last = layers_stage * per_layer + logits
+
+    w1, g1, o1 = states(first_ne)
+    w2, g2, o2 = states(last_ne)
+    t1 = w1 + g1 + o1 + act_first
+    t2 = w2 + g2 + o2 + act_last
+    pick = t1 >= t2
+    shape = np.broadcast(t1, t2, buffers).shape
+
+    def sel(x, y):
+        return np.broadcast_to(np.where(pick, x, y), shape).astype(float)
+
+    return TrainMemory(weights=sel(w1, w2), gradients=sel(g1, g2), optimizer=sel(o1, o2),
+                       buffers=np.broadcast_to(buffers, shape).astype(float), activations=sel(act_first, act_last),
+                       usable=hw_memory_bytes * (1 - reserve))
+
+
+def bubble_fraction(pp, micro_batches):
+    """1F1B / GPipe pipeline bubble as a share of the pipeline's time: (p - 1) / (m + p - 1)
+    (Narayanan et al. 2021 Sec. 2.2.1: bubble / ideal = (p - 1) / m)."""
+    p, mb = np.asarray(pp, float), np.asarray(micro_batches, float)
+    return (p - 1.0) / (mb + p - 1.0)
