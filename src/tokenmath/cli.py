@@ -23,6 +23,7 @@ COMMANDS = {
     "overtrain": ("tokenmath.commands.overtrain:overtrain", "Train smaller and longer: minimise training + lifetime inference cost."),
     "deduce": ("tokenmath.commands.deduce:deduce", "Deduce active params, KV bytes, batch regime from API prices."),
     "price": ("tokenmath.commands.deduce:price", "What serving a model costs per Mtok, and the price at a margin."),
+    "validate": ("tokenmath.commands.validate:validate", "Predict every published measurement: error by regime, calibrated."),
     "models": ("tokenmath.commands.catalog:models", "List the model catalog with parameter counts."),
     "hardware": ("tokenmath.commands.catalog:hardware", "List the hardware catalog (dense peaks, memory, links, price)."),
     "train": ("tokenmath.commands.train:train", "Training step time, MFU, memory per chip, run cost; --search ranks layouts."),

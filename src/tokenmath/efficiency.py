@@ -25,8 +25,12 @@ class Efficiency:
     memory_bw: float = 0.80   # fraction of peak HBM bandwidth a streaming read sustains
     link_bw: float = 0.80     # fraction of link bandwidth a collective sustains (NCCL bus bandwidth / line rate)
     source: str = "kernel microbenchmark ceilings (see tokenmath.efficiency)"
+    layer_overhead_s: float = 0.0   # fixed time per layer per forward pass (launches, syncs); fitted, see calibrated()
 
     def __post_init__(self):
+        if not (isinstance(self.layer_overhead_s, (int, float)) and 0 <= self.layer_overhead_s < 1):
+            from .errors import InputError
+            raise InputError("efficiency.layer_overhead_s", f"{self.layer_overhead_s!r} is not a time", "seconds >= 0")
         for name in ("flops", "memory_bw", "link_bw"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1):
@@ -36,3 +40,17 @@ class Efficiency:
 
 DEFAULT = Efficiency()
 PEAK = Efficiency(1.0, 1.0, 1.0, "peak (pure roofline)")
+
+
+def calibrated(hardware_id: str) -> Efficiency:
+    """Efficiencies fitted on published measurements (data/calibration.toml, written by `tokenmath validate
+    --write-calibration`): per hardware family, else the all-rows fit. Provenance travels in `source`."""
+    from .analyses.validate import family
+    from .catalog import shipped
+    cal = shipped("calibration.toml")
+    fam = family(hardware_id)
+    rec = cal["family"].get(fam) or cal["family"]["_all"]
+    which = fam if fam in cal["family"] else "all rows"
+    return Efficiency(rec["flops"], rec["memory_bw"], rec.get("link_bw", 0.8),
+                      f"calibrated on {cal['rows']} published measurements ({which}; {cal['fitted']}); "
+                      f"held-out median error {cal['heldout_median_ape']:.0%}", rec["layer_overhead_s"])

@@ -15,6 +15,7 @@ from ..mapping import Layout, make_layout
 from ..model import Model, get_model
 
 MAX_TOKENS = 100_000_000
+MAX_BATCH = 10_000_000_000  # concurrent sequences; beyond this it is a typo
 
 
 @dataclass(frozen=True)

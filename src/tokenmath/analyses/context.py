@@ -14,7 +14,7 @@ from ..engine.serving import serve
 from ..errors import InputError
 from ..kv_cache import kv_bytes_per_sequence, kv_bytes_per_token, kv_values_per_token_per_layer
 from .. import units as u
-from .common import Setup, finite, int_arg, setup
+from .common import MAX_BATCH, Setup, finite, int_arg, setup
 
 
 @dataclass
@@ -61,7 +61,7 @@ def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, 
             weight_dtype=None, kv_dtype=None, efficiency=None) -> Context:
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency)
-    batch = int_arg(batch, "batch", 1, 10_000_000)
+    batch = int_arg(batch, "batch", 1, MAX_BATCH)
     ctx = int_arg(context, "context")
     m, hw, lay, pr = su.model, su.hardware, su.layout, su.precision
     mb = lambda c: max_batch(m, hw.memory_bytes, lay, pr.weight.bytes, pr.expert.bytes, pr.kv.bytes, c, su.reserve)  # noqa: E731

@@ -20,7 +20,7 @@ from ..kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
 from ..mapping import Layout
 from ..model import Model
 from ..params import count_params
-from .common import int_arg, setup
+from .common import MAX_BATCH, int_arg, setup
 
 @dataclass
 class InferResult:
@@ -147,11 +147,11 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     bmax = int(max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, ctx, reserve))
     if isinstance(batch, str):
         if batch.lower() != "max":
-            batch = int_arg(batch, "batch", 1, 10_000_000)
+            batch = int_arg(batch, "batch", 1, MAX_BATCH)
         else:
             batch = bmax
     else:
-        batch = int_arg(batch, "batch", 1, 10_000_000)
+        batch = int_arg(batch, "batch", 1, MAX_BATCH)
 
     P = count_params(m)
     sv = serve(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..engine.serving import serve
 from ..kv_cache import kv_bytes_per_token
-from .common import Setup, finite, int_arg, pos_float, setup
+from .common import MAX_BATCH, Setup, finite, int_arg, pos_float, setup
 
 DEFAULT_CONTEXTS = (256, 1024, 4096, 16384, 65536, 131072)
 
@@ -54,7 +54,7 @@ def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, c
     ctx = np.array([int_arg(c, "contexts") for c in (contexts or DEFAULT_CONTEXTS)], float)
     probe = serve(su.model, su.hardware, su.layout, su.precision, su.efficiency, 1, ctx, output_len, su.reserve)
     bmax = np.asarray(probe.max_batch, float)
-    B = np.minimum(bmax, int_arg(batch, "batch", 1, 10_000_000)) if batch is not None else bmax
+    B = np.minimum(bmax, int_arg(batch, "batch", 1, MAX_BATCH)) if batch is not None else bmax
     sv = serve(su.model, su.hardware, su.layout, su.precision, su.efficiency, np.maximum(B, 1), ctx, output_len, su.reserve)
     chips = su.chips
     rate = su.usd_per_chip_s

@@ -11,16 +11,22 @@ from .common import batch_arg, dtype_options, guarded, layout_options, model_har
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive, help="Generated tokens per sequence.")
 @dtype_options
 @click.option("--peak", is_flag=True, help="Pure roofline: 100% of every peak instead of the achievable fractions.")
+@click.option("--calibrated", is_flag=True, help="Efficiencies fitted on published measurements (tokenmath validate).")
 @output_options
 @guarded
-def infer(model, hardware, chips, tp, pp, ep, dp, batch, input_len, output_len, weight_dtype, kv_dtype, peak,
+def infer(model, hardware, chips, tp, pp, ep, dp, batch, input_len, output_len, weight_dtype, kv_dtype, peak, calibrated,
           as_json, explain):
     """How fast and how expensive: prefill (TTFT), decode step, throughput, $/Mtok, memory, bottleneck."""
     from ..analyses.infer import infer as run
     from ..efficiency import PEAK
     from .common import emit_json
+    eff = PEAK if peak else None
+    if calibrated:
+        from ..efficiency import calibrated as cal
+        from ..hardware import get_hardware
+        eff = cal(get_hardware(hardware).id)
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch, input_len=input_len,
-            output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=PEAK if peak else None)
+            output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=eff)
     if as_json:
         emit_json(r.to_dict())
     elif explain:

@@ -13,3 +13,13 @@ def op_time(flops, nbytes, peak_flops: float, bandwidth: float):
     compute = np.asarray(flops, dtype=float) / peak_flops
     memory = np.asarray(nbytes, dtype=float) / bandwidth
     return np.maximum(compute, memory), compute, memory
+
+
+def retime(pass_cost, flops_eff, bw_eff):
+    """Time of a pass evaluated at 100% of peak FLOP/s and bandwidth, re-timed at other achievable fractions
+    (arrays broadcast): sum over ops of count x max(compute / flops_eff, memory / bw_eff, communication)."""
+    fe, be = np.asarray(flops_eff, float), np.asarray(bw_eff, float)
+    t = 0.0
+    for op in pass_cost.ops.values():
+        t = t + op.count * np.maximum(np.maximum(op.compute_s / fe, op.memory_s / be), op.comm_s)
+    return t

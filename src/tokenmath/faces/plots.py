@@ -164,3 +164,32 @@ def fleet_plot(sweep: list[dict], path) -> str:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def validation_plot(v, path) -> str:
+    plt = _plt()
+    rows = [d for d in v.rows() if "skipped" not in d]
+    fig, ax = plt.subplots(figsize=(7, 6))
+    colors = {"decode": "C0", "prefill": "C1", "mixed": "C2", "training": "C3"}
+    for reg, col in colors.items():
+        sel = [d for d in rows if d["regime"] == reg]
+        if not sel:
+            continue
+        ax.scatter([d["measured"] for d in sel], [d["predicted_roofline"] for d in sel], marker="o", facecolors="none",
+                   edgecolors=col, label=f"{reg}: roofline defaults")
+        cal = [d for d in sel if "predicted_calibrated_heldout" in d]
+        ax.scatter([d["measured"] for d in cal], [d["predicted_calibrated_heldout"] for d in cal], marker="x", color=col,
+                   label=f"{reg}: calibrated (held out)")
+    lo = min(min(d["measured"], d["predicted_roofline"]) for d in rows)
+    hi = max(max(d["measured"], d["predicted_roofline"]) for d in rows)
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="prediction = measurement")
+    ax.plot([lo, hi], [lo * 1.2, hi * 1.2], "k:", lw=0.6)
+    ax.plot([lo, hi], [lo / 1.2, hi / 1.2], "k:", lw=0.6, label="+-20%")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("published measurement (metric's unit: tokens/s, s, TFLOP/s)")
+    ax.set_ylabel("tokenmath prediction (same unit)")
+    ax.set_title("tokenmath vs published measurements", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)

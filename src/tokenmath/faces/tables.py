@@ -142,3 +142,36 @@ def coverage_table(cov: dict) -> None:
         t2.add_row(r["model"], r["provider"], f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}",
                    f"{a['median']:.3g}", f"{a['low']:.3g} - {a['high']:.3g}", f"{tt['median']:.3g}")
     c.print(t2)
+
+
+def validation_table(v) -> None:
+    from rich.table import Table
+    c = _console()
+    t = Table(title="Predicted vs published measurements")
+    for col in ("id", "metric", "measured", "roofline", "err", "calibrated*", "err", "flag"):
+        t.add_column(col, overflow="fold")
+    for d in v.rows():
+        if "skipped" in d:
+            continue
+        cal = d.get("predicted_calibrated_heldout")
+        t.add_row(d["id"][:48], d["metric"], f"{d['measured']:.4g}", f"{d['predicted_roofline']:.4g}",
+                  f"{d['ape_roofline']:.0%}", f"{cal:.4g}" if cal is not None else "-",
+                  f"{d['ape_calibrated_heldout']:.0%}" if cal is not None else "-",
+                  "beats roofline" if d["beats_pure_roofline"] else "")
+    c.print(t)
+    s = v.summary()
+    t2 = Table(title="Median absolute percentage error (*calibrated: held out, leave-one-source-out)")
+    for col in ("regime", "rows", "roofline", "calibrated*", "beat the pure roofline"):
+        t2.add_column(col)
+    for g in ("decode", "prefill", "mixed", "moe", "training", "all"):
+        x = s[g]
+        f = lambda y: f"{y:.0%}" if y is not None else "-"  # noqa: E731
+        t2.add_row(g, str(x["rows"]), f(x["median_ape_roofline"]), f(x["median_ape_calibrated_heldout"]),
+                   str(x["beats_pure_roofline"]))
+    c.print(t2)
+    if "median_mfu_points_off" in s["training"]:
+        c.print(f"training MFU: median {s['training']['median_mfu_points_off']:.1f} points off")
+    c.print(f"{s['skipped']} rows skipped (reasons in --json): batch unpublished, layouts tokenmath cannot express yet")
+    c.print("calibrated efficiencies: " + "; ".join(f"{k}: flops {r['flops']}, bw {r['memory_bw']}, "
+                                                    f"{r['layer_overhead_s'] * 1e6:.0f} us/layer"
+                                                    for k, r in v.calibration_table().items()))
