@@ -6,13 +6,21 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["infer", "sweep", "get_model", "get_hardware", "model_ids", "hardware_ids", "InputError", "Efficiency"]
+__all__ = ["infer", "sweep", "train", "chinchilla", "overtrain", "deduce", "price", "get_model", "get_hardware", "model_ids", "hardware_ids", "InputError", "Efficiency"]
 
 
 def __getattr__(name):
     if name == "infer":
         from .analyses.infer import infer
         return infer
+    lazy = {"train": ("analyses.train", "train"), "chinchilla": ("analyses.scaling_laws", "chinchilla"),
+            "overtrain": ("analyses.overtrain", "overtrain"), "deduce": ("analyses.deduce", "deduce"),
+            "price": ("analyses.price", "price"), "hyperbola": ("analyses.hyperbola", "hyperbola"),
+            "pareto": ("analyses.pareto", "pareto"), "validate": ("analyses.validate", "validate")}
+    if name in lazy:
+        import importlib
+        mod, fn = lazy[name]
+        return getattr(importlib.import_module(f".{mod}", __name__), fn)
     if name == "sweep":
         from .analyses.sweep import sweep
         return sweep

@@ -10,11 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
 from .. import units as u
 from .common import Setup, finite, fmt_layout, int_arg, pos_float, setup
-from .layouts import layouts_for
-from .serving_grid import batch_axis, evaluate
+from .serving_grid import up_to, meeting_speed
 
 HOURS_PER_YEAR = 8760
 
@@ -53,19 +51,8 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     hw = su.hardware
     top = int_arg(max_chips if max_chips is not None else max(hw.scaleup_domain, 8) if hw.scaleup_domain <= 72 else 64,
                   "max_chips", 1, 4096)
-    counts = [c for c in (1, 2, 4, 8, 16, 32, 64, 72, 128, 256) if c <= top]
-    lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=hw.scaleup_domain)]
-    probe = evaluate(su, lays, [1], input_len, output_len)
-    bmax = int(np.max(probe.max_batch))
-    if bmax < 1:
-        raise InputError("max_chips", f"{su.model.id} fits on no layout of up to {top} x {hw.id}",
-                         "allow more chips (--max-chips) or a smaller dtype")
-    g = evaluate(su, lays, batch_axis(bmax, 128), input_len, output_len)
-    meets = np.asarray(g.fits) & (g.tokens_per_s_per_user >= target)
-    if not meets.any():
-        best = float(np.nanmax(np.where(np.asarray(g.fits), g.tokens_per_s_per_user, np.nan)))
-        raise InputError("min_tokens_per_s_per_user", f"no layout of up to {top} x {hw.id} reaches {target:g} tokens/s per user",
-                         f"the fastest reaches {best:,.1f}; lower the target or allow more chips")
+    g = up_to(su, top, input_len, output_len)
+    meets = meeting_speed(g, target, top, hw.id)
     per_chip = np.where(meets, g.output_tokens_per_s_per_chip, -np.inf)
     li, bi = np.unravel_index(np.argmax(per_chip), per_chip.shape)
     t = g.layouts[li]

@@ -11,8 +11,7 @@ import numpy as np
 
 from ..errors import InputError
 from .common import Setup, finite, fmt_layout, int_arg, pos_float, setup
-from .layouts import layouts_for
-from .serving_grid import batch_axis, evaluate
+from .serving_grid import up_to, meeting_speed
 
 
 @dataclass
@@ -51,19 +50,8 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
     utilization = pos_float(utilization, "utilization", 0.0, 1.0)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     top = int_arg(max_chips if max_chips is not None else min(su.hardware.scaleup_domain, 72), "max_chips", 1, 4096)
-    counts = [c for c in (1, 2, 4, 8, 16, 32, 64, 72) if c <= top]
-    lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=su.hardware.scaleup_domain)]
-    probe = evaluate(su, lays, [1], input_len, output_len)
-    bmax = int(np.max(probe.max_batch))
-    if bmax < 1:
-        raise InputError("max_chips", f"{su.model.id} fits on no layout of up to {top} x {su.hardware.id}",
-                         "allow more chips (--max-chips) or a smaller dtype")
-    g = evaluate(su, lays, batch_axis(bmax, 128), input_len, output_len)
-    ok = np.asarray(g.fits) & (g.tokens_per_s_per_user >= target)
-    if not ok.any():
-        best = float(np.nanmax(np.where(np.asarray(g.fits), g.tokens_per_s_per_user, np.nan)))
-        raise InputError("min_tokens_per_s_per_user", f"no layout reaches {target:g} tokens/s per user",
-                         f"the fastest reaches {best:,.1f}")
+    g = up_to(su, top, input_len, output_len)
+    ok = meeting_speed(g, target, top, su.hardware.id)
     usd_s = g.chips * su.usd_per_chip_s
     out_cost = usd_s * g.step_s / g.batch * 1e6
     in_cost = usd_s * g.ttft_s / (g.batch * input_len) * 1e6

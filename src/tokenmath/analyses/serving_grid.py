@@ -73,3 +73,31 @@ def batch_axis(max_batch: int, points: int = 96) -> np.ndarray:
         return np.array([1.0])
     g = np.unique(np.round(np.geomspace(1, max_batch, points)))
     return np.unique(np.concatenate([g, [float(max_batch)]]))
+
+
+CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256, 512)
+
+
+def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 128) -> Grid:
+    """Every admissible layout on 1, 2, 4, ... up to `top` chips, each over batches up to the largest that fits."""
+    from ..errors import InputError
+    from .layouts import layouts_for
+    counts = [c for c in CHIP_COUNTS if c <= top] or [top]
+    lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=su.hardware.scaleup_domain)]
+    probe = evaluate(su, lays, [1], input_len, output_len) if lays else None
+    bmax = int(np.max(probe.max_batch)) if probe is not None else 0
+    if bmax < 1:
+        raise InputError("max_chips", f"{su.model.id} fits on no layout of up to {top} x {su.hardware.id}",
+                         "allow more chips (--max-chips) or a smaller dtype")
+    return evaluate(su, lays, batch_axis(bmax, points), input_len, output_len)
+
+
+def meeting_speed(g: Grid, target: float, top: int, hw_id: str) -> np.ndarray:
+    """Mask of the points that fit and reach `target` tokens/s per user; a clear error when none does."""
+    from ..errors import InputError
+    ok = np.asarray(g.fits) & (g.tokens_per_s_per_user >= target)
+    if not ok.any():
+        best = float(np.nanmax(np.where(np.asarray(g.fits), g.tokens_per_s_per_user, np.nan)))
+        raise InputError("min_tokens_per_s_per_user", f"no layout of up to {top} x {hw_id} reaches {target:g} "
+                         "tokens/s per user", f"the fastest reaches {best:,.1f}; lower the target or allow more chips")
+    return ok

@@ -10,11 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
 from .. import units as u
 from .common import Setup, finite, fmt_layout, int_arg, pos_float, setup
-from .layouts import layouts_for
-from .serving_grid import batch_axis, evaluate
+from .serving_grid import up_to
 
 DEFAULT_BUDGETS_MS = (2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000)
 
@@ -56,14 +54,7 @@ def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_
     if per_request and budgets_s is None:
         budgets = budgets * output_len
     top = int_arg(max_chips if max_chips is not None else su.hardware.scaleup_domain, "max_chips", 1, 4096)
-    counts = [c for c in (1, 2, 4, 8, 16, 32, 64, 72, 128, 256, 512) if c <= top] or [top]
-    lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=su.hardware.scaleup_domain)]
-    probe = evaluate(su, lays, [1], input_len, output_len)
-    bmax = int(np.max(probe.max_batch))
-    if bmax < 1:
-        raise InputError("max_chips", f"{su.model.id} fits on no layout of up to {top} x {su.hardware.id}",
-                         "allow more chips (--max-chips) or a smaller dtype")
-    g = evaluate(su, lays, batch_axis(bmax, 128), input_len, output_len)
+    g = up_to(su, top, input_len, output_len)
     latency = g.ttft_s + output_len * g.step_s if per_request else g.step_s
     price = su.usd_per_chip_s
     cost = g.usd_per_mtok_output(price) if price is not None else g.chip_s_per_mtok_output()
