@@ -18,6 +18,8 @@ Example counts are bounded (settings below) so the whole file stays well under a
 """
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import math
 import os
@@ -42,7 +44,12 @@ from tokenmath.model import Model, validate
 from tokenmath.params import count_params
 
 RESERVE = 0.10
-INFER_MAX_BATCH = 10_000_000   # analyses/infer.py: int_arg(batch, "batch", 1, 10_000_000)
+HAS_CP = "cp" in {f.name for f in dataclasses.fields(Layout)}                  # context parallelism
+HAS_OVERHEAD = "layer_overhead_s" in {f.name for f in dataclasses.fields(Efficiency)}
+try:                                      # the largest batch infer() accepts
+    from tokenmath.analyses.common import MAX_BATCH as INFER_MAX_BATCH
+except ImportError:
+    INFER_MAX_BATCH = 10_000_000
 REL = 1e-9          # slack for float summation order in inequalities
 # CI runs a fixed, bounded set of examples (derandomize: the same draws every run). A longer random hunt:
 #   TOKENMATH_PROPERTY_SCALE=20 python -m pytest tests/test_properties.py
@@ -125,7 +132,7 @@ def hardwares(draw, domain=None) -> Hardware:
     if draw(st.booleans()):
         tf["int8"] = bf16 * 2
     up = draw(st.floats(16, 1800))
-    rec = {"memory_gb": draw(st.floats(16, 1024)), "memory_bw_tbs": draw(st.floats(0.3, 20)), "tflops": tf,
+    rec = {"memory_gb": draw(st.floats(1, 1024)), "memory_bw_tbs": draw(st.floats(0.3, 20)), "tflops": tf,
            "scaleup_domain": domain or draw(st.sampled_from([1, 2, 4, 8, 16, 64, 72])),
            "scaleup_gbs": up, "scaleout_gbs": up * draw(st.floats(0.01, 1.0)),
            "scaleup_latency_us": draw(st.floats(0, 20)), "scaleout_latency_us": draw(st.floats(0, 100)),
@@ -149,7 +156,8 @@ def layouts(draw, m: Model, simple: bool = False) -> Layout:
     pp = draw(st.integers(1, min(4, m.n_layers)))
     ep = draw(st.sampled_from(_divisors(m.n_experts, 16))) if m.is_moe else 1
     dp = draw(st.integers(1, 3))
-    lay = Layout(tp, pp, ep, dp)
+    cp = draw(st.sampled_from([1, 1, 1, 2, 4])) if HAS_CP else 1
+    lay = Layout(tp, pp, ep, dp, cp) if HAS_CP else Layout(tp, pp, ep, dp)
     check_layout(m, lay)
     return lay
 
@@ -160,7 +168,7 @@ def cases(draw, kinds=None, simple_layout=False, domain=None):
     hw = draw(hardwares(domain))
     lay = draw(layouts(m, simple_layout))
     prec = resolve_precision(m, draw(st.sampled_from((None,) + WEIGHT_DTYPES)), draw(st.sampled_from(KV_DTYPES)))
-    wl = dict(batch=draw(st.integers(1, 512)), input_len=draw(st.integers(1, 32_768)),
+    wl = dict(batch=draw(st.one_of(st.integers(1, 512), st.integers(512, 200_000))), input_len=draw(st.integers(1, 32_768)),
               output_len=draw(st.integers(1, 2048)))
     return m, hw, lay, prec, wl
 
@@ -174,7 +182,25 @@ def f(x) -> float:
     return float(np.asarray(x))
 
 
-efficiencies = st.builds(Efficiency, st.floats(0.05, 1.0), st.floats(0.05, 1.0), st.floats(0.05, 1.0))
+def _eff(flops, bw, link, overhead):
+    if HAS_OVERHEAD:
+        return Efficiency(flops, bw, link, "hypothesis", overhead)
+    return Efficiency(flops, bw, link, "hypothesis")
+
+
+efficiencies = st.builds(_eff, st.floats(0.05, 1.0), st.floats(0.05, 1.0), st.floats(0.05, 1.0),
+                         st.sampled_from([0.0, 0.0, 5e-6, 40e-6]))
+
+
+def cp_of(lay: Layout) -> int:
+    return int(getattr(lay, "cp", 1))
+
+
+def layout_kw(lay: Layout) -> dict:
+    kw = dict(tp=int(lay.tp), pp=int(lay.pp), ep=int(lay.ep), dp=int(lay.dp))
+    if cp_of(lay) > 1:
+        kw["cp"] = cp_of(lay)
+    return kw
 
 
 # ---- 1. nothing beats the pure roofline -------------------------------------------------------------------------
@@ -200,7 +226,7 @@ def napkin_decode_floor(m: Model, hw: Hardware, lay: Layout, prec, seqs: float, 
     pat = m.attention_pattern or ("full",)
     kinds = [pat[i % len(pat)] if m.sliding_window else "full" for i in range(m.n_layers)]
     held = sum(input_len if k == "full" else min(input_len, m.sliding_window) for k in kinds)
-    shard = 1.0 if m.is_mla else min(tp, m.kv_heads)
+    shard = (1.0 if m.is_mla else min(tp, m.kv_heads)) * cp_of(lay)   # context parallelism splits the KV reads too
     kv = per_tok_layer * held * kvb * seqs / shard
     flops = 2.0 * (matmul_w + experts_k) * seqs / tp
     peak = max(hw.flops.values())
@@ -253,6 +279,27 @@ def test_more_bandwidth_flops_or_link_is_never_slower(case, kb, kf, kl, eff):
         assert f(sv.decode_step_s) <= f(base.decode_step_s) * (1 + REL)
         assert f(sv.ttft_s) <= f(base.ttft_s) * (1 + REL)
         assert f(sv.decode_floor_s) <= f(base.decode_floor_s) * (1 + REL)
+
+
+SERVE_OPTS = set(inspect.signature(serve).parameters)
+
+
+@pytest.mark.skipif("ep_imbalance" not in SERVE_OPTS, reason="engine has no ep_imbalance / ep_overlap options")
+@settings(max_examples=40 * SCALE, **PROFILE)
+@given(cases(kinds=("moe", "moe_mla")), st.floats(1.0, 4.0), st.floats(1.0, 4.0), st.sampled_from([DEFAULT, PEAK]))
+def test_expert_imbalance_never_faster_and_overlap_never_slower(case, a, b, eff):
+    m, hw, lay, prec, wl = case
+    lo, hi = sorted((a, b))
+    even = run(m, hw, lay, prec, eff, wl)
+    t_lo = serve(m, hw, lay, prec, eff, wl["batch"], wl["input_len"], wl["output_len"], RESERVE, ep_imbalance=lo)
+    t_hi = serve(m, hw, lay, prec, eff, wl["batch"], wl["input_len"], wl["output_len"], RESERVE, ep_imbalance=hi)
+    for name in ("decode_step_s", "ttft_s"):
+        assert f(getattr(even, name)) <= f(getattr(t_lo, name)) * (1 + REL)
+        assert f(getattr(t_lo, name)) <= f(getattr(t_hi, name)) * (1 + REL)
+    ov = serve(m, hw, lay, prec, eff, wl["batch"], wl["input_len"], wl["output_len"], RESERVE, ep_overlap=True)
+    assert f(ov.decode_step_s) <= f(even.decode_step_s) * (1 + REL)
+    assert f(ov.ttft_s) <= f(even.ttft_s) * (1 + REL)
+    assert f(ov.decode_step_s) >= f(ov.decode_floor_s) * (1 - REL)      # overlap hides comm, never beats the roofline
 
 
 # ---- 3. decode cost per token never rises with batch while it fits ----------------------------------------------
@@ -356,9 +403,8 @@ def test_results_finite_and_positive(case, eff, bmode):
     assert f(sv.max_batch) >= 0
     batch = {1: wl["batch"], 2: "max", 3: 1}[bmode]
     try:
-        r = infer(m, hw, tp=int(lay.tp), pp=int(lay.pp), ep=int(lay.ep), dp=int(lay.dp), batch=batch,
-                  input_len=wl["input_len"], output_len=wl["output_len"], weight_dtype=prec.weight.name,
-                  kv_dtype=prec.kv.name, efficiency=eff)
+        r = infer(m, hw, batch=batch, input_len=wl["input_len"], output_len=wl["output_len"],
+                  weight_dtype=prec.weight.name, kv_dtype=prec.kv.name, efficiency=eff, **layout_kw(lay))
     except InputError as e:          # only an honest, named refusal is allowed (none is expected here)
         pytest.fail(f"valid input refused: {e}")
     d = r.to_dict()
@@ -437,6 +483,8 @@ def test_hyperbola_points_equal_infer(case, context, data):
     m, hw, lay, prec, _ = case
     kw = dict(tp=int(lay.tp), pp=int(lay.pp), ep=int(lay.ep), dp=int(lay.dp), weight_dtype=prec.weight.name,
               kv_dtype=prec.kv.name)
+    if "cp" in inspect.signature(hyperbola).parameters and cp_of(lay) > 1:
+        kw["cp"] = cp_of(lay)
     try:
         h = hyperbola(m, hw, context=context, max_points=32, **kw)
     except InputError as e:                 # nothing fits at this context: a named refusal, then nothing to compare
@@ -446,7 +494,7 @@ def test_hyperbola_points_equal_infer(case, context, data):
     idx = sorted(set(data.draw(st.lists(st.integers(0, len(pts) - 1), min_size=1, max_size=4))) | {0, len(pts) - 1})
     for i in idx:
         b = int(h.batch[i])
-        if b > INFER_MAX_BATCH:     # infer takes at most 10 million sequences; the hyperbola's grid has no cap
+        if b > INFER_MAX_BATCH:     # beyond what infer accepts; the hyperbola's grid has no cap
             continue
         r = infer(m, hw, batch=b, input_len=context, output_len=1, **kw)
         assert r.fits, f"hyperbola point batch {b} <= max batch {h.max_batch} does not fit in infer"

@@ -278,7 +278,7 @@ def test_cli_not_fitting_with_this_recompute_gives_advice():
     (["--model", "llama-3.1-8b", "--chips", "6", "--tp", "4"], "chips"),                    # 6 / 4
     (["--model", "llama-3.1-8b", "--cp", "3", "--dp", "1", "--seq-len", "4096"], "cp"),
     (["--model", "gpt-3-175b", "--system", "a100-80gb", "--chips", "8"], "chips"),          # fits nowhere on 8
-    (["--system", "h100sxm"], "hardware"),
+    (["--system", "h100sxm"], "system"),
     (["--model", "llama-3.1-70"], "model"),
     (["--tokens", "-5"], "tokens"),
 ])

@@ -24,9 +24,15 @@ COMMANDS = {
     "deduce": ("tokenmath.commands.deduce:deduce", "Deduce active params, KV bytes, batch regime from API prices."),
     "price": ("tokenmath.commands.deduce:price", "What serving a model costs per Mtok, and the price at a margin."),
     "validate": ("tokenmath.commands.validate:validate", "Predict every published measurement: error by regime, calibrated."),
+    "plan": ("tokenmath.commands.parallel:plan", "Best layout (TP/EP/PP/DP, batch) on a system for $/Mtok and latency targets."),
+    "moe": ("tokenmath.commands.parallel:moe", "MoE vs the rack: fit in one domain, all-to-all inside/across, TP vs EP vs PP."),
+    "systems": ("tokenmath.commands.parallel:systems", "List the systems catalog (domains, topology, links; sourced)."),
     "models": ("tokenmath.commands.catalog:models", "List the model catalog with parameter counts."),
     "hardware": ("tokenmath.commands.catalog:hardware", "List the hardware catalog (dense peaks, memory, links, price)."),
     "train": ("tokenmath.commands.train:train", "Training step time, MFU, memory per chip, run cost; --search ranks layouts."),
+    "measure": ("tokenmath.commands.local:measure", "Measure this machine: memory bandwidth, matmul FLOP/s, overhead -> hardware file."),
+    "verify": ("tokenmath.commands.local:verify", "Run a real transformers model here; measured vs predicted decode step per batch."),
+    "serve": ("tokenmath.commands.web:serve", "Local web page + JSON API (offline): roofline, hyperbola, Pareto, KV, deduce, training."),
 }
 
 

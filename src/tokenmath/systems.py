@@ -155,7 +155,7 @@ def _slice_for(sid: str, torus_max, chips: int) -> tuple[int, tuple]:
     valid = [n for n, _ in sizes]
     raise InputError("chips", f"{chips} chips is not a slice of {sid} (slices of up to {valid[-1]:,} chips, or a "
                      f"multiple of one for several slices over the data-centre network)",
-                     f"one of {', '.join(f'{n:,}' for n in valid)}, or a multiple of {valid[-1]:,}")
+                     f"one of {', '.join(f'{n:,}' for n in valid)}; above {valid[-1]:,}, a multiple of one of these")
 
 
 # ---- building -----------------------------------------------------------------------------------------------------

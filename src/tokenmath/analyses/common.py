@@ -70,12 +70,13 @@ def resolve_precision(m: Model, weight_dtype: str | None, kv_dtype: str | None) 
 
 
 def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, weight_dtype=None, kv_dtype=None,
-          efficiency: Efficiency | None = None, reserve: float | None = None, scalar_layout: bool = True) -> Setup:
+          efficiency: Efficiency | None = None, reserve: float | None = None, scalar_layout: bool = True,
+          cp=None) -> Setup:
     m = get_model(model)
     hw = get_hardware(hardware)
-    lay = make_layout(m, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp)
+    lay = make_layout(m, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp)
     if scalar_layout:
-        for k in ("tp", "pp", "ep", "dp"):
+        for k in ("tp", "pp", "ep", "dp", "cp"):
             if np.ndim(getattr(lay, k)):
                 raise InputError(k, "this question takes one layout; use tokenmath.sweep for many", "a single integer")
     reserve = RESERVE_FRACTION if reserve is None else reserve

@@ -30,7 +30,8 @@ def explain(r: InferResult) -> str:
     m, hw, lay, prec, eff = r.model, r.hardware, r.layout, r.precision, r.efficiency
     chips, tp = r.chips, int(lay.tp)
     L = []
-    L.append(f"{m.name} on {chips} x {hw.name} (tp={tp} pp={int(lay.pp)} ep={int(lay.ep)} dp={int(lay.dp)}), "
+    L.append(f"{m.name} on {chips} x {hw.name} (tp={tp} pp={int(lay.pp)} ep={int(lay.ep)} dp={int(lay.dp)}"
+             + (f" cp={int(lay.cp)}" if int(lay.cp) > 1 else "") + "), "
              f"weights {prec.weight.name}" + (f" / experts {prec.expert.name}" if prec.expert != prec.weight else "")
              + f", KV {prec.kv.name}; batch {r.batch}, {r.input_len:,} tokens in, {r.output_len:,} out")
     L.append(f"Model: {m.describe()}")

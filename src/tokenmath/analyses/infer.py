@@ -95,7 +95,7 @@ class InferResult:
         return {
             "model": self.model.id, "hardware": self.hardware.id,
             "chips": self.chips, "tp": int(self.layout.tp), "pp": int(self.layout.pp),
-            "ep": int(self.layout.ep), "dp": int(self.layout.dp),
+            "ep": int(self.layout.ep), "dp": int(self.layout.dp), "cp": int(self.layout.cp),
             "weight_dtype": self.precision.weight.name, "expert_dtype": self.precision.expert.name,
             "kv_dtype": self.precision.kv.name,
             "input_len": self.input_len, "output_len": self.output_len,
@@ -126,7 +126,7 @@ def _scalar(x):
 
 def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, input_len=1024,
           output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
-          reserve: float | None = None) -> InferResult:
+          reserve: float | None = None, cp=None) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -136,7 +136,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     input_len = int_arg(input_len, "input_len")
     output_len = int_arg(output_len, "output_len")
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve)
+               kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve, cp=cp)
     m, hw, lay, prec, eff, reserve = su.model, su.hardware, su.layout, su.precision, su.efficiency, su.reserve
     ctx = input_len + output_len
     notes = []

@@ -448,12 +448,12 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     if hw.price_usd_per_hour is None or hw.price_usd_per_hour <= 0:
         raise InputError("hardware", f"{hw.id} has no price", "a catalog chip with a price, or a file with "
                          "price_usd_per_hour")
-    if not flop_only:  # check the dtypes once, up front (the engine would reject them at every node)
-        from ..dtypes import KV_DTYPES, WEIGHT_DTYPES, get_dtype
-        if weight_dtype is not None:
-            get_dtype(weight_dtype, "weight_dtype", WEIGHT_DTYPES)
-        if kv_dtype is not None:
-            get_dtype(kv_dtype, "kv_dtype", KV_DTYPES)
+    # check the dtypes once, up front, in both modes: a bad option is an error even where it goes unused
+    from ..dtypes import KV_DTYPES, WEIGHT_DTYPES, get_dtype
+    if weight_dtype is not None:
+        get_dtype(weight_dtype, "weight_dtype", WEIGHT_DTYPES)
+    if kv_dtype is not None:
+        get_dtype(kv_dtype, "kv_dtype", KV_DTYPES)
     usd_per_flop = hw.price_usd_per_hour / 3600.0 / (hw.peak_flops("bf16") * mfu)
 
     n_chin, d_chin = (float(x) for x in optimal_for_loss(ell, f))

@@ -212,6 +212,16 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     if not lays:
         raise InputError("chips", f"no layout of {n} chips suits {m.id}",
                          f"a chip count with a divisor that divides the {m.n_heads} heads")
+    notes = []
+    if hw.scaleout_bw is None and n > hw.scaleup_domain:
+        inside = [t for t in lays if t[0] * t[1] * t[2] <= hw.scaleup_domain]
+        if not inside:
+            raise InputError("system", f"{hw.id} has no scale-out bandwidth and every layout of {m.id} on {n} chips "
+                             f"spans more than one domain of {hw.scaleup_domain}",
+                             "a system with a scale-out link, or give scaleout_gbs in a hardware file")
+        notes.append(f"{hw.id} has no scale-out bandwidth: only layouts whose replicas stay inside one domain were "
+                     f"searched ({len(inside)} of {len(lays)})")
+        lays = inside
     ctx = input_len + output_len
     t0 = time.perf_counter()
     lay = as_layout(lays)
@@ -241,7 +251,7 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     key = np.where(ok, rank, np.inf)
     li, bi = np.unravel_index(np.lexsort((-np.where(ok, g.tokens_per_s_per_user, 0).ravel(), key.ravel()))[0], key.shape)
     best = point(ev, li, bi, price)
-    best["communication_breakdown_s"] = comm_breakdown(su, best, input_len, output_len, **_engine_opts(opts))
+    best["communication_breakdown_s"] = comm_breakdown(su, best, input_len, output_len, **opts)
     # runner-ups: the best point of each other layout
     per_layout = np.where(ok, rank, np.inf)
     bj = np.argmin(per_layout, axis=1)
@@ -254,7 +264,6 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     keep = frontier_mask(xs, ys)
     front = sorted((point(ev, i, j, price) for (i, j), k in zip(idx, keep) if k),
                    key=lambda p: -p["output_tokens_per_s_per_user"])
-    notes = []
     if price is None:
         notes.append(f"{hw.chip or hw.id} has no price in the catalog: ranked by chip-seconds per million output tokens")
     if best["domains_spanned"] > 1:
@@ -270,10 +279,6 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     return res
 
 
-def _engine_opts(opts: dict) -> dict:
-    return {k: v for k, v in opts.items() if not (k == "ep_imbalance" and v == 1.0) and not (k == "ep_overlap" and not v)}
-
-
 def _disaggregate(su: Setup, n: int, lays, ev: Evaluated, B, input_len, output_len, ttft_s, tps_user, opts,
                   colocated: dict) -> dict:
     g = ev.grid
@@ -281,7 +286,7 @@ def _disaggregate(su: Setup, n: int, lays, ev: Evaluated, B, input_len, output_l
     price = su.usd_per_chip_s
     # decode pool: decode-only throughput (prefill happens elsewhere)
     dec_tps_chip = g.batch / g.step_s / g.chips
-    dok = np.asarray(g.fits, bool)
+    dok = np.array(g.fits, bool)
     if tps_user is not None:
         dok &= g.tokens_per_s_per_user >= tps_user
     if not dok.any():
@@ -293,7 +298,7 @@ def _disaggregate(su: Setup, n: int, lays, ev: Evaluated, B, input_len, output_l
     pev = evaluate_grid(su, lays, B, input_len, 1, **opts)
     pg = pev.grid
     pre_tps_chip = pg.batch * input_len / pg.ttft_s / pg.chips
-    pok = np.asarray(pg.fits, bool)
+    pok = np.array(pg.fits, bool)
     if ttft_s is not None:
         pok &= pg.ttft_s <= ttft_s
     if not pok.any():
@@ -314,10 +319,8 @@ def _disaggregate(su: Setup, n: int, lays, ev: Evaluated, B, input_len, output_l
                    "decode_output_tokens_per_s_per_chip": float(dec_tps_chip[di, dj])},
         "prefill": {"layout": fmt_layout(*t), "tp": int(t[0]), "pp": int(t[1]), "ep": int(t[2]), "dp": int(t[3]),
                     "batch": int(pg.batch[pi, pj]), "ttft_s": finite(pg.ttft_s[pi, pj]),
-                    "prompt_tokens_per_s_per_chip": p_chip, "bottleneck": str(np.asarray(pev.serving.prefill.bottleneck)
-                                                                                  .reshape(pg.batch.shape)[pi, pj]
-                                                                                  if np.ndim(pev.serving.prefill.bottleneck)
-                                                                                  else pev.serving.prefill.bottleneck)},
+                    "prompt_tokens_per_s_per_chip": p_chip,
+                    "bottleneck": str(np.broadcast_to(np.asarray(pev.serving.prefill.bottleneck), pg.batch.shape)[pi, pj])},
         "requests_per_s_per_decode_instance": req_s, "prompt_tokens_per_s": prompt_tps,
         "decode_chips": n, "prefill_chips": prefill_chips, "prefill_to_decode_chip_ratio": prefill_chips / n,
         "kv_bytes_per_request": kv_req, "kv_transfer_bytes_per_s": req_s * kv_req,
@@ -346,7 +349,7 @@ def plan_text(p: Plan) -> str:
     su = p.setup
     hw = su.hardware
     b = p.best
-    L = [f"{su.model.name} on {p.chips} x {hw.chip or hw.id} ({hw.id}: {p.chips // hw.scaleup_domain or 1} domain(s) of "
+    L = [f"{su.model.name} on {p.chips} x {hw.chip or hw.id} ({hw.id}: {getattr(hw, 'domains', 1)} domain(s) of "
          f"{hw.scaleup_domain}), {p.input_len:,} in / {p.output_len:,} out"]
     tg = []
     if p.targets["ttft_s"] is not None:

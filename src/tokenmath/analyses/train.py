@@ -33,7 +33,7 @@ from ..engine.train_step import (
     train_step,
 )
 from ..errors import InputError
-from ..hardware import Hardware, get_hardware
+from ..hardware import Hardware
 from ..mapping import Layout, check_layout
 from ..model import Model, get_model
 from ..params import count_params
@@ -172,6 +172,12 @@ class SearchResult:
 
 
 # ---- checking the question ------------------------------------------------------------------------------------
+def _system(system, chips):
+    """A system id (hgx-h100, gb200-nvl72, tpu-v5p ...) or a chip id in its usual domain (systems.get_system)."""
+    from ..systems import get_system
+    return get_system(system, chips if isinstance(chips, int) else None)
+
+
 def _choice(v, name: str, options):
     key = str(v).lower()
     opts = [str(o) for o in options]
@@ -251,7 +257,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     naming what would fit; one that fits only with another recomputation returns fits=False with advice.
     """
     m = get_model(model)
-    hw = get_hardware(system)
+    hw = _system(system, chips)
     eff = efficiency or DEFAULT
     reserve = RESERVE_FRACTION if reserve is None else reserve
     if not 0 <= reserve < 1:
@@ -347,7 +353,7 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     scale-up domain; PP: divisors of the layers; EP (MoE): divisors of the experts; DP: the rest; cp fixed.
     Every candidate is evaluated in one vectorized engine call."""
     m = get_model(model)
-    hw = get_hardware(system)
+    hw = _system(system, chips)
     eff = efficiency or DEFAULT
     reserve = RESERVE_FRACTION if reserve is None else reserve
     n = _int_arg(chips, "chips", 1, 10_000_000)

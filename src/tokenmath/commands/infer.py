@@ -6,6 +6,8 @@ from .common import batch_arg, dtype_options, guarded, layout_options, model_har
 @click.command()
 @model_hardware
 @layout_options
+@click.option("--cp", type=int, callback=positive,
+              help="Context-parallel degree: each prompt split over cp chips (ring attention); chips = tp x pp x ep x dp x cp.")
 @click.option("--batch", "-b", callback=batch_arg, default="1", show_default=True, help="Concurrent sequences, or 'max'.")
 @click.option("--input-len", type=int, default=1024, show_default=True, callback=positive, help="Prompt tokens per sequence.")
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive, help="Generated tokens per sequence.")
@@ -14,7 +16,7 @@ from .common import batch_arg, dtype_options, guarded, layout_options, model_har
 @click.option("--calibrated", is_flag=True, help="Efficiencies fitted on published measurements (tokenmath validate).")
 @output_options
 @guarded
-def infer(model, hardware, chips, tp, pp, ep, dp, batch, input_len, output_len, weight_dtype, kv_dtype, peak, calibrated,
+def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_len, weight_dtype, kv_dtype, peak, calibrated,
           as_json, explain):
     """How fast and how expensive: prefill (TTFT), decode step, throughput, $/Mtok, memory, bottleneck."""
     from ..analyses.infer import infer as run
@@ -25,7 +27,7 @@ def infer(model, hardware, chips, tp, pp, ep, dp, batch, input_len, output_len, 
         from ..efficiency import calibrated as cal
         from ..hardware import get_hardware
         eff = cal(get_hardware(hardware).id)
-    r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch, input_len=input_len,
+    r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp, batch=batch, input_len=input_len,
             output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=eff)
     if as_json:
         emit_json(r.to_dict())

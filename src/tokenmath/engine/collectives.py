@@ -78,6 +78,7 @@ def all_to_all(nbytes, p, hw, eff_link: float = 1.0, *, up_bw=None):
         out = _scaleout(hw, eff_link)
         # the (p-d)/p share bound for other domains crosses the scale-out link while the rest moves on scale-up
         span = np.maximum((d - 1) / p * S / up, (p - d) / p * S / out)
+        span = np.maximum(span, inside)   # crossing domains is never faster than staying inside one
         t = np.where(p <= d, inside, span)
     return np.where(p > 1, t + latency(p, hw), 0.0)
 

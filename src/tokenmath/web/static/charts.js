@@ -1,0 +1,275 @@
+// tokenmath charts: small SVG plots drawn by hand (no library, no network). Colours live in app.css.
+"use strict";
+
+const Charts = (() => {
+  const NS = "http://www.w3.org/2000/svg";
+
+  function el(tag, attrs, parent) {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== undefined && v !== null) e.setAttribute(k, String(v));
+    }
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+
+  function text(parent, x, y, s, cls, anchor) {
+    const t = el("text", { x, y, class: cls || "", "text-anchor": anchor || "start" }, parent);
+    t.textContent = s;
+    return t;
+  }
+
+  // compact number: 1.2k, 3.4M, 0.05, 1e-7 ...
+  function short(v) {
+    if (v === 0) return "0";
+    const a = Math.abs(v);
+    const units = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+    for (const [s, p] of units) if (a >= s) return trim(v / s) + p;
+    if (a >= 0.01) return trim(v);
+    return v.toExponential(0).replace("e-", "e-");
+  }
+  function trim(x) {
+    const s = Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2);
+    return s.replace(/\.0+$/, "").replace(/(\.\d*?)0+$/, "$1");
+  }
+
+  function finite(v) { return typeof v === "number" && isFinite(v); }
+
+  function extent(values, log) {
+    let lo = Infinity, hi = -Infinity;
+    for (const v of values) {
+      if (!finite(v) || (log && v <= 0)) continue;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+    if (lo === Infinity) return log ? [1, 10] : [0, 1];
+    if (lo === hi) return log ? [lo / 2, hi * 2] : [lo - 1, hi + 1];
+    return [lo, hi];
+  }
+
+  function scale(axis, d0, d1, r0, r1) {
+    if (axis.log) {
+      const l0 = Math.log10(d0), l1 = Math.log10(d1);
+      const f = (v) => r0 + (Math.log10(v) - l0) / (l1 - l0) * (r1 - r0);
+      f.ticks = () => logTicks(d0, d1);
+      return f;
+    }
+    const f = (v) => r0 + (v - d0) / (d1 - d0) * (r1 - r0);
+    f.ticks = () => linTicks(d0, d1);
+    return f;
+  }
+
+  function logTicks(d0, d1) {
+    const a = Math.floor(Math.log10(d0)), b = Math.ceil(Math.log10(d1));
+    const decades = b - a;
+    const step = decades > 8 ? 2 : 1;
+    const out = [];
+    for (let e = a; e <= b; e += step) {
+      for (const m of decades <= 3 ? [1, 2, 5] : [1]) {
+        const v = m * Math.pow(10, e);
+        if (v >= d0 * 0.999 && v <= d1 * 1.001) out.push(v);
+      }
+    }
+    return out;
+  }
+
+  function linTicks(d0, d1) {
+    const span = d1 - d0;
+    const raw = span / 5;
+    const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => span / s <= 6) || raw;
+    const out = [];
+    for (let v = Math.ceil(d0 / step) * step; v <= d1 + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+    return out;
+  }
+
+  function padLog(lo, hi, f) { return [lo / f, hi * f]; }
+
+  // plot(container, spec): spec = {title, x: {label, log, min, max, fmt}, y: {...}, series: [...], vlines, hlines,
+  //   legend}; series = {kind: "line"|"scatter"|"area", points: [[x, y, tooltip?, label?]], cls, label, marker}
+  function plot(container, spec) {
+    const W = spec.width || 720, H = spec.height || 400;
+    const m = { l: 70, r: 20, t: spec.title ? 30 : 14, b: 48 };
+    container.textContent = "";
+    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img",
+                            "aria-label": spec.title || "chart" }, container);
+    if (spec.id) svg.setAttribute("id", spec.id);
+    const xs = [], ys = [];
+    for (const s of spec.series) for (const p of s.points) { xs.push(p[0]); ys.push(p[1]); }
+    for (const v of spec.vlines || []) xs.push(v.x);
+    for (const h of spec.hlines || []) if (!h.noFit) ys.push(h.y);
+    let [x0, x1] = extent(xs, spec.x.log);
+    let [y0, y1] = extent(ys, spec.y.log);
+    if (spec.x.log) [x0, x1] = padLog(x0, x1, 1.3); else { const p = (x1 - x0) * 0.03; x0 -= p; x1 += p; }
+    if (spec.y.log) [y0, y1] = padLog(y0, y1, 1.5); else { const p = (y1 - y0) * 0.06; y0 = Math.min(y0 - p, spec.y.zero ? 0 : y0 - p); y1 += p; }
+    if (spec.x.min !== undefined) x0 = spec.x.min;
+    if (spec.x.max !== undefined) x1 = spec.x.max;
+    if (spec.y.min !== undefined) y0 = spec.y.min;
+    if (spec.y.max !== undefined) y1 = spec.y.max;
+    const X = scale(spec.x, x0, x1, m.l, W - m.r);
+    const Y = scale(spec.y, y0, y1, H - m.b, m.t);
+    const fx = spec.x.fmt || short, fy = spec.y.fmt || short;
+
+    if (spec.title) text(svg, m.l, 18, spec.title, "chart-title");
+    const grid = el("g", { class: "grid" }, svg);
+    for (const t of X.ticks()) {
+      const x = X(t);
+      el("line", { x1: x, x2: x, y1: m.t, y2: H - m.b }, grid);
+      text(svg, x, H - m.b + 16, fx(t), "tick", "middle");
+    }
+    for (const t of Y.ticks()) {
+      const y = Y(t);
+      el("line", { x1: m.l, x2: W - m.r, y1: y, y2: y }, grid);
+      text(svg, m.l - 6, y + 4, fy(t), "tick", "end");
+    }
+    el("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, class: "frame" }, svg);
+    text(svg, (m.l + W - m.r) / 2, H - 10, spec.x.label || "", "axis-label", "middle");
+    const yl = text(svg, 0, 0, spec.y.label || "", "axis-label", "middle");
+    yl.setAttribute("transform", `translate(16 ${(m.t + H - m.b) / 2}) rotate(-90)`);
+
+    const clipId = "clip" + Math.random().toString(36).slice(2, 9);
+    const clip = el("clipPath", { id: clipId }, el("defs", {}, svg));
+    el("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b }, clip);
+    const body = el("g", { "clip-path": `url(#${clipId})` }, svg);
+    const inside = (p) => finite(p[0]) && finite(p[1]) && (!spec.x.log || p[0] > 0) && (!spec.y.log || p[1] > 0);
+
+    for (const v of spec.vlines || []) {
+      if (!finite(v.x) || (spec.x.log && v.x <= 0)) continue;
+      const x = X(v.x);
+      el("line", { x1: x, x2: x, y1: m.t, y2: H - m.b, class: "vline " + (v.cls || "") }, body);
+      if (v.label) {
+        const ty = v.bottom ? H - m.b - 8 - (v.dy || 0) : m.t + 14 + (v.dy || 0);
+        const right = x + 4 + v.label.length * 6 > W - m.r;
+        text(body, right ? x - 4 : x + 4, ty, v.label, "line-label " + (v.cls || ""), right ? "end" : "start");
+      }
+    }
+    for (const h of spec.hlines || []) {
+      if (!finite(h.y) || (spec.y.log && h.y <= 0)) continue;
+      const y = Y(h.y);
+      el("line", { x1: m.l, x2: W - m.r, y1: y, y2: y, class: "hline " + (h.cls || "") }, body);
+      if (h.label) text(body, W - m.r - 6, y - 5, h.label, "line-label " + (h.cls || ""), "end");
+    }
+    const legend = [];
+    const placed = [];
+    for (const s of spec.series) {
+      const pts = s.points.filter(inside);
+      const g = el("g", { class: "series " + (s.cls || "") }, body);
+      if (s.kind === "line" || s.kind === "area") {
+        // break the path where a point is missing
+        let d = "", pen = false;
+        for (const p of s.points) {
+          if (!inside(p)) { pen = false; continue; }
+          d += (pen ? "L" : "M") + X(p[0]).toFixed(1) + " " + Y(p[1]).toFixed(1);
+          pen = true;
+        }
+        if (d) el("path", { d, class: "line" }, g);
+        if (s.dots) for (const p of pts) dot(g, X(p[0]), Y(p[1]), s, p);
+      } else {
+        for (const p of pts) dot(g, X(p[0]), Y(p[1]), s, p);
+      }
+      for (const p of pts) if (p[3]) placeLabel(g, X(p[0]), Y(p[1]), p[3]);
+      if (s.label) legend.push(s);
+    }
+    if (legend.length && spec.legend !== false) {
+      // corner: "tl", "tr", "bl", "br" (legendLeft: "tl"); a white box keeps it readable over the data
+      const pos = spec.legendPos || (spec.legendLeft ? "tl" : "tr");
+      const lw = 10 + 24 + Math.max(...legend.map((s) => s.label.length)) * 6.2, lh = legend.length * 16 + 8;
+      const x = pos[1] === "l" ? m.l + 8 : W - m.r - 8 - lw;
+      let y = pos[0] === "t" ? m.t + 8 : H - m.b - 8 - lh;
+      const lg = el("g", { class: "legend" }, svg);
+      el("rect", { x, y, width: lw, height: lh, class: "legend-box" }, lg);
+      y += 16;
+      for (const s of legend) {
+        const g = el("g", { class: "series " + (s.cls || "") }, lg);
+        const lx = x + 6;
+        if (s.kind === "line" || s.kind === "area") el("path", { d: `M${lx} ${y - 4}h18`, class: "line" }, g);
+        else dot(g, lx + 9, y - 4, s, null);
+        text(g, lx + 24, y, s.label, "legend-text");
+        y += 16;
+      }
+    }
+    return svg;
+
+    // point labels: try a few spots around the point, skip the label when all collide with earlier ones
+    function placeLabel(g, x, y, s) {
+      const w = s.length * 5.6 + 2, hgt = 11;
+      const spots = [[7, -6], [7, 12], [-7 - w, -6], [-7 - w, 12], [7, -18], [7, 24]];
+      for (const [dx, dy] of spots) {
+        const b = { x: x + dx, y: y + dy - hgt + 2, w, h: hgt };
+        if (b.x < m.l || b.x + b.w > W - m.r || b.y < m.t || b.y + b.h > H - m.b) continue;
+        if (placed.some((o) => b.x < o.x + o.w && o.x < b.x + b.w && b.y < o.y + o.h && o.y < b.y + b.h)) continue;
+        placed.push(b);
+        text(g, x + dx, y + dy, s, "point-label");
+        return;
+      }
+    }
+  }
+
+  function dot(g, x, y, s, p) {
+    let e;
+    if (s.marker === "triangle") {
+      e = el("path", { d: `M${x.toFixed(1)} ${(y - 6).toFixed(1)}l5.5 9.5h-11z`, class: "dot" }, g);
+    } else if (s.marker === "square") {
+      e = el("rect", { x: (x - 4.5).toFixed(1), y: (y - 4.5).toFixed(1), width: 9, height: 9, class: "dot" }, g);
+    } else {
+      e = el("circle", { cx: x.toFixed(1), cy: y.toFixed(1), r: s.r || 4.5, class: "dot" }, g);
+    }
+    if (p && p[2]) el("title", {}, e).textContent = p[2];
+    return e;
+  }
+
+  // horizontal interval bars on a (log) axis: rows = [{label, low, median, high, fmt}]
+  function intervals(container, rows, spec) {
+    const W = 720, rowH = 34, H = 40 + rows.length * rowH;
+    container.textContent = "";
+    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart intervals", role: "img",
+                            "aria-label": spec.title || "intervals" }, container);
+    const m = { l: 170, r: 30 };
+    rows.forEach((r, i) => {
+      const y = 24 + i * rowH;
+      text(svg, 8, y + 4, r.label, "axis-label");
+      if (!finite(r.low) || !finite(r.high) || r.low <= 0) {
+        text(svg, m.l, y + 4, "not identified", "tick");
+        return;
+      }
+      const lo = Math.min(r.low, r.scaleMin || r.low) / 1.6, hi = Math.max(r.high, r.scaleMax || r.high) * 1.6;
+      const X = scale({ log: true }, lo, hi, m.l, W - m.r);
+      el("line", { x1: m.l, x2: W - m.r, y1: y, y2: y, class: "track" }, svg);
+      el("rect", { x: X(r.low), y: y - 7, width: Math.max(2, X(r.high) - X(r.low)), height: 14, class: "band" }, svg);
+      el("line", { x1: X(r.median), x2: X(r.median), y1: y - 10, y2: y + 10, class: "median" }, svg);
+      const f = r.fmt || short;
+      text(svg, X(r.low) - 4, y + 20, f(r.low), "tick", "end");
+      text(svg, X(r.median), y - 13, f(r.median), "tick median-text", "middle");
+      text(svg, X(r.high) + 4, y + 20, f(r.high), "tick");
+    });
+    return svg;
+  }
+
+  // stacked horizontal bar: parts = [{label, value, cls}]
+  function stack(container, parts, spec) {
+    const W = 720, H = 84;
+    container.textContent = "";
+    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart stack", role: "img",
+                            "aria-label": spec.title || "breakdown" }, container);
+    const total = parts.reduce((a, p) => a + (finite(p.value) ? Math.max(p.value, 0) : 0), 0);
+    if (!(total > 0)) return svg;
+    let x = 10;
+    const w = W - 20;
+    let lx = 10;
+    parts.forEach((p, i) => {
+      const v = finite(p.value) ? Math.max(p.value, 0) : 0;
+      const pw = v / total * w;
+      const r = el("rect", { x, y: 10, width: Math.max(pw, 0), height: 26, class: "part c" + (i % 8) }, svg);
+      el("title", {}, r).textContent = `${p.label}: ${spec.fmt ? spec.fmt(v) : short(v)} (${(100 * v / total).toFixed(1)}%)`;
+      x += pw;
+      if (v / total >= 0.005) {
+        el("rect", { x: lx, y: 50, width: 10, height: 10, class: "part c" + (i % 8) }, svg);
+        const t = text(svg, lx + 14, 59, `${p.label} ${(100 * v / total).toFixed(0)}%`, "legend-text");
+        lx += 24 + Math.max(60, t.getComputedTextLength ? t.getComputedTextLength() : 80);
+      }
+    });
+    return svg;
+  }
+
+  return { plot, intervals, stack, short };
+})();
