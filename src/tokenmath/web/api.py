@@ -14,10 +14,11 @@ import json
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -182,7 +183,7 @@ def _f(x):
 
 def clean(o):
     """JSON-safe copy: numpy scalars/arrays to Python, tuples to lists, NaN/inf to None."""
-    if isinstance(o, dict) or isinstance(o, MappingProxyType):
+    if isinstance(o, (dict, MappingProxyType)):
         return {str(k): clean(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
         return [clean(v) for v in o]
@@ -396,8 +397,8 @@ class Api:
         tokenmath.hf_config.model_from_hf_config. Returns the id to pass as `model`."""
         from ..catalog import MAX_JSON_DEPTH, _depth
         from ..hf_config import model_from_hf_config
-        from ..params import count_params
         from ..kv_cache import kv_bytes_per_token
+        from ..params import count_params
         field = "config.json"
         if len(body) > UPLOAD_MAX_BYTES:
             raise InputError(field, f"is {len(body):,} bytes", f"at most {UPLOAD_MAX_BYTES:,} bytes")
@@ -613,8 +614,26 @@ def roofline(r) -> dict:
             "per": "one occurrence of each op, per chip"}
 
 
+def _default(o):
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, MappingProxyType):
+        return dict(o)
+    return str(o)
+
+
 def dumps(obj) -> bytes:
-    return json.dumps(clean(obj), allow_nan=False, separators=(",", ":")).encode("utf-8")
+    """JSON bytes; NaN/inf become null (the fast path first: analyses' dicts are usually clean already)."""
+    try:
+        return json.dumps(obj, allow_nan=False, separators=(",", ":"), default=_default).encode("utf-8")
+    except (ValueError, TypeError):
+        return json.dumps(clean(obj), allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
 @cache

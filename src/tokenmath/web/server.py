@@ -14,7 +14,6 @@ import json
 import sys
 import threading
 import traceback
-from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from urllib.parse import parse_qsl, urlsplit
@@ -27,8 +26,12 @@ STATIC = {  # the only files served: name -> content type
     "app.js": "text/javascript; charset=utf-8",
     "charts.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
-    "favicon.svg": "image/svg+xml",
 }
+# the icon lives here, not in static/ (the repository ignores *.svg files)
+FAVICON_SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+               b'<rect width="32" height="32" rx="6" fill="#1f3a5f"/>'
+               b'<path d="M5 26 L15 10 L27 10" fill="none" stroke="#f4b942" stroke-width="3" stroke-linejoin="round"/>'
+               b'<circle cx="10" cy="22" r="2.2" fill="#8fd3ff"/><circle cx="21" cy="14" r="2.2" fill="#8fd3ff"/></svg>')
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 DRAIN_MAX = 8 * 1024 * 1024   # an oversized body up to this is read and discarded so the client sees the 413
@@ -41,6 +44,7 @@ def _load_static() -> dict[str, tuple[bytes, str, str]]:
     for name, ctype in STATIC.items():
         data = root.joinpath(name).read_bytes()
         out[name] = (data, ctype, '"' + hashlib.sha256(data).hexdigest()[:20] + '"')
+    out["favicon.svg"] = (FAVICON_SVG, "image/svg+xml", '"' + hashlib.sha256(FAVICON_SVG).hexdigest()[:20] + '"')
     return out
 
 
@@ -78,9 +82,11 @@ class TokenmathServer(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "tokenmath"
-    sys_version = ""
     timeout = 30          # a client that stops sending frees its thread after this many seconds
     server: TokenmathServer
+
+    def version_string(self) -> str:
+        return "tokenmath"
 
     # -- responses --------------------------------------------------------------------------------------------
     def _send(self, status: int, body: bytes, ctype: str = "application/json", extra: dict | None = None,
@@ -108,7 +114,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):  # access log only when asked (--log)
         if self.server.log_requests:
-            sys.stderr.write("%s - %s\n" % (self.address_string(), fmt % args))
+            sys.stderr.write(f"{self.address_string()} - {fmt % args}\n")
 
     def _host_ok(self) -> bool:
         """Refuse other Host names on a loopback server (DNS rebinding: a web page elsewhere talking to it)."""
@@ -164,13 +170,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._not_found(path)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
-        except Exception:  # a bug: logged here with its traceback, answered with a plain JSON 500
+        except Exception:  # noqa: BLE001 - a bug: logged here with its traceback, answered with a plain JSON 500
             traceback.print_exc(file=sys.stderr)
             self.close_connection = True
             try:
                 self._json_error(500, None, "internal error (logged on the server)",
                                  "please report the request that caused it")
-            except Exception:
+            except OSError:   # the client is gone
                 pass
 
     def _only(self, method, allowed) -> bool:

@@ -367,7 +367,7 @@
           why: { sections: [5], hl: /input/ } });
     } else {
       cards.push({ key: "fits", label: "does not fit", value: "no speeds", cls: "bad",
-                   sub: (d.advice || [])[0] || "", why: { sections: [1, 5] } });
+                   sub: "weights + KV exceed HBM: see the advice below", why: { sections: [1, 5] } });
     }
     cards.push(
       { key: "memory_per_chip_bytes", label: "memory per chip", value: fmt.bytes(d.memory_per_chip_bytes),
@@ -695,7 +695,7 @@
     if (c.total_usd) series.push({ kind: "scatter", cls: "chin", marker: "square", label: "Chinchilla",
                                    points: [[c.params, c.total_usd, `Chinchilla ${fmt.count(c.params)}: ${fmt.usd(c.total_usd)}`]] });
     Charts.plot($("#overtrain-chart"), {
-      id: "overtrain-svg", title: `loss ${fmt.num(d.target_loss, 4)} (${d.fit} fit), ${fmt.num(d.inference_tokens)} inference tokens, ${d.hardware}`,
+      id: "overtrain-svg", legendPos: "br", title: `loss ${fmt.num(d.target_loss, 4)} (${d.fit} fit), ${fmt.num(d.inference_tokens)} inference tokens, ${d.hardware}`,
       x: { log: true, label: "model parameters N", fmt: fmt.count },
       y: { log: true, label: "cost (USD)", min: opt / 20, max: opt * 30, fmt: (v) => "$" + Charts.short(v) },
       series,
