@@ -10,11 +10,14 @@ path a user's hardware file takes) and random workloads and layouts, and checks 
 - decode cost per token never rises with batch while the batch fits;
 - KV bytes are linear in context, capped by sliding windows;
 - a parallel group inside one scale-up domain is never slower than the same group across domains;
+- expert-parallel load imbalance is never faster, and overlapping the EP all-to-all never slower;
 - results are finite and positive, and `--json` carries no NaN;
 - the vectorized path equals the scalar path element by element (engine.serving.serve over a batch array or a
   layout array vs one call each; analyses.hyperbola's points vs tokenmath.infer at the same batch and context).
 
-Example counts are bounded (settings below) so the whole file stays well under a minute on two cores.
+Layouts cover tp, pp, ep, dp and cp; efficiencies include a fixed per-layer overhead where the engine has one.
+Example counts are bounded (settings below) so the whole file stays well under a minute on two cores; set
+TOKENMATH_PROPERTY_SCALE=N for N times as many random (not derandomized) examples.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from types import MappingProxyType
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokenmath.analyses.common import resolve_precision

@@ -4,19 +4,25 @@ from __future__ import annotations
 import json
 import tomllib
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from .errors import InputError
 
-MAX_FILE_BYTES = 2_000_000   # a config.json or hardware file is a few KB; refuse anything absurd before parsing
+# a config.json or hardware file is a few KB (the largest fixture 3.8 KB); the limit also bounds parse time
+# (tomllib is pure Python: a 2 MB TOML array took seconds)
+MAX_FILE_BYTES = 256_000
 MAX_JSON_DEPTH = 32
 
 
 @cache
 def shipped(name: str) -> dict:
     """A catalog shipped in tokenmath/data (TOML), as a dict of id -> record."""
-    text = resources.files("tokenmath").joinpath("data", name).read_text(encoding="utf-8")
+    path = Path(__file__).parent / "data" / name
+    if path.is_file():      # an ordinary install; importlib.resources (slow to import) only for zipped ones
+        text = path.read_text(encoding="utf-8")
+    else:
+        from importlib import resources
+        text = resources.files("tokenmath").joinpath("data", name).read_text(encoding="utf-8")
     return tomllib.loads(text)
 
 
@@ -49,7 +55,10 @@ def read_user_file(path: str | Path, field: str) -> dict:
     size = p.stat().st_size
     if size > MAX_FILE_BYTES:
         raise InputError(field, f"file {p.name!r} is {size:,} bytes", f"at most {MAX_FILE_BYTES:,} bytes are read")
-    raw = p.read_bytes()
+    with p.open("rb") as fh:
+        raw = fh.read(MAX_FILE_BYTES + 1)   # never trust the size the file system reports
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(field, f"file {p.name!r} is over {MAX_FILE_BYTES:,} bytes", f"at most {MAX_FILE_BYTES:,} bytes are read")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -57,15 +66,15 @@ def read_user_file(path: str | Path, field: str) -> dict:
     if p.suffix.lower() == ".toml":
         try:
             data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise InputError(field, f"{p.name!r} is not valid TOML: {e}", "a TOML table of keys") from None
+        except (ValueError, RecursionError) as e:   # TOMLDecodeError, huge integer literals, deep nesting
+            raise InputError(field, f"{p.name!r} is not valid TOML: {str(e)[:200]}", "a TOML table of keys") from None
     else:
         if _depth(text) > MAX_JSON_DEPTH:
             raise InputError(field, f"{p.name!r} is nested deeper than {MAX_JSON_DEPTH} levels", "a flat JSON object")
         try:
             data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as e:
-            raise InputError(field, f"{p.name!r} is not valid JSON: {e}", "a JSON object") from None
+        except (ValueError, RecursionError) as e:   # JSONDecodeError, integer literals over 4300 digits
+            raise InputError(field, f"{p.name!r} is not valid JSON: {str(e)[:200]}", "a JSON object") from None
     if not isinstance(data, dict):
         raise InputError(field, f"{p.name!r} holds a {type(data).__name__}, not an object", "a JSON object of keys")
     return data

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 
 import click
@@ -72,9 +73,32 @@ def cli():
     """
 
 
+# commands that may time or run matrix products (BLAS threads matter there); the others are elementwise napkin math
+_BLAS_COMMANDS = {"measure", "verify", "serve"}
+
+
+def _lean_numpy(args) -> None:
+    """Load numpy with one BLAS thread for the napkin-math commands, which never call BLAS: OpenBLAS sets up a
+    thread pool and per-thread buffers when numpy loads, tens of ms of start-up for nothing. Only for a command run
+    from the command line, only when the user has not set OPENBLAS_NUM_THREADS, and the variable is removed again
+    once numpy is loaded (child processes see the user's environment). Results do not change: no BLAS call."""
+    if (not args or args[0].startswith("-") or args[0] not in COMMANDS or args[0] in _BLAS_COMMANDS
+            or "-h" in args or "--help" in args or "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ):
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+
+
 def main(argv=None):
     """Entry point: usage errors also come back as a JSON "error" object when --json was asked for."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if argv is None:
+        _lean_numpy(args)
     try:
         cli.main(args=args, prog_name="tokenmath", standalone_mode=False)
     except click.exceptions.Abort:

@@ -21,6 +21,17 @@ class InputError(ValueError):
         return {"error": {"field": self.field, "problem": self.problem, "valid": self.valid}}
 
 
+def show(v, limit: int = 60) -> str:
+    """A bad value as a message may print it: huge integers by their size, long text cut short."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 200:
+        return f"an integer of about {int(v.bit_length() * 0.30103)} digits"
+    try:
+        r = repr(v)
+    except ValueError:
+        return f"a {type(v).__name__}"
+    return r if len(r) <= limit else r[: limit - 3] + "..."
+
+
 def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Closest names to a typo, best first (difflib ratio, case-insensitive)."""
     choices = list(choices)

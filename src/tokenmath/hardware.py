@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from .catalog import looks_like_path, read_user_file, shipped
-from .errors import InputError, unknown_name
+from .errors import InputError, show, unknown_name
 
 FLOP_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
@@ -89,9 +89,9 @@ def _num(rec: dict, key: str, field: str, required: bool, lo: float, hi: float) 
             raise InputError(f"{field}.{key}", "missing", f"a number between {lo:g} and {hi:g}")
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InputError(f"{field}.{key}", f"must be a number, got {type(v).__name__} {v!r}", f"between {lo:g} and {hi:g}")
+        raise InputError(f"{field}.{key}", f"must be a number, got {type(v).__name__} {show(v)}", f"between {lo:g} and {hi:g}")
     if not (lo <= v <= hi) or v != v:
-        raise InputError(f"{field}.{key}", f"{v!r} is out of range", f"between {lo:g} and {hi:g}")
+        raise InputError(f"{field}.{key}", f"{show(v)} is out of range", f"between {lo:g} and {hi:g}")
     return float(v)
 
 
@@ -119,7 +119,7 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
         raise InputError(f"{field}.tflops", "no bf16, fp16 or fp32 figure", "at least one of bf16, fp16, fp32")
     dom = rec.get("scaleup_domain", 1)
     if isinstance(dom, bool) or not isinstance(dom, int) or not 1 <= dom <= 1_000_000:
-        raise InputError(f"{field}.scaleup_domain", f"{dom!r} is not a chip count", "an integer between 1 and 1000000")
+        raise InputError(f"{field}.scaleup_domain", f"{show(dom)} is not a chip count", "an integer between 1 and 1000000")
     up = _num(rec, "scaleup_gbs", field, False, 1e-3, 1e6)
     out = _num(rec, "scaleout_gbs", field, False, 1e-3, 1e6)
     lat_up = _num(rec, "scaleup_latency_us", field, False, 0.0, 1e6)

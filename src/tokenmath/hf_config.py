@@ -6,7 +6,9 @@ reported by its config.json key.
 """
 from __future__ import annotations
 
-from .errors import InputError
+import math
+
+from .errors import InputError, show
 from .model import Model, validate
 
 SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
@@ -38,13 +40,13 @@ class _Cfg:
             if default is None:
                 raise InputError(f"{self.prefix}{key}", "missing", "a positive integer")
             return default
-        if isinstance(v, float) and v.is_integer():
+        if isinstance(v, float) and math.isfinite(v) and v.is_integer() and abs(v) < 1e18:
             v = int(v)
         if isinstance(v, bool) or not isinstance(v, int):
-            raise InputError(f"{self.prefix}{key}", f"must be an integer, got {type(v).__name__} {v!r}", "a whole number")
+            raise InputError(f"{self.prefix}{key}", f"must be an integer, got {type(v).__name__} {show(v)}", "a whole number")
         hi = MAX.get(key, hi)
         if not lo <= v <= hi:
-            raise InputError(f"{self.prefix}{key}", f"{v:,} is out of range", f"between {lo} and {hi:,}")
+            raise InputError(f"{self.prefix}{key}", f"{show(v)} is out of range", f"between {lo} and {hi:,}")
         return v
 
     def bool(self, key: str, default: bool) -> bool:
@@ -52,16 +54,17 @@ class _Cfg:
         if v is None:
             return default
         if not isinstance(v, bool):
-            raise InputError(f"{self.prefix}{key}", f"must be true or false, got {v!r}", "true or false")
+            raise InputError(f"{self.prefix}{key}", f"must be true or false, got {show(v)}", "true or false")
         return v
 
 
 def _dtype(data: dict) -> tuple[str, str]:
     q = data.get("quantization_config")
-    td = str(data.get("torch_dtype") or data.get("dtype") or "bfloat16")
-    base = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}.get(td, "bf16")
+    td = data.get("torch_dtype") or data.get("dtype") or "bfloat16"   # only a known string matters
+    base = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}.get(td, "bf16") if isinstance(td, str) else "bf16"
     if isinstance(q, dict):
-        method = str(q.get("quant_method", "")).lower()
+        method = q.get("quant_method", "")
+        method = method.lower() if isinstance(method, str) else ""
         if method == "fp8":
             return "fp8", ""
         if method == "mxfp4":
@@ -77,7 +80,10 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
     mt = data.get("model_type")
     if mt is None:
         archs = data.get("architectures")
-        if isinstance(archs, list) and archs and archs[0] in ARCH_TO_TYPE:
+        if archs is not None and not (isinstance(archs, list) and all(isinstance(a, str) for a in archs)):
+            raise InputError("architectures", f"must be a list of class names, got {show(archs)}",
+                             'e.g. ["LlamaForCausalLM"], or give model_type')
+        if archs and archs[0] in ARCH_TO_TYPE:
             mt = ARCH_TO_TYPE[archs[0]]
     if not isinstance(mt, str):
         raise InputError("model_type", "missing or not a string", f"one of {', '.join(SUPPORTED)}")
@@ -89,7 +95,7 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
         prefix = "text_config."
         mt = {"gemma3": "gemma3_text"}.get(mt, mt)
     if mt not in SUPPORTED:
-        raise InputError("model_type", f"unsupported model_type {mt!r}", f"supported: {', '.join(SUPPORTED)}")
+        raise InputError("model_type", f"unsupported model_type {show(mt)}", f"supported: {', '.join(SUPPORTED)}")
     c = _Cfg(data, prefix)
     kw: dict = {"name": name}
     dt, edt = _dtype(data)
@@ -144,7 +150,7 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
                       n_shared_experts=c.int("n_shared_experts", 0, 0),
                       first_dense_layers=c.int("first_k_dense_replace", 0, 0, kw["n_layers"]),
                       moe_layer_step=c.int("moe_layer_freq", 1, 1, kw["n_layers"]),
-                      router_bias=str(data.get("topk_method", "")) == "noaux_tc")
+                      router_bias=data.get("topk_method") == "noaux_tc")
     elif mt == "gpt_oss":
         kw.update(n_experts=c.int("num_local_experts", None, 1),
                   experts_per_token=c.int("num_experts_per_tok", None, 1, 100_000_000, "experts_per_token"),
@@ -156,7 +162,8 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
     if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
         kw["qk_norm"] = True
     if mt in ("gemma", "gemma2", "gemma3", "gemma3_text"):
-        act = str(data.get("hidden_activation") or data.get("hidden_act") or "gelu")
+        act = data.get("hidden_activation") or data.get("hidden_act") or "gelu"
+        act = act if isinstance(act, str) else "gelu"
         kw["ffn_gated"] = True
         kw["notes"] = f"GeGLU ({act})"
 
@@ -172,7 +179,7 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
             kinds = []
             for i, t in enumerate(lt):
                 if t not in ("sliding_attention", "full_attention"):
-                    raise InputError(f"{prefix}layer_types[{i}]", f"unknown layer type {t!r}",
+                    raise InputError(f"{prefix}layer_types[{i}]", f"unknown layer type {show(t)}",
                                      "sliding_attention or full_attention")
                 kinds.append("sliding" if t == "sliding_attention" else "full")
             if len(kinds) != kw["n_layers"]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 
 from .catalog import looks_like_path, read_user_file, shipped
-from .errors import InputError, unknown_name
+from .errors import InputError, show, unknown_name
 
 
 @dataclass(frozen=True)
@@ -136,10 +136,10 @@ def validate(m: Model, field_prefix: str = "model") -> Model:
     for name in _INT_FIELDS:
         v = getattr(m, name)
         if isinstance(v, bool) or not isinstance(v, int):
-            bad(name, f"must be an integer, got {type(v).__name__} {v!r}", "a whole number")
+            bad(name, f"must be an integer, got {type(v).__name__} {show(v)}", "a whole number")
         lo, hi = _LIMITS.get(name, (0, 100_000_000))
         if not lo <= v <= hi:
-            bad(name, f"{v} is out of range", f"between {lo} and {hi:,}")
+            bad(name, f"{show(v)} is out of range", f"between {lo} and {hi:,}")
     if m.n_kv_heads and m.n_heads % m.n_kv_heads:
         bad("n_kv_heads", f"{m.n_heads} heads are not divisible into {m.n_kv_heads} KV groups", "a divisor of n_heads")
     if m.attention not in ("gqa", "mla"):

@@ -12,6 +12,11 @@ What is measured (every figure: the best of several repetitions, with the median
 - matmul FLOP/s: square n x n products, 2 n^3 FLOP each, fp32 with numpy, and fp32/bf16/fp16 with torch when
   installed (n chosen so one product takes about a quarter of a second, up to 4096); tflops holds the best of
   every implementation for each dtype.
+- decode-shaped matmuls: M = 1..64 rows of activations times a stack of 2048 x 2048 fp32 weight matrices as large
+  as the bandwidth arrays (a decode step reads every weight once for a batch of M tokens). Recorded, with the
+  fraction of max(FLOPs / fp32 peak, bytes / bandwidth) each M reaches (`measured.decode_matmul_efficiency`):
+  a framework's small-M matmul can stream weights far below STREAM bandwidth (torch on a 2-core CPU: ~1/3 at
+  M = 2-16), which a roofline on the headline figures does not know.
 - per-call overhead: the latency of a tiny elementwise op (1-element arrays): what a framework adds to every
   kernel whatever its size (numpy ufunc dispatch; torch eager dispatch; on CUDA, back-to-back launches).
 
@@ -21,15 +26,17 @@ These are sustained figures, not datasheet peaks: a prediction meant to match th
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import math
 import os
 import platform
 import statistics
+import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -87,16 +94,15 @@ def last_level_cache_bytes() -> int | None:
     if best:
         return best
     try:
-        import subprocess
-        txt = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5).stdout
+        txt = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5, check=False).stdout
         for line in txt.splitlines():
             if line.startswith(("L3 cache", "L2 cache")):
                 tok = line.split(":", 1)[1].split("(")[0].strip().replace(" ", "")
                 size = _parse_size(tok)
                 if size and (best is None or size > best):
                     best = size
-    except (OSError, ValueError, Exception):  # noqa: BLE001 - lscpu is optional
-        pass
+    except (OSError, ValueError, subprocess.SubprocessError):  # lscpu is optional
+        return best
     return best
 
 
@@ -120,6 +126,19 @@ def cpu_count() -> int:
 def torch_available() -> bool:
     import importlib.util
     return importlib.util.find_spec("torch") is not None
+
+
+def machine_busy() -> str | None:
+    """A note when other processes already load the cores (timings then run slow and scatter)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+    n = cpu_count()
+    if load > 0.5 * n + 0.25:
+        return (f"the machine was busy when this started (load average {load:.1f} on {n} cores): other processes "
+                "share the cores, so measured times run slow and scatter (verify --threads 1 suffers least)")
+    return None
 
 
 # ---- timing --------------------------------------------------------------------------------------------------
@@ -152,6 +171,7 @@ class Measurement:
     bandwidth: dict                   # kernel -> {"best" GB/s, "median" GB/s, "array_bytes", "traffic_bytes", ...}
     matmul: dict                      # impl_dtype -> {"best" TFLOP/s, "median", "n", "dtype", ...}
     overhead: dict                    # impl -> {"best_us", "median_us", "calls"}
+    decode_matmul: dict               # "m<rows>" -> decode-shaped matmul timing (see _decode_matmul)
     cache_bytes: int | None
     threads: int
     date: str
@@ -190,6 +210,11 @@ class Measurement:
                 return self.overhead[k]["median_us"] * 1e-6
         return None
 
+    def decode_efficiency(self) -> dict[int, float]:
+        """rows -> fraction of this file's headline figures a decode-shaped fp32 matmul reaches."""
+        fp32 = self.flops.get("fp32")
+        return decode_efficiency(self.decode_matmul, self.memory_bw, fp32) if fp32 else {}
+
     def record(self) -> dict:
         """The hardware file (catalog schema, humane units)."""
         fl = self.flops
@@ -225,6 +250,10 @@ class Measurement:
         t["bandwidth_gbs"] = {k: _clean(v) for k, v in self.bandwidth.items()}
         t["matmul_tflops"] = {k: _clean(v) for k, v in self.matmul.items()}
         t["overhead_us"] = {k: _clean(v) for k, v in self.overhead.items()}
+        t["decode_matmul"] = {k: _clean(v) for k, v in self.decode_matmul.items()}
+        eff = self.decode_efficiency()
+        if eff:
+            t["decode_matmul_efficiency"] = {f"m{k}": v for k, v in eff.items()}
         if self.overhead_s is not None:
             t["per_call_overhead_s"] = self.overhead_s
         return t
@@ -234,6 +263,8 @@ class Measurement:
                 "memory_bw_bytes_per_s": self.memory_bw, "memory_bw_kernel": self.headline_bw_kernel,
                 "flops_per_s": self.flops, "per_call_overhead_s": self.overhead_s,
                 "bandwidth_gbs": self.bandwidth, "matmul_tflops": self.matmul, "overhead_us": self.overhead,
+                "decode_matmul": self.decode_matmul,
+                "decode_matmul_efficiency": {str(k): v for k, v in self.decode_efficiency().items()},
                 "cache_bytes": self.cache_bytes, "threads": self.threads, "date": self.date,
                 "versions": self.versions, "quick": self.quick, "seconds": self.seconds, "notes": self.notes,
                 "hardware_record": self.record()}
@@ -325,7 +356,6 @@ def _numpy_bandwidth(nbytes: int, reps: int) -> dict:
     t = _times(triad, reps)
     out["numpy_triad"] = {**_summary(5 * n * 8, t, 1e9), "array_bytes": n * 8, "traffic_bytes": 5 * n * 8,
                           "kernel": "a = b + s*c as two passes (c*s -> a; a + b -> a): 5 arrays moved"}
-    del a, b, c
     return out
 
 
@@ -344,7 +374,7 @@ def _torch_bandwidth(nbytes: int, reps: int, device: str) -> dict:
     t = _times(lambda: torch.add(b, c, alpha=3.0, out=a), reps, sync)
     out["torch_triad"] = {**_summary(3 * n * 4, t, 1e9), "array_bytes": n * 4, "traffic_bytes": 3 * n * 4,
                           "kernel": "torch.add(b, c, alpha=s, out=a): one fused pass"}
-    del a, b, c
+    a = b = c = None
     if device == "cuda":
         torch.cuda.empty_cache()
     return out
@@ -397,7 +427,7 @@ def _torch_matmul(reps: int, quick: bool, device: str) -> dict:
                 g = torch.Generator(device=dev).manual_seed(0)
                 a = torch.randn((n, n), generator=g, device=dev).to(dt)
                 b = torch.randn((n, n), generator=g, device=dev).to(dt)
-                t = _times(lambda: a @ b, reps, sync)
+                t = _times(lambda a=a, b=b: a @ b, reps, sync)
             except RuntimeError as e:     # a dtype this build or device cannot multiply
                 out[f"torch_{key}"] = {"error": str(e).splitlines()[0][:200], "dtype": key, "best": 0.0, "median": 0.0}
                 continue
@@ -406,6 +436,81 @@ def _torch_matmul(reps: int, quick: bool, device: str) -> dict:
         if device == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = prev
     return out
+
+
+DECODE_ROWS = (1, 2, 4, 8, 16, 32, 64)
+DECODE_ROWS_QUICK = (1, 4, 16, 64)
+
+
+def _decode_matmul(nbytes: int, reps: int, quick: bool, device: str, with_torch: bool) -> dict:
+    """Decode-shaped fp32 matmuls: M rows of activations times a stack of 2048 x 2048 weight matrices that together
+    exceed the caches (as a decode step reads every weight once). Per M: time, weight bytes and FLOPs, from which
+    the achievable fraction of the headline figures at that batch follows (Measurement.decode_efficiency)."""
+    k = 4096 if device == "cuda" else 2048
+    per = k * k * 4
+    count = max(2, math.ceil(nbytes / per))
+    rows = DECODE_ROWS_QUICK if quick else DECODE_ROWS
+    out = {}
+    if with_torch:
+        import torch
+        dev = torch.device(device)
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        g = torch.Generator(device=dev).manual_seed(0)
+        ws = [torch.randn((k, k), generator=g, device=dev) for _ in range(count)]
+        impl = f"torch.nn.functional.linear ({device})"
+        with torch.inference_mode():
+            for m in rows:
+                x = torch.randn((m, k), generator=g, device=dev)
+                t = _times(lambda x=x: [torch.nn.functional.linear(x, w) for w in ws], reps, sync)
+                out[f"m{m}"] = _decode_row(m, k, count, t, impl)
+    else:
+        rng = np.random.default_rng(0)
+        ws = [rng.standard_normal((k, k), dtype=np.float32) for _ in range(count)]
+        for m in rows:
+            x = rng.standard_normal((m, k), dtype=np.float32)
+            t = _times(lambda x=x: [x @ w for w in ws], reps)
+            out[f"m{m}"] = _decode_row(m, k, count, t, "numpy matmul")
+    return out
+
+
+def _decode_row(m: int, k: int, count: int, times: list[float], impl: str) -> dict:
+    wb = float(count * k * k * 4)
+    fl = float(2 * m * k * k * count)
+    best, med = min(times), statistics.median(times)
+    return {"rows": m, "weight_bytes": wb, "flops": fl, "best_s": best, "median_s": med,
+            "best_gbs": wb / best / 1e9, "best_gflops": fl / best / 1e9, "shape": f"{m} x {k} @ {k} x {k}, {count} matrices",
+            "impl": impl}
+
+
+def decode_efficiency(table: dict, memory_bw: float, peak_flops: float) -> dict[int, float]:
+    """rows -> achievable fraction of the roofline: max(FLOPs / peak, bytes / bandwidth) / best time, capped at 1.
+    Applied to both the FLOP/s and bandwidth of a prediction, it reproduces the decode-shaped matmul's own time."""
+    out = {}
+    for r in (table or {}).values():
+        try:
+            t = float(r["best_s"])
+            roof = max(float(r["flops"]) / peak_flops, float(r["weight_bytes"]) / memory_bw)
+            out[int(r["rows"])] = min(1.0, roof / t) if t > 0 else None
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            continue
+    return {k: v for k, v in sorted(out.items()) if v}
+
+
+def efficiency_at(eff: dict[int, float], rows: int) -> float | None:
+    """Interpolated in log(rows) between the measured row counts; the nearest end outside them."""
+    if not eff:
+        return None
+    ks = sorted(eff)
+    if rows <= ks[0]:
+        return eff[ks[0]]
+    if rows >= ks[-1]:
+        return eff[ks[-1]]
+    x = math.log(rows)
+    for a, b in itertools.pairwise(ks):
+        if a <= rows <= b:
+            f = (x - math.log(a)) / (math.log(b) - math.log(a))
+            return eff[a] + f * (eff[b] - eff[a])
+    return None
 
 
 def _overhead(calls: int, device: str, with_torch: bool) -> dict:
@@ -468,7 +573,8 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
             raise InputError("device", "no CUDA device is visible to torch", "--device cpu")
     reps_bw = 3 if quick else 10
     reps_mm = 2 if quick else 5
-    notes = []
+    busy = machine_busy()
+    notes = [busy] if busy else []
     if device == "cpu":
         info = meminfo()
         mem_total = float(info.get("MemTotal") or 0) or None
@@ -505,6 +611,8 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
     if has_torch:
         say(f"matmul: torch fp32, bf16, fp16 on {device}")
         matmul.update(_torch_matmul(reps_mm, quick, device))
+    say(f"decode-shaped matmuls: 1 to 64 rows times {size / MB:,.0f} MiB of fp32 weights")
+    decode = _decode_matmul(size, reps_mm, quick, device, has_torch)
     say("per-call overhead: tiny elementwise ops")
     overhead = _overhead(500 if quick else 5000, device, has_torch)
     if not has_torch:
@@ -514,7 +622,7 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
             notes.append(f"{k}: not measured ({v['error']})")
         elif v["best"] < MIN_TFLOPS:
             notes.append(f"{k}: {v['best'] * 1e3:.3g} GFLOP/s is below the file schema's floor; left out of tflops")
-    m = Measurement(device, name, mem_total, bandwidth, matmul, overhead, cache, threads,
+    m = Measurement(device, name, mem_total, bandwidth, matmul, overhead, decode, cache, threads,
                     _dt.datetime.now().astimezone().isoformat(timespec="seconds"), versions(has_torch), quick,
                     notes=notes)
     m.seconds = time.perf_counter() - t_start

@@ -12,6 +12,13 @@ architecture is built again with tiny widths (hidden 64, vocab 256), so its deco
 to speak of, and its step time over the layer count is what eager PyTorch and transformers add per layer
 (the embedding, final norm, lm_head call and argmax are spread over the layers with it).
 
+A second prediction, reported beside the first and never in its place: the same engine with its FLOP/s and
+bandwidth scaled, at each batch, by the fraction of the roofline that a decode-shaped fp32 matmul (that many rows
+times weights far larger than the caches) reached in `tokenmath measure` (measured.decode_matmul). On a CPU,
+torch's small-M matmul streams weights far below STREAM bandwidth; this column shows how much of the error that
+kernel accounts for. What neither prediction counts is listed in the notes (transformers' DynamicCache copies the
+whole KV cache every step).
+
 Requires torch and transformers (pip install 'tokenmath[verify]'); they are imported only inside the functions.
 """
 from __future__ import annotations
@@ -24,10 +31,10 @@ import math
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable
 
 import numpy as np
 
@@ -188,17 +195,18 @@ class Timing:
 
 def time_decode(model, device: str, batches, context: int, warmup: int, steps: int,
                 say: Callable[[str], None] = _noop, label: str = "") -> list[Timing]:
-    """Prefill `context` tokens once (batch 1), then for each batch size: the prefilled KV cache repeated over the
-    batch (identical prompts: the bytes read per step are those of distinct ones), `warmup` untimed decode steps,
-    then `steps` timed ones (forward with the cache + greedy argmax, synchronised on CUDA)."""
+    """Prefill `context` tokens once (batch 1), repeat that KV cache over each batch size (identical prompts: the
+    bytes a step reads are those of distinct ones), then run decode steps round-robin over the batch sizes,
+    `warmup` untimed rounds and `steps` timed ones; a step is the forward with the cache plus the greedy argmax
+    (synchronised on CUDA). Round-robin spreads any drift in the machine's load over every batch size alike."""
     import torch
     dev = _device(device)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     cache_kw, keep_kw = _forward_kwargs(model)
-    vocab = int(model.config.get_text_config().vocab_size) if hasattr(model.config, "get_text_config") else int(model.config.vocab_size)
+    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    vocab = int(cfg.vocab_size)
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab, (1, context), generator=g).to(dev)
-    out = []
     with torch.inference_mode():
         cache = _new_cache()
         kw = {cache_kw: cache, "use_cache": True}
@@ -209,24 +217,31 @@ def time_decode(model, device: str, batches, context: int, warmup: int, steps: i
         sync()
         say(f"{label}prefill of {context} tokens: {time.perf_counter() - t0:.2f} s")
         first = o.logits[:, -1:].argmax(-1)
+        state = {}
         for b in batches:
             c = copy.deepcopy(cache)
             if b > 1:
                 c.batch_repeat_interleave(b)
-            tok = first.repeat_interleave(b, dim=0)
-            times = []
-            for s in range(warmup + steps):
+            state[b] = [c, first.repeat_interleave(b, dim=0)]
+        del cache, o
+        times: dict[int, list[float]] = {b: [] for b in batches}
+        for r in range(warmup + steps):
+            for b in batches:
+                c, tok = state[b]
                 sync()
                 t0 = time.perf_counter()
                 o = model(input_ids=tok, **{cache_kw: c, "use_cache": True})
                 tok = o.logits[:, -1:].argmax(-1)
                 sync()
-                if s >= warmup:
-                    times.append(time.perf_counter() - t0)
-            del c, o
-            out.append(Timing(int(b), times, context + warmup + (steps - 1) / 2))
-            say(f"{label}batch {b}: median decode step {statistics.median(times) * 1e3:.2f} ms")
-    return out
+                dt = time.perf_counter() - t0
+                state[b][1] = tok
+                if r >= warmup:
+                    times[b].append(dt)
+            if r >= warmup and (r - warmup + 1) % max(1, steps // 2) == 0:
+                say(f"{label}round {r - warmup + 1}/{steps}: "
+                    + ", ".join(f"B={b} {statistics.median(times[b]) * 1e3:.3g} ms" for b in batches))
+        del state
+    return [Timing(int(b), times[b], context + warmup + (steps - 1) / 2) for b in batches]
 
 
 # ---- the comparison --------------------------------------------------------------------------------------------
@@ -243,10 +258,18 @@ class Row:
     weight_bytes: float
     kv_bytes: float
     flops: float
+    kernel_efficiency: float | None = None     # decode-shaped matmul's fraction of the roofline at this batch
+    predicted_kernel_step_s: float | None = None
 
     @property
     def error(self) -> float:
         return (self.predicted_step_s - self.measured_step_s) / self.measured_step_s
+
+    @property
+    def kernel_error(self) -> float | None:
+        if self.predicted_kernel_step_s is None:
+            return None
+        return (self.predicted_kernel_step_s - self.measured_step_s) / self.measured_step_s
 
     def to_dict(self) -> dict:
         return {"batch": self.batch, "measured_step_s": self.measured_step_s,
@@ -255,6 +278,8 @@ class Row:
                 "predicted_roofline_s": self.predicted_roofline_s, "predicted_overhead_s": self.predicted_overhead_s,
                 "measured_per_token_s": self.measured_step_s / self.batch,
                 "predicted_per_token_s": self.predicted_step_s / self.batch,
+                "kernel_efficiency": self.kernel_efficiency,
+                "predicted_kernel_step_s": self.predicted_kernel_step_s, "kernel_error": self.kernel_error,
                 "bottleneck": self.bottleneck, "weight_bytes_read": self.weight_bytes,
                 "kv_bytes_read": self.kv_bytes, "flops": self.flops}
 
@@ -308,10 +333,17 @@ class Verification:
     def summary(self) -> dict:
         errs = [abs(r.error) for r in self.rows]
         mk, pk = self.measured_knee, self.predicted_knee
-        return {"median_abs_error": statistics.median(errs), "max_abs_error": max(errs),
-                "within_25pct": sum(e <= 0.25 for e in errs), "rows": len(errs),
-                "measured_knee_batch": mk, "predicted_knee_batch": pk,
-                "knee_ratio": (pk / mk) if mk and pk else None}
+        out = {"median_abs_error": statistics.median(errs), "max_abs_error": max(errs),
+               "within_25pct": sum(e <= 0.25 for e in errs), "rows": len(errs),
+               "measured_knee_batch": mk, "predicted_knee_batch": pk,
+               "knee_ratio": (pk / mk) if mk and pk else None}
+        kerr = [abs(r.kernel_error) for r in self.rows if r.kernel_error is not None]
+        if kerr and len(kerr) == len(self.rows):
+            kk = knee_batch([r.batch for r in self.rows], [r.predicted_kernel_step_s for r in self.rows])
+            out.update(kernel_median_abs_error=statistics.median(kerr), kernel_max_abs_error=max(kerr),
+                       kernel_within_25pct=sum(e <= 0.25 for e in kerr), kernel_knee_batch=kk,
+                       kernel_knee_ratio=(kk / mk) if mk and kk else None)
+        return out
 
     def to_dict(self) -> dict:
         hw = self.hardware
@@ -345,9 +377,15 @@ class Verification:
         L.append(f"  overhead: {self.overhead_per_layer_s * 1e6:.0f} us per layer x {self.n_layers} layers = "
                  f"{self.overhead_per_layer_s * self.n_layers * 1e3:.3g} ms per step (tiny-width probe of the same model)")
         for r in self.rows:
-            L.append(f"  B={r.batch:<4d} predicted {r.predicted_roofline_s * 1e3:8.2f} ms roofline + "
-                     f"{r.predicted_overhead_s * 1e3:.2f} ms overhead = {r.predicted_step_s * 1e3:8.2f} ms "
+            L.append(f"  B={r.batch:<4d} predicted {r.predicted_roofline_s * 1e3:8.2f} ms roofline "
+                     f"(weights {r.weight_bytes / 1e6:,.0f} MB, KV {r.kv_bytes / 1e6:,.1f} MB, {r.flops / 1e9:,.1f} GFLOP) "
+                     f"+ {r.predicted_overhead_s * 1e3:.2f} ms overhead = {r.predicted_step_s * 1e3:8.2f} ms "
                      f"({r.bottleneck}); measured {r.measured_step_s * 1e3:8.2f} ms; error {r.error:+.0%}")
+            if r.predicted_kernel_step_s is not None:
+                L.append(f"         with the decode-shaped matmul reaching {r.kernel_efficiency:.0%} of the roofline at "
+                         f"{r.batch} rows: {r.predicted_kernel_step_s * 1e3:8.2f} ms; error {r.kernel_error:+.0%}")
+        for n in self.notes:
+            L.append(f"  note: {n}")
         return "\n".join(L)
 
 
@@ -389,57 +427,92 @@ def parse_batches(spec) -> list[int]:
     return sorted(set(out))
 
 
+def model_from_config(cfg: dict, name: str):
+    """tokenmath's Model of the config as the verify run builds it (fp32, whatever the checkpoint's dtype)."""
+    from ..hf_config import model_from_hf_config
+    return model_from_hf_config({**cfg, "torch_dtype": "float32"}, name=name)
+
+
+def check_inputs(config=None, batches=DEFAULT_BATCHES, context=DEFAULT_CONTEXT, device="cpu", hardware=None,
+                 warmup=2, steps=8, threads=None) -> dict:
+    """Every input checked before anything slow (and before torch is looked for): InputError names the field."""
+    from ..hardware import get_hardware
+    from .common import int_arg
+    device = str(device).lower()
+    if device not in ("cpu", "cuda"):
+        raise InputError("device", f"unknown device {device!r}", "cpu or cuda")
+    out = {"device": device, "batches": parse_batches(batches), "context": int_arg(context, "context", 1, 1_000_000),
+           "warmup": int_arg(warmup, "warmup", 1, 1000), "steps": int_arg(steps, "steps", 1, 1000),
+           "threads": None if threads is None else int_arg(threads, "threads", 1, 4096), "hardware": hardware,
+           "config": None, "name": None, "model": None}
+    if hardware is not None:
+        get_hardware(hardware)
+    if config is not None:
+        if isinstance(config, dict):
+            cfg, name = dict(config), "config"
+        else:
+            cfg, name = load_config(config), Path(str(config)).name
+        out.update(config=cfg, name=name, model=model_from_config(cfg, name))
+    return out
+
+
 def verify(config: dict | str | None = None, batches=DEFAULT_BATCHES, context: int = DEFAULT_CONTEXT,
-           device: str = "cpu", hardware=None, warmup: int = 2, steps: int = 8, quick_measure: bool = False,
-           progress: Callable[[str], None] | None = None) -> Verification:
+           device: str = "cpu", hardware=None, warmup: int = 2, steps: int = 8, threads: int | None = None,
+           quick_measure: bool = False, progress: Callable[[str], None] | None = None) -> Verification:
     """Measure decode steps of a real transformers model and compare with tokenmath's prediction.
 
     config: a config dict, a config.json path, or None for the built-in one. hardware: a hardware file, catalog id or
     Hardware; None runs `measure` first. Times in seconds."""
     say = progress or _noop
     t_start = time.perf_counter()
+    ins = check_inputs(config, batches, context, device, hardware, warmup, steps, threads)
     require_packages()
-    from ..hf_config import model_from_hf_config
-    from ..params import count_params
-    from ..kv_cache import kv_bytes_per_token
-    from ..hardware import get_hardware
-    from ..efficiency import Efficiency
-    from .infer import infer
-    from .common import int_arg
-    device = str(device).lower()
-    if device not in ("cpu", "cuda"):
-        raise InputError("device", f"unknown device {device!r}", "cpu or cuda")
-    batches = parse_batches(batches)
-    context = int_arg(context, "context", 1, 1_000_000)
-    warmup = int_arg(warmup, "warmup", 0, 1000)
-    steps = int_arg(steps, "steps", 1, 1000)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    prev_threads = torch.get_num_threads()
+    if ins["threads"] is not None:
+        torch.set_num_threads(ins["threads"])
+    try:
+        return _verify(ins, quick_measure, say, t_start)
+    finally:
+        torch.set_num_threads(prev_threads)
 
-    notes: list[str] = []
+
+def _verify(ins: dict, quick_measure: bool, say, t_start: float) -> Verification:
+    import torch
+
+    from ..efficiency import Efficiency
+    from ..hardware import get_hardware
+    from ..kv_cache import kv_bytes_per_token
+    from ..params import count_params
+    from .infer import infer
+    device, batches, context, warmup, steps = ins["device"], ins["batches"], ins["context"], ins["warmup"], ins["steps"]
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from .measure import machine_busy
+    busy = machine_busy()
+    notes: list[str] = [busy] if busy else []
     # hardware first: measured unless given
+    hardware = ins["hardware"]
     if hardware is None:
         from .measure import measure
         say("no --hardware file: measuring this machine first" + (" (quick)" if quick_measure else ""))
         meas = measure(device=device, quick=quick_measure, progress=lambda m: say(f"measure: {m}"))
         hw = get_hardware(_record_hardware(meas.record()))
         hw_source = f"measured now ({'quick' if quick_measure else 'full'} tokenmath measure)"
+        decode_table = meas.decode_matmul
     else:
         hw = get_hardware(hardware)
         hw_source = hardware if isinstance(hardware, str) else hw.id
+        decode_table = _decode_table(hardware)
         if hw.kind != "cpu" and device == "cpu" or hw.kind == "cpu" and device == "cuda":
             notes.append(f"hardware {hw.id} is a {hw.kind}, the model runs on {device}")
 
     # config
-    if config is None:
-        mem = hw.memory_bytes
-        cfg = default_config(device, mem)
+    if ins["config"] is None:
+        cfg = default_config(device, hw.memory_bytes)
         name = f"built-in Llama-style ({cfg['num_hidden_layers']} layers, d={cfg['hidden_size']})"
-    elif isinstance(config, dict):
-        cfg, name = dict(config), "config"
+        m = model_from_config(cfg, name)
     else:
-        cfg, name = load_config(config), Path(str(config)).name
-    cfg.setdefault("torch_dtype", "float32")
-    m = model_from_hf_config({**cfg, "torch_dtype": "float32"}, name=name)
+        cfg, name, m = ins["config"], ins["name"], ins["model"]
     P = count_params(m)
     wbytes = 4.0 * P.total
     from .measure import meminfo
@@ -463,7 +536,7 @@ def verify(config: dict | str | None = None, batches=DEFAULT_BATCHES, context: i
     try:
         probe = build_model(pcfg, device)
         pb = sorted({batches[0], batches[-1]})
-        pt = time_decode(probe, device, pb, context, warmup, steps, say, label="probe ")
+        pt = time_decode(probe, device, pb, context, warmup, 2 * steps, say, label="probe ")
         probe_steps = {t.batch: t.median_s for t in pt}
         per_layer = min(probe_steps.values()) / m.n_layers
         del probe
@@ -478,11 +551,23 @@ def verify(config: dict | str | None = None, batches=DEFAULT_BATCHES, context: i
                      layer_overhead_s=min(per_layer, 0.999))
 
     hw_pred = _fp32_hardware(hw)
+    from .measure import decode_efficiency, efficiency_at
+    kern = decode_efficiency(decode_table, hw_pred.memory_bw, hw_pred.peak_flops("fp32")) if decode_table else {}
+    if not kern:
+        notes.append("the hardware file has no decode-shaped matmul figures (measured.decode_matmul): "
+                     "no kernel-efficiency prediction")
     rows = []
     for t in timings:
-        inp = max(1, int(round(t.cached_tokens_mean)))
+        inp = max(1, round(t.cached_tokens_mean))
         r = infer(m, hw_pred, batch=t.batch, input_len=inp, output_len=1, weight_dtype="fp32", kv_dtype="fp32",
-                  efficiency=eff, reserve=0.0)
+                  efficiency=eff)
+        e = efficiency_at(kern, t.batch)
+        rk = None
+        if e:
+            ek = Efficiency(e, e, 1.0, source=f"decode-shaped matmul at {t.batch} rows reaches {e:.0%} of the "
+                            "hardware file's roofline (tokenmath measure)", layer_overhead_s=eff.layer_overhead_s)
+            rk = infer(m, hw_pred, batch=t.batch, input_len=inp, output_len=1, weight_dtype="fp32", kv_dtype="fp32",
+                       efficiency=ek)
         if not r.fits:
             raise InputError("batches", f"batch {t.batch} at context {inp} does not fit in {hw.memory_bytes / 1e9:.3g} GB "
                              "by tokenmath's count", "smaller batches or a shorter --context")
@@ -491,8 +576,16 @@ def verify(config: dict | str | None = None, batches=DEFAULT_BATCHES, context: i
         rows.append(Row(t.batch, t.median_s, t.min_s, t.steps_s, float(r.decode_step_s),
                         float(r.decode_step_s) - overhead, overhead, str(dec.bottleneck),
                         float(np.asarray(dec.weight_bytes)), float(np.asarray(dec.kv_bytes)),
-                        float(np.asarray(dec.flops))))
+                        float(np.asarray(dec.flops)), e,
+                        float(rk.decode_step_s) if rk is not None and rk.fits else None))
 
+    kvt = float(kv_bytes_per_token(m, 4.0))
+    big = max(timings, key=lambda t: t.batch)
+    copy_bytes = 2.0 * big.batch * big.cached_tokens_mean * kvt
+    notes.append(f"transformers' DynamicCache grows by torch.cat: every step copies each layer's whole KV cache "
+                 f"(read + write, {copy_bytes / 1e6:,.0f} MB at batch {big.batch}, "
+                 f"{copy_bytes / hw_pred.memory_bw * 1e3:.3g} ms at {hw_pred.memory_bw / 1e9:.3g} GB/s), which the "
+                 "engine, modelling an in-place (paged) cache as serving engines keep, does not count")
     crit = None
     try:
         from .hyperbola import hyperbola
@@ -500,12 +593,26 @@ def verify(config: dict | str | None = None, batches=DEFAULT_BATCHES, context: i
         crit = h.critical_batch
     except InputError:
         pass
-    import torch
-    v = Verification(cfg, m.name, P.total, wbytes, float(kv_bytes_per_token(m, 4.0)), m.n_layers, device, context,
+    v = Verification(cfg, m.name, P.total, wbytes, kvt, m.n_layers, device, context,
                      warmup, steps, hw_pred, hw_source, eff, probe_steps, rows, crit, _versions(),
                      torch.get_num_threads(), notes=notes)
     v.seconds = time.perf_counter() - t_start
     return v
+
+
+def _decode_table(hardware) -> dict:
+    """measured.decode_matmul of a hardware file written by `tokenmath measure` ({} for anything else)."""
+    if not isinstance(hardware, str):
+        return {}
+    from ..catalog import looks_like_path, read_user_file
+    if not looks_like_path(hardware):
+        return {}
+    data = read_user_file(hardware, "hardware")
+    if "memory_gb" not in data and len(data) == 1 and isinstance(next(iter(data.values())), dict):
+        data = next(iter(data.values()))
+    meas = data.get("measured")
+    table = meas.get("decode_matmul") if isinstance(meas, dict) else None
+    return table if isinstance(table, dict) else {}
 
 
 def _record_hardware(rec: dict):

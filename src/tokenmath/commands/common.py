@@ -55,8 +55,9 @@ def positive(ctx, param, value):
 
 
 def positive_float(ctx, param, value):
-    if value is not None and not value > 0:
-        raise click.BadParameter(f"{value} must be greater than 0")
+    import math
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise click.BadParameter(f"{value} must be a finite number greater than 0")
     return value
 
 

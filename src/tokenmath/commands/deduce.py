@@ -32,7 +32,7 @@ def _range(ctx, param, value):
 @click.option("--noise", type=float, default=0.30, show_default=True, callback=positive_float,
               help="Log-sd between a price and the cost it covers.")
 @click.option("--samples", type=int, default=200_000, show_default=True, callback=positive)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
 @click.option("--dataset", is_flag=True, help="Run over the shipped API price rows: coverage on open-weight models.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--explain", is_flag=True)

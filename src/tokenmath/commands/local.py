@@ -81,28 +81,31 @@ def measure(device, out_file, quick, quiet, as_json):
 @click.option("--hardware", "-H", help="Hardware file from `tokenmath measure --out` (default: measure now).")
 @click.option("--steps", type=int, default=8, show_default=True, help="Timed decode steps per batch (the median is used).")
 @click.option("--warmup", type=int, default=2, show_default=True, help="Untimed decode steps first.")
+@click.option("--threads", type=int, help="torch CPU threads (default: torch's own, one per core).")
 @click.option("--quick", is_flag=True, help="Measure the machine with `measure --quick` when no --hardware is given.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Chart of measured vs predicted (.png or .svg).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option("--explain", is_flag=True, help="The prediction's terms per batch, with numbers and units.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (rows: batch, measured_step_s, predicted_step_s, error).")
 @guarded
-def verify(config_file, batches, context, device, hardware, steps, warmup, quick, plot_file, quiet, explain, as_json):
+def verify(config_file, batches, context, device, hardware, steps, warmup, threads, quick, plot_file, quiet, explain,
+           as_json):
     """Run a real Hugging Face transformers model (random weights, nothing downloaded) and compare its decode step
     per batch size with tokenmath's prediction on this machine's measured figures.
 
     Needs torch and transformers: pip install 'tokenmath[verify]'."""
-    from ..analyses.verify import require_packages
-    require_packages()        # before any work: exit 2 with the install line when they are missing
+    # inputs are checked first (named fields), then torch and transformers are looked for (exit 2 with the
+    # install line when missing), before anything slow
     from ..analyses.verify import verify as run
     if plot_file:
         from pathlib import Path
+
         from ..errors import InputError
         p = Path(plot_file)
         if p.suffix.lower() not in (".png", ".svg"):
             raise InputError("plot", f"unsupported file type {p.suffix or '(none)'!r}", "a .png or .svg path")
     v = run(config_file, batches=batches, context=context, device=device.lower(), hardware=hardware, warmup=warmup,
-            steps=steps, quick_measure=quick, progress=_progress(not quiet))
+            steps=steps, threads=threads, quick_measure=quick, progress=_progress(not quiet))
     if plot_file:
         verify_plot(v, plot_file)
     if as_json:
@@ -132,23 +135,42 @@ def verify_table(v) -> None:
             f"{v.overhead_per_layer_s * v.n_layers * 1e3:.3g} ms/step (measured by a tiny-width probe)")
     t = Table(title=f"decode step at context {v.context} (median of {v.steps} steps after {v.warmup} warm-up)",
               header_style="bold")
-    for col in ("batch", "measured", "predicted", "= roofline", "+ overhead", "error", "measured /token",
-                "predicted /token", "bound"):
+    kern = any(r.predicted_kernel_step_s is not None for r in v.rows)
+    cols = ["batch", "measured", "predicted", "= roofline", "+ overhead", "error", "measured /token",
+            "predicted /token", "bound"]
+    if kern:
+        cols += ["matmul eff.", "predicted (eff.)", "error (eff.)"]
+    for col in cols:
         t.add_column(col, justify="right")
-    for r in v.rows:
-        e = r.error
+
+    def pct(e):
+        if e is None:
+            return "n/a"
         colour = "green" if abs(e) <= 0.25 else ("yellow" if abs(e) <= 0.5 else "red")
-        t.add_row(str(r.batch), f"{r.measured_step_s * 1e3:.2f} ms", f"{r.predicted_step_s * 1e3:.2f} ms",
-                  f"{r.predicted_roofline_s * 1e3:.2f} ms", f"{r.predicted_overhead_s * 1e3:.2f} ms",
-                  f"[{colour}]{e:+.1%}[/]", f"{r.measured_step_s / r.batch * 1e3:.3g} ms",
-                  f"{r.predicted_step_s / r.batch * 1e3:.3g} ms", r.bottleneck)
+        return f"[{colour}]{e:+.1%}[/]"
+    for r in v.rows:
+        cells = [str(r.batch), f"{r.measured_step_s * 1e3:.2f} ms", f"{r.predicted_step_s * 1e3:.2f} ms",
+                 f"{r.predicted_roofline_s * 1e3:.2f} ms", f"{r.predicted_overhead_s * 1e3:.2f} ms", pct(r.error),
+                 f"{r.measured_step_s / r.batch * 1e3:.3g} ms", f"{r.predicted_step_s / r.batch * 1e3:.3g} ms",
+                 r.bottleneck]
+        if kern:
+            cells += [f"{r.kernel_efficiency:.0%}" if r.kernel_efficiency else "n/a",
+                      f"{r.predicted_kernel_step_s * 1e3:.2f} ms" if r.predicted_kernel_step_s else "n/a",
+                      pct(r.kernel_error)]
+        t.add_row(*cells)
     c.print(t)
     s = v.summary()
-    c.print(f"error (predicted - measured) / measured: median |error| {s['median_abs_error']:.1%}, "
-            f"max {s['max_abs_error']:.1%}; {s['within_25pct']} of {s['rows']} batches within 25%")
+    c.print(f"error (predicted - measured) / measured, at 100% of the hardware file: median |error| "
+            f"{s['median_abs_error']:.1%}, max {s['max_abs_error']:.1%}; {s['within_25pct']} of {s['rows']} batches "
+            "within 25%")
+    if "kernel_median_abs_error" in s:
+        c.print(f"with the decode-shaped matmul efficiency `measure` recorded (same engine, its FLOP/s and bandwidth "
+                f"scaled by that fraction at each batch): median |error| {s['kernel_median_abs_error']:.1%}, "
+                f"max {s['kernel_max_abs_error']:.1%}; {s['kernel_within_25pct']} of {s['rows']} within 25%")
     if s["measured_knee_batch"] and s["predicted_knee_batch"]:
         c.print(f"hyperbola flattens (step(1) / floor per token) at batch ~{s['measured_knee_batch']:.3g} measured, "
                 f"~{s['predicted_knee_batch']:.3g} predicted (ratio {s['knee_ratio']:.2f})"
+                + (f", ~{s['kernel_knee_batch']:.3g} with the matmul efficiency" if s.get("kernel_knee_batch") else "")
                 + (f"; engine's critical batch (weight matmuls compute-bound) {v.critical_batch}" if v.critical_batch else ""))
     for n in v.notes:
         c.print(f"[dim]note: {n}[/]")
@@ -165,6 +187,10 @@ def verify_plot(v, path) -> str:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.6))
     a1.plot(b, ps, "-", color="C0", lw=2, label="predicted (roofline + overhead)")
     a1.plot(b, pr, "--", color="C0", alpha=0.6, label="predicted roofline alone")
+    pk = [r.predicted_kernel_step_s * 1e3 if r.predicted_kernel_step_s else None for r in v.rows]
+    has_k = all(x is not None for x in pk)
+    if has_k:
+        a1.plot(b, pk, "-", color="C2", lw=1.5, label="predicted with measured matmul efficiency")
     a1.plot(b, ms, "o", color="C3", ms=7, label="measured (median)")
     lo = [r.measured_min_s * 1e3 for r in v.rows]
     a1.plot(b, lo, "x", color="C3", alpha=0.5, label="measured (fastest step)")
@@ -173,12 +199,16 @@ def verify_plot(v, path) -> str:
     a1.set_title("decode step")
     a2.plot(b, [p / x for p, x in zip(ps, b)], "-", color="C0", lw=2, label="predicted")
     a2.plot(b, [p / x for p, x in zip(pr, b)], "--", color="C0", alpha=0.6, label="predicted roofline alone")
+    if has_k:
+        a2.plot(b, [p / x for p, x in zip(pk, b)], "-", color="C2", lw=1.5, label="predicted with matmul efficiency")
     a2.plot(b, [m / x for m, x in zip(ms, b)], "o", color="C3", ms=7, label="measured")
     a2.set_xlabel("batch size (concurrent sequences)")
     a2.set_ylabel("time per output token = step / batch (ms)")
     a2.set_title("cost per token: the batching hyperbola")
+    from matplotlib.ticker import ScalarFormatter
     for a in (a1, a2):
         a.set_xscale("log", base=2)
+        a.xaxis.set_major_formatter(ScalarFormatter())
         a.set_yscale("log")
         a.grid(True, which="both", alpha=0.3)
         a.legend(fontsize=8)

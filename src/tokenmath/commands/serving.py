@@ -23,8 +23,9 @@ def _floats(ctx, param, value):
         out = [float(v) for v in str(value).split(",") if v.strip()]
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers") from None
-    if not out or any(not v > 0 for v in out):
-        raise click.BadParameter("every value must be greater than 0")
+    import math
+    if not out or any(not (v > 0 and math.isfinite(v)) for v in out):
+        raise click.BadParameter("every value must be a finite number greater than 0")
     return out
 
 

@@ -78,6 +78,23 @@ class Op:
         return self.count * self.time_s
 
 
+def _sum(terms):
+    """sum(terms): the same left-to-right additions, in place once the running total is an array of its own that
+    already has the broadcast shape (a sweep's totals are large; this saves a temporary per term)."""
+    acc = 0
+    own = False
+    for x in terms:
+        if own:
+            try:
+                np.add(acc, x, out=acc)     # refused (before any arithmetic) when x would grow the shape
+                continue
+            except ValueError:
+                pass
+        acc = acc + x
+        own = type(acc) is np.ndarray and acc.size >= 4096 and acc.dtype == np.float64
+    return acc
+
+
 @dataclass
 class PassCost:
     """Ops of one pass; totals are computed once (the pass is complete when forward_pass returns it)."""
@@ -85,18 +102,22 @@ class PassCost:
 
     @cached_property
     def time_s(self):
-        return sum(op.total_s for op in self.ops.values())
+        return _sum(op.total_s for op in self.ops.values())
 
     @cached_property
     def _shares(self):
-        comp = mem = comm = 0.0
+        def share(v, where):
+            t = np.where(where, v, 0.0)
+            return t * count if t.ndim == 0 else np.multiply(t, count, out=t)
+        cs, ms, ks = [], [], []     # per op: count x (compute time if compute-bound, else 0), likewise memory, comm
         for op in self.ops.values():
-            c, m = op.compute_s, op.memory_s
-            comp = comp + op.count * np.where(c >= m, c, 0.0)
-            mem = mem + op.count * np.where(m > c, m, 0.0)
+            c, m, count = op.compute_s, op.memory_s, op.count
+            if not (np.ndim(c) == 0 == np.ndim(m) and c == 0.0 == m):     # a pure collective adds exact zeros
+                cs.append(share(c, c >= m))
+                ms.append(share(m, m > c))
             if op.has_comm:
-                comm = comm + op.count * op.comm_s
-        return comp, mem, comm
+                ks.append(count * op.comm_s)
+        return _sum(cs) if cs else 0.0, _sum(ms) if ms else 0.0, _sum(ks) if ks else 0.0
 
     @property
     def compute_bound_s(self):
@@ -114,9 +135,11 @@ class PassCost:
     @cached_property
     def bottleneck_code(self):
         """0 compute, 1 memory, 2 communication (the largest share of the pass's time)."""
-        c, m, k = np.broadcast_arrays(*self._shares)
-        code = np.where(m > c, 1, 0).astype(np.int8)
-        return np.where(k > np.maximum(c, m), 2, code).astype(np.int8)
+        c, m, k = self._shares
+        code = np.empty(np.broadcast(c, m, k).shape, np.int8)
+        np.greater(m, c, out=code, casting="unsafe")
+        np.copyto(code, 2, where=k > np.maximum(c, m), casting="unsafe")
+        return code
 
     @property
     def bottleneck(self):
@@ -124,19 +147,19 @@ class PassCost:
 
     @property
     def weight_bytes(self):
-        return sum(op.count * op.weight_bytes for op in self.ops.values())
+        return _sum(op.count * op.weight_bytes for op in self.ops.values())
 
     @property
     def kv_bytes(self):
-        return sum(op.count * op.kv_bytes for op in self.ops.values())
+        return _sum(op.count * op.kv_bytes for op in self.ops.values())
 
     @property
     def flops(self):
-        return sum(op.count * op.flops for op in self.ops.values())
+        return _sum(op.count * op.flops for op in self.ops.values())
 
     @property
     def bytes(self):
-        return sum(op.count * op.bytes for op in self.ops.values())
+        return _sum(op.count * op.bytes for op in self.ops.values())
 
     def roofline_floor_s(self, hw: Hardware, prec: "Precision"):
         """max(all FLOPs / fastest peak used, all bytes / bandwidth) at 100% of peak: no prediction may beat it."""

@@ -1,0 +1,107 @@
+#!/usr/bin/env python
+"""Start-up time of the `tokenmath` command (issue 10, part 3): median wall time of fresh processes.
+
+    python benchmarks/startup.py                 # 7 runs per command, the tokenmath next to this python
+    python benchmarks/startup.py --runs 15 --json startup.json
+    python benchmarks/startup.py --no-bytecode   # also count compiling every module from source on each start
+
+Commands timed (each a new process, output discarded): `tokenmath --help`, `tokenmath infer` on a catalog model
+(the default table) and the same with --json. Target: under 0.3 s each.
+
+Bytecode: `pip install` compiles the package's .pyc files once, at install time. When PYTHONDONTWRITEBYTECODE is set
+(an editable install in a container, say), every start would compile tokenmath from source instead; this script
+then clears the variable for its children, so one warm-up run writes the __pycache__ files (ignored by git) that
+an installed package would have. --no-bytecode keeps the variable and measures that slower case too.
+
+It also checks that `tokenmath --help` and `tokenmath infer --json` import none of the heavy optional packages
+(rich, matplotlib, pandas, torch, transformers, web frameworks, tokenmath's own web server).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ["--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--chips", "8"]
+COMMANDS = {
+    "tokenmath --help": ["--help"],
+    "tokenmath infer (table)": ["infer", *MODEL],
+    "tokenmath infer --json": ["infer", *MODEL, "--json"],
+}
+HEAVY = ("rich", "matplotlib", "pandas", "torch", "transformers", "fastapi", "flask", "starlette", "uvicorn",
+         "aiohttp", "tornado", "django", "bottle", "http.server", "tokenmath.web", "scipy")
+LEAN = ("tokenmath --help", "tokenmath infer --json")
+
+
+def tokenmath_cmd() -> list[str]:
+    exe = Path(sys.executable).parent / ("tokenmath.exe" if os.name == "nt" else "tokenmath")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("tokenmath")
+    if found:
+        return [found]
+    sys.exit("no `tokenmath` command next to this python or on PATH: pip install . (or -e .) first")
+
+
+def timed(cmd, env, runs):
+    walls = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
+        walls.append(time.perf_counter() - t0)
+    return walls
+
+
+def heavy_imports(args, env) -> list[str]:
+    """Modules from HEAVY that running `tokenmath ARGS` imports (in a fresh interpreter)."""
+    code = ("import sys\nfrom tokenmath.cli import main\nsys.argv = ['tokenmath'] + sys.argv[1:]\n"
+            "import io, contextlib\nbuf = io.StringIO()\n"
+            "with contextlib.redirect_stdout(buf):\n"
+            "    try:\n        main()\n    except SystemExit:\n        pass\n"
+            f"heavy = {HEAVY!r}\n"
+            "print(' '.join(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy))))")
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=True)
+    return out.stdout.split()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=7, help="runs per command (median reported)")
+    ap.add_argument("--no-bytecode", action="store_true", help="also time with PYTHONDONTWRITEBYTECODE=1")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    a = ap.parse_args(argv)
+    tm = tokenmath_cmd()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    variants = {"bytecode cached": env}
+    if a.no_bytecode:
+        variants["no bytecode (compile each start)"] = dict(env, PYTHONDONTWRITEBYTECODE="1")
+    subprocess.run([*tm, "infer", *MODEL], stdout=subprocess.DEVNULL, env=env, check=True)   # writes the .pyc
+    print(f"start-up of {tm[0]}: median of {a.runs} fresh processes (python {sys.version.split()[0]})")
+    out = {}
+    for vname, venv in variants.items():
+        if len(variants) > 1:
+            print(f"-- {vname}")
+        for name, args in COMMANDS.items():
+            walls = timed([*tm, *args], venv, a.runs)
+            med = statistics.median(walls)
+            out.setdefault(vname, {})[name] = {"median_s": med, "min_s": min(walls), "runs_s": walls}
+            print(f"{name:26s} median {med:.3f} s  (min {min(walls):.3f}, max {max(walls):.3f})  "
+                  f"{'under' if med < 0.3 else 'OVER'} 0.3 s")
+    for name in LEAN:
+        mods = heavy_imports(COMMANDS[name], env)
+        out.setdefault("heavy_imports", {})[name] = mods
+        print(f"{name} imports {'none of the heavy packages' if not mods else 'HEAVY: ' + ', '.join(mods)}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    main()

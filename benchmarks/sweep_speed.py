@@ -1,0 +1,101 @@
+#!/usr/bin/env python
+"""Sweep speed: configurations per second of one tokenmath.sweep call (issue 10, part 1).
+
+    python benchmarks/sweep_speed.py                  # median of 5 runs per case
+    taskset -c 0 python benchmarks/sweep_speed.py     # pinned to one core (benchmarks/run.sh does this)
+    python benchmarks/sweep_speed.py --repeat 9 --json sweep_speed.json
+
+Cases, 1,000,000 configurations each, every one a full engine evaluation (prefill and mean decode pass per
+operation, memory per chip and whether it fits, the largest batch that fits, tokens/s, $/Mtok, bottlenecks):
+
+  dense        llama-3.1-70b on h100-sxm: batch 1..1000 x input_len {128, 512, 1024, 2048, 8192}
+               x output_len {64, 256, 512, 1024} x tp {1, 2, 4, 8, 16} x dp {1, 2, 4, ..., 512}
+  dense decode the same with decode_only=True (no prefill pass: ttft and $/Mtok input are NaN)
+  moe          deepseek-v3 (MLA, 256 routed + 1 shared expert) on h200: batch 1..1000
+               x input_len {128, 1024, 4096, 16384, 65536} x output_len {64, 256, 1024, 4096}
+               x tp {1, 2, 4, 8, 16} x ep {1, 2, 4, 8, 16} x dp {1, 2}
+
+The figure quoted is configurations / median wall time (time.perf_counter) over --repeat runs after one warm-up
+run (imports, catalog parsing, the first touch of fresh memory); the CPU time of this process
+(time.process_time) is reported beside it, since wall time also counts other programs sharing the core.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+try:
+    import tokenmath as tm
+except ImportError:   # a clean checkout run with any python that has numpy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    import tokenmath as tm
+
+BATCH = list(range(1, 1001))
+CASES = [
+    ("dense", "llama-3.1-70b", "h100-sxm",
+     {"batch": BATCH, "input_len": [128, 512, 1024, 2048, 8192], "output_len": [64, 256, 512, 1024],
+      "tp": [1, 2, 4, 8, 16], "dp": [2 ** i for i in range(10)]}, {}),
+    ("dense decode", "llama-3.1-70b", "h100-sxm",
+     {"batch": BATCH, "input_len": [128, 512, 1024, 2048, 8192], "output_len": [64, 256, 512, 1024],
+      "tp": [1, 2, 4, 8, 16], "dp": [2 ** i for i in range(10)]}, {"decode_only": True}),
+    ("moe", "deepseek-v3", "h200",
+     {"batch": BATCH, "input_len": [128, 1024, 4096, 16384, 65536], "output_len": [64, 256, 1024, 4096],
+      "tp": [1, 2, 4, 8, 16], "ep": [1, 2, 4, 8, 16], "dp": [1, 2]}, {}),
+]
+
+
+def run_case(model, hardware, axes, opts, repeat):
+    n = 1
+    for v in axes.values():
+        n *= len(v)
+    try:
+        cols = tm.sweep(model, hardware, **axes, **opts)          # warm-up
+    except TypeError:
+        return None                                               # an older tokenmath without this option
+    assert len(cols) == n
+    # every configuration that fits has a finite decode step; the others are NaN by design
+    sanity = {"valid": int(cols["valid"].sum()), "fits": int(cols["fits"].sum()),
+              "decode_step_finite": int((cols["decode_step_s"] == cols["decode_step_s"]).sum())}
+    assert sanity["decode_step_finite"] == sanity["fits"]
+    del cols
+    wall, cpu = [], []
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        cols = tm.sweep(model, hardware, **axes, **opts)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        del cols
+    w, c = statistics.median(wall), statistics.median(cpu)
+    return {"configurations": n, "median_wall_s": w, "median_cpu_s": c, "configs_per_s": n / w,
+            "configs_per_cpu_s": n / c, "wall_s": wall, "cpu_s": cpu, **sanity}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per case (median reported)")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    a = ap.parse_args(argv)
+    import numpy as np
+    print(f"tokenmath.sweep speed, median of {a.repeat} runs (python {sys.version.split()[0]}, numpy {np.__version__})")
+    print(f"{'case':14s} {'configs':>9s} {'wall s':>8s} {'configs/s':>12s} {'cpu s':>7s} {'configs/cpu-s':>14s}"
+          f" {'fit':>8s}")
+    out = {}
+    for name, model, hw, axes, opts in CASES:
+        r = run_case(model, hw, axes, opts, a.repeat)
+        if r is None:
+            print(f"{name:14s} (not supported by this tokenmath)")
+            continue
+        out[name] = {"model": model, "hardware": hw, **r}
+        print(f"{name:14s} {r['configurations']:>9,d} {r['median_wall_s']:>8.3f} {r['configs_per_s']:>12,.0f} "
+              f"{r['median_cpu_s']:>7.3f} {r['configs_per_cpu_s']:>14,.0f} {r['fits']:>8,d}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    main()
