@@ -42,6 +42,12 @@ DEFAULT = Efficiency()
 PEAK = Efficiency(1.0, 1.0, 1.0, "peak (pure roofline)")
 
 
+def default_for(hardware_id: str) -> Efficiency:
+    """What the serving analyses use unless told otherwise: the efficiencies calibrated on published measurements
+    (see calibrated()). DEFAULT (kernel ceilings) and PEAK (pure roofline) stay one argument away."""
+    return calibrated(hardware_id)
+
+
 def calibrated(hardware_id: str) -> Efficiency:
     """Efficiencies fitted on published measurements (data/calibration.toml, written by `tokenmath validate
     --write-calibration`): per hardware family, else the all-rows fit. Provenance travels in `source`."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..efficiency import DEFAULT, Efficiency
+from ..efficiency import Efficiency, default_for
 from ..engine.memory import RESERVE_FRACTION
 from ..engine.step import Precision
 from ..errors import InputError
@@ -82,7 +82,7 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
     reserve = RESERVE_FRACTION if reserve is None else reserve
     if not 0 <= reserve < 1:
         raise InputError("reserve", f"{reserve!r} is not a fraction of memory", "a number in [0, 1)")
-    return Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), efficiency or DEFAULT, reserve)
+    return Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw.id), reserve)
 
 
 def fmt_layout(tp, pp, ep, dp) -> str:

@@ -25,7 +25,6 @@ from ..engine.napkin import decode_chip_s_per_token, decode_step_s, prefill_chip
 from ..errors import InputError
 from ..hardware import get_hardware
 from .. import units as u
-from .common import finite
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,7 @@ class Deduction:
         b = s["batch"]
         L.append(f"  decode batch: {b['median']:.0f} ({b['low']:.0f} - {b['high']:.0f}); P(decode memory-bound) = "
                  f"{s['p_decode_memory_bound']:.0%}")
-        L.append(f"  hardware posterior: " + ", ".join(f"{k} {v:.0%}" for k, v in s["hardware_posterior"].items()))
+        L.append("  hardware posterior: " + ", ".join(f"{k} {v:.0%}" for k, v in s["hardware_posterior"].items()))
         return "\n".join(L)
 
 

@@ -71,6 +71,9 @@ def explain(r: InferResult) -> str:
         floor_w = r.weights_bytes / (chips * hw.memory_bw)
         L.append(f"  napkin floor: all weights / aggregate bandwidth = {u.bytes_(r.weights_bytes)} / "
                  f"({chips} x {u.rate(hw.memory_bw, 'B/s')}) = {u.seconds(floor_w)} per step")
+        if eff.layer_overhead_s:
+            L.append(f"  + fixed overhead {m.n_layers} layers x {u.seconds(eff.layer_overhead_s)} (launches, syncs; "
+                     f"calibrated) = {u.seconds(m.n_layers * eff.layer_overhead_s)} per pass")
         L.append(f"  pure roofline of this step (100% of peaks) = {u.seconds(r.decode_floor_s)}; predicted "
                  f"{u.seconds(r.decode_step_s)}" + (f" incl. pipeline hand-offs {u.seconds(r.pp_p2p_s)}" if r.pp_p2p_s else ""))
         L.append("")

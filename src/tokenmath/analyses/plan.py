@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import units as u
-from ..efficiency import DEFAULT, Efficiency
+from ..efficiency import Efficiency, default_for
 from ..engine.memory import RESERVE_FRACTION, max_batch as engine_max_batch
 from ..engine.serving import Serving, serve
 from ..errors import InputError
@@ -99,7 +99,7 @@ def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reser
     if n > MAX_CHIPS:
         raise InputError("chips", f"{n:,} chips is more than one plan searches", f"at most {MAX_CHIPS:,}")
     reserve = RESERVE_FRACTION if reserve is None else reserve
-    return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), efficiency or DEFAULT, reserve), n
+    return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw.id), reserve), n
 
 
 def point(ev: Evaluated, li: int, bi: int, usd_per_chip_s) -> dict:

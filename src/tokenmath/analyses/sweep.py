@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..efficiency import DEFAULT
+from ..efficiency import default_for
 from ..engine.memory import RESERVE_FRACTION, weight_bytes_total
 from ..engine.serving import serve
 from ..engine.step import BOTTLENECKS
@@ -125,7 +125,7 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     hw = (_catalog_hardware(hardware.lower()) if isinstance(hardware, str) and hardware.lower() in hardware_catalog()
           else get_hardware(hardware))
     prec = resolve_precision(m, weight_dtype, kv_dtype)
-    eff = efficiency or DEFAULT
+    eff = efficiency or default_for(hw.id)
     axes = [_axis(v, n) for v, n in zip((batch, input_len, output_len, tp, pp, ep, dp), AXES)]
     shape = tuple(a.size for a in axes)
     nd = len(shape)

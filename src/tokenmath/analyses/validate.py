@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog import shipped
-from ..efficiency import Efficiency
+from ..efficiency import DEFAULT, Efficiency
 from ..engine.roofline import retime
 from ..errors import InputError
 
@@ -105,7 +105,7 @@ def _predict_inference(row) -> RowPrediction:
               kv_dtype=row.get("kv_dtype"))
     try:
         peak = infer(row["model"], row["hardware"], efficiency=Efficiency(1.0, 1.0, LINK_EFF, "peak + NCCL link"), **kw)
-        dflt = infer(row["model"], row["hardware"], **kw)
+        dflt = infer(row["model"], row["hardware"], efficiency=DEFAULT, **kw)
     except InputError as e:
         base.skipped = f"not expressible: {e}"
         return base

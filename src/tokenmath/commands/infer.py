@@ -13,20 +13,18 @@ from .common import batch_arg, dtype_options, guarded, layout_options, model_har
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive, help="Generated tokens per sequence.")
 @dtype_options
 @click.option("--peak", is_flag=True, help="Pure roofline: 100% of every peak instead of the achievable fractions.")
-@click.option("--calibrated", is_flag=True, help="Efficiencies fitted on published measurements (tokenmath validate).")
+@click.option("--uncalibrated", is_flag=True, help="Kernel-microbenchmark efficiencies instead of the ones calibrated on "
+              "published measurements (the default; see tokenmath validate).")
 @output_options
 @guarded
-def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_len, weight_dtype, kv_dtype, peak, calibrated,
+def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_len, weight_dtype, kv_dtype, peak, uncalibrated,
           as_json, explain):
     """How fast and how expensive: prefill (TTFT), decode step, throughput, $/Mtok, memory, bottleneck."""
     from ..analyses.infer import infer as run
     from ..efficiency import PEAK
     from .common import emit_json
-    eff = PEAK if peak else None
-    if calibrated:
-        from ..efficiency import calibrated as cal
-        from ..hardware import get_hardware
-        eff = cal(get_hardware(hardware).id)
+    from ..efficiency import DEFAULT
+    eff = PEAK if peak else (DEFAULT if uncalibrated else None)
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp, batch=batch, input_len=input_len,
             output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=eff)
     if as_json:
