@@ -270,7 +270,7 @@ def test_cli_not_fitting_with_this_recompute_gives_advice():
 
 @pytest.mark.parametrize("args,field", [
     (["--model", "llama-3.1-8b", "--tp", "5", "--dp", "1"], "tp"),                          # 32 heads
-    (["--model", "llama-3.1-8b", "--pp", "5", "--dp", "1"], "pp"),                          # 32 layers
+    (["--model", "llama-3.1-8b", "--pp", "33", "--dp", "1"], "pp"),                         # only 32 layers
     (["--model", "mixtral-8x7b", "--ep", "3", "--dp", "1"], "ep"),                          # 8 experts
     (["--model", "llama-3.1-8b", "--ep", "2", "--dp", "1"], "ep"),                          # dense
     (["--model", "llama-3.1-8b", "--chips", "8", "--global-batch-tokens", "1000000"], "global_batch_tokens"),
@@ -295,3 +295,13 @@ def test_does_not_fit_anywhere_says_what_would():
         train("gpt-3-175b", "a100-80gb", chips=8, seq_len=2048, global_batch_tokens=1536 * 2048)
     msg = str(e.value)
     assert "--recompute full" in msg and "--zero 3" in msg and "chips" in msg
+
+
+def test_uneven_pipeline_stages_pay_for_the_fullest_stage():
+    """126 layers on 16 stages (Llama 3 405B's layout): the slowest stage holds ceil(126/16) = 8 layers, so the
+    per-stage layer work is that of 126 / 8 = 15.75 equal stages, never less than 126 / 16."""
+    from tokenmath.engine.train_step import stage_divisor
+    from tokenmath.model import get_model
+    m = get_model("llama-3.1-405b")
+    assert float(stage_divisor(m, 16)) == pytest.approx(126 / 8)
+    assert float(stage_divisor(m, 14)) == 14.0          # 126 = 14 x 9 splits evenly

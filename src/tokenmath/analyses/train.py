@@ -223,9 +223,8 @@ def resolve_layout(m: Model, hw: Hardware, chips=None, tp=None, pp=None, dp=None
         raise InputError("chips", f"{chips} chips but tp x pp x dp x ep x cp = {t} x {p} x {d} x {e} x {c} = "
                          f"{int(lay.chips)}", "degrees whose product equals --chips")
     check_layout(m, Layout(t, p, e, d))
-    if m.n_layers % p:
-        raise InputError("pp", f"pp={p} does not divide the {m.n_layers} layers into equal stages",
-                         f"valid: {', '.join(map(str, _divisors(m.n_layers)))}")
+    if p > m.n_layers:
+        raise InputError("pp", f"pp={p} exceeds the {m.n_layers} layers", f"at most {m.n_layers}")
     if int(lay.chips) > hw.scaleup_domain and hw.scaleout_bw is None:
         raise InputError("chips", f"{int(lay.chips)} chips span more than one scale-up domain of "
                          f"{hw.scaleup_domain} and {hw.id} has no scale-out bandwidth",

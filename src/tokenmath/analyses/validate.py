@@ -24,6 +24,7 @@ FLOPS_GRID = np.array([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
 BW_GRID = np.array([0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
 OVERHEAD_GRID = np.array([0.0, 5e-6, 10e-6, 20e-6, 40e-6, 80e-6, 160e-6])
 LINK_EFF = 0.8   # link efficiency is not fitted (NCCL bus bandwidth, see efficiency.py)
+TRAIN_BW = 0.8   # training is compute-bound: only the FLOP fraction is fitted on training rows
 
 FAMILIES = {
     "nvidia-datacenter": ("a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h800", "h20", "h200", "gh200", "b200",
@@ -137,8 +138,10 @@ def _predict_training(row) -> RowPrediction:
               recompute=row.get("recompute") if row.get("recompute") in ("none", "selective", "full") else "selective",
               dtype=row.get("dtype", "bf16"), tokens=row.get("tokens"))
     try:
-        d = train(row["model"], row["hardware"], **kw).to_dict()
+        d = train(row["model"], row["hardware"], efficiency=DEFAULT, **kw).to_dict()
         pk = train(row["model"], row["hardware"], efficiency=Efficiency(1.0, 1.0, 1.0, "peak"), **kw).to_dict()
+        grid = [train(row["model"], row["hardware"], efficiency=Efficiency(float(f), TRAIN_BW, LINK_EFF, "grid"),
+                      **kw).to_dict() for f in FLOPS_GRID]
     except InputError as e:
         base.skipped = f"not expressible: {e}"
         return base
@@ -149,13 +152,14 @@ def _predict_training(row) -> RowPrediction:
     hw_basis = "includes recomputation" in str(row.get("notes", "")).lower() or "hardware" in str(row.get("notes", "")).lower()
     key = {"tflops_per_chip": "hardware_tflops_per_chip" if hw_basis else "tflops_per_chip", "mfu": "mfu",
            "tokens_per_s": "tokens_per_s", "gpu_hours": "chip_hours"}.get(m)
-    if m == "tokens_per_s_per_chip":
-        base.predicted_default = d["tokens_per_s"] / d["chips"]
-        base.predicted_peak = pk["tokens_per_s"] / pk["chips"]
-    elif key:
-        base.predicted_default, base.predicted_peak = d[key], pk[key]
-    else:
+
+    def pick(x):
+        return x["tokens_per_s"] / x["chips"] if m == "tokens_per_s_per_chip" else x[key]
+    if m != "tokens_per_s_per_chip" and not key:
         base.skipped = f"metric {m!r} not predicted"
+        return base
+    base.predicted_default, base.predicted_peak = pick(d), pick(pk)
+    base.grid = np.array([pick(x) for x in grid], float)     # over FLOPS_GRID (training fits the FLOP fraction only)
     return base
 
 
@@ -179,11 +183,18 @@ def _fit(preds: list[RowPrediction]) -> tuple[int, int, int]:
 
 
 def fit_calibration(preds: list[RowPrediction], min_rows: int = 6) -> dict:
-    """Per hardware family (falling back to all rows when a family has few): flops, bw, per-layer overhead."""
-    usable = [p for p in preds if p.grid is not None]
+    """Per hardware family (falling back to all rows when a family has few): flops, bw, per-layer overhead.
+    Training rows get their own entry ("training"): the FLOP fraction that best predicts published runs."""
+    cal = {}
+    tr = [p for p in preds if p.grid is not None and p.kind == "training"]
+    if tr:
+        G = np.stack([p.grid for p in tr])
+        meas = np.array([p.measured for p in tr])[:, None]
+        cal["training"] = int(np.nanargmin(np.median(np.abs(np.log(G / meas)), axis=0)))
+    usable = [p for p in preds if p.grid is not None and p.kind == "inference"]
     if not usable:
-        return {}
-    cal = {"_all": _fit(usable)}
+        return cal
+    cal["_all"] = _fit(usable)
     for fam in {p.family for p in usable}:
         rows = [p for p in usable if p.family == fam]
         if len(rows) >= min_rows and len({p.source_key for p in rows}) >= 2:
@@ -191,7 +202,11 @@ def fit_calibration(preds: list[RowPrediction], min_rows: int = 6) -> dict:
     return cal
 
 
-def _apply(cal, p: RowPrediction) -> float:
+def _apply(cal, p: RowPrediction) -> float | None:
+    if p.kind == "training":
+        return float(p.grid[cal["training"]]) if "training" in cal else None
+    if "_all" not in cal:
+        return None
     i, j, k = cal.get(p.family, cal["_all"])
     return float(p.grid[i, j, k])
 
@@ -241,16 +256,34 @@ class Validation:
                       "median_ape_roofline": float(np.median([d["ape_roofline"] for d in sc])) if sc else None,
                       "median_ape_calibrated_heldout": float(np.median(cal)) if cal else None,
                       "beats_pure_roofline": sum(d["beats_pure_roofline"] for d in sc)}
-        tr = [d for d in rows if d["kind"] == "training" and d["metric"] == "mfu" and "predicted_roofline" in d]
-        if tr:
-            out["training"]["median_mfu_points_off"] = float(np.median([abs(d["predicted_roofline"] - d["measured"]) * 100 for d in tr]))
+        # training: how far the utilisation lands, in points of peak, for rows that state it (MFU, or TFLOP/s per chip
+        # over the chip's dense peak)
+        from ..hardware import get_hardware
+        pts_r, pts_c = [], []
+        for d in rows:
+            if d["kind"] != "training" or "predicted_roofline" not in d or d["metric"] not in ("mfu", "tflops_per_chip"):
+                continue
+            scale = 100.0 if d["metric"] == "mfu" else 100.0 / (get_hardware(d["hardware"]).peak_flops("bf16") / 1e12)
+            pts_r.append(abs(d["predicted_roofline"] - d["measured"]) * scale)
+            if "predicted_calibrated_heldout" in d:
+                pts_c.append(abs(d["predicted_calibrated_heldout"] - d["measured"]) * scale)
+        if pts_r:
+            out["training"]["median_utilisation_points_off_roofline"] = float(np.median(pts_r))
+        if pts_c:
+            out["training"]["median_utilisation_points_off_calibrated_heldout"] = float(np.median(pts_c))
         out["skipped"] = sum("skipped" in d for d in rows)
         return out
 
     def calibration_table(self) -> dict:
-        return {fam: {"flops": float(FLOPS_GRID[i]), "memory_bw": float(BW_GRID[j]),
-                      "layer_overhead_s": float(OVERHEAD_GRID[k])}
-                for fam, (i, j, k) in self.calibration.items()}
+        out = {}
+        for fam, idx in self.calibration.items():
+            if fam == "training":
+                out[fam] = {"flops": float(FLOPS_GRID[idx]), "memory_bw": TRAIN_BW, "layer_overhead_s": 0.0}
+            else:
+                i, j, k = idx
+                out[fam] = {"flops": float(FLOPS_GRID[i]), "memory_bw": float(BW_GRID[j]),
+                            "layer_overhead_s": float(OVERHEAD_GRID[k])}
+        return out
 
 
 def _is_moe(mid: str) -> bool:
@@ -272,7 +305,9 @@ def validate(rows=None) -> Validation:
         cal = fit_calibration(train_rows)
         for p in usable:
             if p.source_key == src:
-                held[p.row["id"]] = _apply(cal, p)
+                v = _apply(cal, p)
+                if v is not None:
+                    held[p.row["id"]] = v
     return Validation(preds, held, fit_calibration(usable))
 
 

@@ -220,6 +220,12 @@ def matmul_params(m: Model) -> float:
     return P.active - P.embedding + (m.vocab_size * m.d_model if m.tie_embeddings else 0.0)
 
 
+def stage_divisor(m: Model, pp):
+    """n_layers / ceil(n_layers / pp): what per-stage layer work divides by on the slowest (fullest) stage."""
+    pp = np.asarray(pp, float)
+    return m.n_layers / np.ceil(m.n_layers / pp)
+
+
 def _stage_params(m: Model, pp):
     """Parameters of the first and the last pipeline stage, split (non-expert, expert).
     The first stage also holds the embedding (and learned positions); the last the lm_head (a copy of the tied
@@ -228,12 +234,13 @@ def _stage_params(m: Model, pp):
     layers_ne = P.total - P.experts_total - P.embedding - P.lm_head - P.final_norm
     head = P.lm_head if not m.tie_embeddings else m.vocab_size * m.d_model
     pp = np.asarray(pp, float)
-    first_ne = layers_ne / pp + P.embedding
-    last_ne = layers_ne / pp + head + P.final_norm
+    ps = stage_divisor(m, pp)
+    first_ne = layers_ne / ps + P.embedding
+    last_ne = layers_ne / ps + head + P.final_norm
     one = pp == 1
     first_ne = np.where(one, P.total - P.experts_total, first_ne)
     last_ne = np.where(one, P.total - P.experts_total, last_ne)
-    e = P.experts_total / pp
+    e = P.experts_total / ps
     return first_ne, last_ne, e, layers_ne
 
 
@@ -380,22 +387,25 @@ def train_step(m: Model, hw: Hardware, lay: TrainLayout, *, seq_len, micro_batch
     extra_flops = np.where(one | (head_s >= emb_s), head_flops + np.where(one, emb_flops, 0.0), emb_flops)
     extra_bytes = np.where(one | (head_s >= emb_s), head_bytes + np.where(one, emb_bytes, 0.0), emb_bytes)
 
-    F = layer_s / pp + extra_s
+    # the slowest stage holds ceil(n_layers / pp) layers (stages need not be equal: Llama 3 405B ran 126 layers
+    # on 16 stages); per-stage layer work divides by ps = n_layers / ceil(n_layers / pp) <= pp
+    ps = stage_divisor(m, pp)
+    F = layer_s / ps + extra_s
     B = 2.0 * F
-    R = np.where(rc == 2, layer_s / pp, np.where(rc == 1, attn_s / pp, 0.0))
+    R = np.where(rc == 2, layer_s / ps, np.where(rc == 1, attn_s / ps, 0.0))
     replay = (rc == 2).astype(float)     # full recompute replays the forward's collectives
 
     tp_ar = fwd.ops["tp_allreduce"].total_s if "tp_allreduce" in fwd.ops else np.zeros(shape)
     ep_a2a = fwd.ops["ep_alltoall"].total_s if "ep_alltoall" in fwd.ops else np.zeros(shape)
-    tp_c = tp_ar / pp * (2.0 + replay)
-    ep_c = ep_a2a / pp * (2.0 + replay)
+    tp_c = tp_ar / ps * (2.0 + replay)
+    ep_c = ep_a2a / ps * (2.0 + replay)
 
     # context parallel: gather the whole sequence's K and V per layer (per attention group of tp chips)
     kv_bytes = b * L * kv_values_per_token_per_layer(m) * ab / lay_s.kv_shard(m)
     cp_ag = _strided(coll.all_gather, kv_bytes, cp, tp * ep, hw, eff.link_bw)
     cp_passes = 3.0 + (rc >= 1)
-    cp_c = m.n_layers / pp * cp_ag * cp_passes
-    attn_window = attn_s / pp * cp_passes
+    cp_c = m.n_layers / ps * cp_ag * cp_passes
+    attn_window = attn_s / ps * cp_passes
     cp_x = np.maximum(cp_c - attn_window, 0.0) if overlap else cp_c
 
     crosses = chips > D
@@ -448,10 +458,10 @@ def train_step(m: Model, hw: Hardware, lay: TrainLayout, *, seq_len, micro_batch
     hardware_flops = chips * mb * (3.0 * per_chip_fwd_avg + rec_flops_all / pp)
 
     # the pure roofline of the slowest stage's own work at 100% of every peak: no prediction may beat it
-    stage_fwd_flops = layer_flops / pp + extra_flops
-    stage_fwd_bytes = layer_bytes / pp + extra_bytes
-    rec_bytes = np.where(rc == 2, layer_bytes, np.where(rc == 1, attn_bytes, 0.0)) / pp
-    stage_flops = mb * (3.0 * stage_fwd_flops + rec_flops_all / pp)
+    stage_fwd_flops = layer_flops / ps + extra_flops
+    stage_fwd_bytes = layer_bytes / ps + extra_bytes
+    rec_bytes = np.where(rc == 2, layer_bytes, np.where(rc == 1, attn_bytes, 0.0)) / ps
+    stage_flops = mb * (3.0 * stage_fwd_flops + rec_flops_all / ps)
     stage_bytes = mb * (3.0 * stage_fwd_bytes + rec_bytes)
     floor = np.maximum(stage_flops / max(peak, hw.peak_flops("bf16")), stage_bytes / hw.memory_bw)
 
@@ -506,7 +516,7 @@ def train_memory(m: Model, hw_memory_bytes: float, lay: TrainLayout, *, seq_len,
     buffers = np.where(z >= 3, 2.0 * WEIGHT_BYTES * layer_params / tp, 0.0)
 
     per_layer = activation_bytes_per_layer(m, L, b, tp, cp, rc)
-    layers_stage = m.n_layers / pp
+    layers_stage = m.n_layers / stage_divisor(m, pp)
     in_flight = np.minimum(pp, np.maximum(mb, 1.0))
     logits = LOGIT_BYTES * b * (L / cp) * m.vocab_size / tp
     act_first = in_flight * layers_stage * per_layer + np.where(pp == 1, logits, 0.0)
