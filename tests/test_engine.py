@@ -151,3 +151,18 @@ def test_too_big_model_says_what_it_would_take():
     d = r.to_dict()
     assert d["fits"] is False and d["decode_step_s"] is None and d["output_tokens_per_s"] is None
     assert any("fp8" in a or "int4" in a for a in d["advice"]) and any("x h100-sxm" in a for a in d["advice"])
+
+
+def test_experts_over_ranks_that_do_not_divide_them():
+    """256 experts over 72 EP ranks (DeepSeek-V3 on an NVL72): ceil(256/72) = 4 experts on the fullest rank, so each
+    chip holds and reads 4/256 = 1/64 of the routed experts, not 1/72; 8 ranks hold 32 each (= 1/8, unchanged)."""
+    from tokenmath.engine.memory import weights_per_chip
+    from tokenmath.mapping import Layout
+    m = get_model("deepseek-v3")
+    p = count_params(m)
+    assert float(Layout(1, 1, 72, 1).expert_share(m)) == 4 / 256
+    assert float(Layout(1, 1, 8, 1).expert_share(m)) == 1 / 8
+    w72 = float(weights_per_chip(m, Layout(1, 1, 72, 1), 1.0, 1.0))
+    assert w72 == pytest.approx(p.non_expert + p.experts_total / 64)
+    r = tm.infer("deepseek-v3", "gb200-nvl72", chips=72, ep=72, batch=72 * 64, input_len=1024, output_len=128)
+    assert r.fits and r.decode.ops["experts"].count == 58

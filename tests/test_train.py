@@ -271,7 +271,7 @@ def test_cli_not_fitting_with_this_recompute_gives_advice():
 @pytest.mark.parametrize("args,field", [
     (["--model", "llama-3.1-8b", "--tp", "5", "--dp", "1"], "tp"),                          # 32 heads
     (["--model", "llama-3.1-8b", "--pp", "33", "--dp", "1"], "pp"),                         # only 32 layers
-    (["--model", "mixtral-8x7b", "--ep", "3", "--dp", "1"], "ep"),                          # 8 experts
+    (["--model", "mixtral-8x7b", "--ep", "16", "--dp", "1"], "ep"),                         # only 8 experts
     (["--model", "llama-3.1-8b", "--ep", "2", "--dp", "1"], "ep"),                          # dense
     (["--model", "llama-3.1-8b", "--chips", "8", "--global-batch-tokens", "1000000"], "global_batch_tokens"),
     (["--model", "llama-3.1-8b", "--chips", "8", "--tp", "2", "--dp", "2"], "chips"),       # 2 x 2 != 8

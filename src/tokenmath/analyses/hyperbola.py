@@ -144,7 +144,6 @@ def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None
     mem_ = sum(op.count * op.memory_s for op in sx.decode.ops.values() if np.any(op.weight_bytes) and op.name != "embed")
     crossed = np.nonzero(np.asarray(comp) >= np.asarray(mem_))[0]
     crit = int(ext[crossed[0]]) if crossed.size else None
-    whole = np.nonzero(np.asarray(sx.decode.compute_bound_s) >= np.asarray(sx.decode.memory_bound_s))[0]
     floor = float(np.asarray(sx.decode_step_s)[-1] / ext[-1])
     return Hyperbola(su, context, B, step, step / B, np.asarray(dec.bottleneck), w_share, kv_share, touched, bmax, crit,
                      bool(crit is not None and crit <= bmax), floor, str(np.asarray(sx.decode.bottleneck)[-1]),

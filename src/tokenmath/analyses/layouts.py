@@ -28,7 +28,7 @@ def layouts_for(m: Model, chips: int, *, allow_pp: bool = False, max_tp: int | N
             continue
         rest = chips // tp
         for ep in divisors(rest):
-            if ep > 1 and (not m.is_moe or m.n_experts % ep):
+            if ep > 1 and (not m.is_moe or ep > m.n_experts):
                 continue
             rest2 = rest // ep
             for pp in (divisors(rest2) if allow_pp else [1]):

@@ -23,7 +23,6 @@ the KV each request carries from one pool to the other over the scale-out networ
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 

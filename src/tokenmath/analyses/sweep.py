@@ -134,7 +134,7 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     valid = (m.n_heads % TP == 0) & (PP <= m.n_layers)
     if not m.is_mla:
         valid = valid & ((m.kv_heads % TP == 0) | (TP % m.kv_heads == 0))
-    valid = valid & ((EP == 1) if not m.is_moe else (m.n_experts % EP == 0))
+    valid = valid & ((EP == 1) if not m.is_moe else (EP <= m.n_experts))
     valid = np.broadcast_to(valid, shape).reshape(-1)
     cols = Columns()
     for i, (name, a) in enumerate(zip(AXES, axes)):

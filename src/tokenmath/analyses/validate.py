@@ -34,7 +34,7 @@ FAMILIES = {
     "tpu": ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7"),
     "apple": ("apple-m2-ultra", "apple-m3-max", "apple-m4-max", "apple-m3-ultra"),
 }
-THROUGHPUT = {"output_tokens_per_s", "output_tokens_per_s_per_user", "prefill_tokens_per_s", "total_tokens_per_s",
+THROUGHPUT = {"output_tokens_per_s", "output_tokens_per_s_per_user", "decode_tokens_per_s", "prefill_tokens_per_s", "total_tokens_per_s",
               "tokens_per_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu"}
 
 
@@ -80,6 +80,7 @@ def _metric(r, row) -> tuple:
     table = {
         "output_tokens_per_s": lambda t, s: B * Lo / (t + Lo * s) * scale,
         "output_tokens_per_s_per_user": lambda t, s: 1 / s,
+        "decode_tokens_per_s": lambda t, s: B / s * scale,
         "decode_step_s": lambda t, s: s,
         "decode_total_s": lambda t, s: Lo * s,
         "ttft_s": lambda t, s: t,

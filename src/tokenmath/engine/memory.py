@@ -44,8 +44,8 @@ def weight_bytes_total(m: Model, weight_bytes: float, expert_bytes: float) -> fl
 
 def weights_per_chip(m: Model, lay: Layout, weight_bytes: float, expert_bytes: float):
     P = count_params(m)
-    tp, pp, ep = (np.asarray(x, float) for x in (lay.tp, lay.pp, lay.ep))
-    return (P.non_expert * weight_bytes / tp + P.experts_total * expert_bytes / (tp * ep)) / pp
+    tp, pp = np.asarray(lay.tp, float), np.asarray(lay.pp, float)
+    return (P.non_expert * weight_bytes / tp + P.experts_total * expert_bytes * lay.expert_share(m) / tp) / pp
 
 
 def seqs_per_group(batch, lay: Layout):

@@ -280,11 +280,12 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         Fe = m.moe_intermediate
         add("router", P.n_moe_layers, 2 * P.router_per_moe_layer * T, P.router_per_moe_layer * wb + T * d * ab, pk_w,
             note="expert gate (replicated)", weights=P.router_per_moe_layer * wb)
-        add("experts", P.n_moe_layers, 2 * Tst * k * P.expert / (ep * tp),
-            touched * P.expert * eb / (ep * tp) + Tst * k * (2 * d + 2 * Fe / tp) * ab / ep, pk_e,
+        share = lay.expert_share(m)     # 1/ep, or ceil(E/ep)/E on the fullest rank when ep does not divide E
+        add("experts", P.n_moe_layers, 2 * Tst * k * P.expert * share / tp,
+            touched * P.expert * eb * share / tp + Tst * k * (2 * d + 2 * Fe / tp) * ab * share, pk_e,
             note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts"
             + (f" (busiest EP rank: {float(ep_imbalance):g} x the mean tokens)" if ep_imbalance != 1.0 else ""),
-            weights=touched * P.expert * eb / (ep * tp))
+            weights=touched * P.expert * eb * share / tp)
         if P.shared_per_moe_layer:
             Fs = m.shared_width
             add("shared_experts", P.n_moe_layers, 2 * P.shared_per_moe_layer * T / tp,
