@@ -623,9 +623,8 @@ def explain_overtrain(r: OvertrainResult) -> str:
 
 def plot_overtrain(r: OvertrainResult, path: str) -> str:
     """Total, training and inference cost vs N (log-log), Chinchilla point and optimum marked."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..faces.plots import _plt, _save
+    plt = _plt()   # the charts' shared setup: Agg backend, a clear error when matplotlib is missing
     cv = r.curve
     N = cv["params"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
@@ -658,7 +657,4 @@ def plot_overtrain(r: OvertrainResult, path: str) -> str:
                  f"inference tokens, {r.hardware.id}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
