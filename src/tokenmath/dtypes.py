@@ -21,15 +21,19 @@ class DType:
     compute: str          # key into Hardware.flops used for matmuls on this dtype
 
 
-# compute key: the tensor-core rate the weights are multiplied at. Weight-only int4/fp4 on chips without a
-# native 4-bit path are dequantized and multiplied in bf16 (Hardware.peak_flops falls back, see there).
+# compute key: the tensor-core rate the weights are multiplied at. int4 checkpoints (GPTQ, AWQ, llama.cpp Q4_0) never
+# run at the chip's printed int4 rate: llama.cpp's MMQ kernels quantize activations to int8 (W4A8, int8 rate; its
+# RTX 4090 Q4_0 prefill of 14.8k tokens/s would beat a bf16-rate roofline), Marlin-style kernels dequantize to 16-bit
+# (W4A16, bf16 rate). The int8 rate is used: the faster of the two, so the pure roofline stays a bound. fp8 (W8A8 in
+# vLLM/TensorRT-LLM on Hopper+), int8 (SmoothQuant W8A8) and fp4 (NVFP4/MXFP4 on Blackwell, W4A4) run at their own
+# rate where the chip has it (Hardware.peak_flops falls back).
 DTYPES: dict[str, DType] = {
     "fp32": DType("fp32", 4.0, "fp32"),
     "bf16": DType("bf16", 2.0, "bf16"),
     "fp16": DType("fp16", 2.0, "bf16"),
     "fp8": DType("fp8", 1.0 + 4.0 / (128 * 128), "fp8"),
     "int8": DType("int8", 1.0, "int8"),
-    "int4": DType("int4", 0.5 + 2.0 / 128, "int4"),
+    "int4": DType("int4", 0.5 + 2.0 / 128, "int8"),
     "fp4": DType("fp4", 0.5 + 1.0 / 32, "fp4"),      # MXFP4 block-32 scales (gpt-oss checkpoints)
     "mxfp4": DType("mxfp4", 0.5 + 1.0 / 32, "fp4"),
     "nvfp4": DType("nvfp4", 0.5 + 1.0 / 16, "fp4"),

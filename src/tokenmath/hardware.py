@@ -16,7 +16,7 @@ FLOP_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4"
 # Where a chip lacks a native path for a dtype, the matmul runs at the next one that it has
 # (weight-only quantization dequantizes to bf16: W4A16 Marlin kernels, W8A16 on A100).
 FALLBACK = {
-    "fp4": ("fp4", "fp8", "bf16", "fp16", "fp32"),
+    "fp4": ("fp4", "bf16", "fp16", "fp32"),      # without a 4-bit path, fp4 weights dequantize to 16-bit (W4A16)
     "int4": ("int4", "int8", "bf16", "fp16", "fp32"),
     "fp8": ("fp8", "bf16", "fp16", "fp32"),
     "int8": ("int8", "bf16", "fp16", "fp32"),
