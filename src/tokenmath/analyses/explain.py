@@ -55,7 +55,7 @@ def explain(r: InferResult) -> str:
     pk = hw.peak_flops(prec.weight.compute)
     L.append(f"  memory {u.rate(hw.memory_bw, 'B/s')} x {eff.memory_bw:g} = {u.rate(hw.memory_bw * eff.memory_bw, 'B/s')};"
              f" matmul ({hw.flops_key(prec.weight.compute)}) {u.rate(pk, 'FLOP/s')} x {eff.flops:g} = {u.rate(pk * eff.flops, 'FLOP/s')};"
-             f" ridge {pk / hw.memory_bw:,.0f} FLOP/B")
+             f" ridge {pk / hw.memory_bw:,.0f} FLOP/B at peak, {pk * eff.flops / (hw.memory_bw * eff.memory_bw):,.0f} at these fractions")
     if tp > 1 or int(lay.ep) > 1:
         L.append(f"  scale-up link {u.rate(hw.scaleup_bw, 'B/s')} per direction x {eff.link_bw:g}; "
                  f"collective latency {u.seconds(hw.scaleup_latency)} + 2 us x (sqrt(p)-1)")

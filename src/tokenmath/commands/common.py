@@ -24,6 +24,10 @@ def run_guarded(fn, as_json: bool):
         sys.exit(2)
     except (click.exceptions.Exit, click.ClickException, SystemExit):
         raise
+    except BrokenPipeError:  # `tokenmath ... | head`: the reader left; stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)
     except Exception as e:  # never a traceback for a user; TOKENMATH_DEBUG=1 shows it
         if os.environ.get("TOKENMATH_DEBUG"):
             raise
