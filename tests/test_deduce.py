@@ -51,7 +51,7 @@ def test_round_trip_recovers_active_params():
         true = count_params(get_model(mid)).active / 1e9
         d = deduce(pr["price_per_mtok_input_usd"], pr["price_per_mtok_output_usd"], hardware="h100-sxm",
                    priors=Priors(margin=(0.4, 0.6), utilization=(0.5, 0.7), chip_cost_factor=(0.9, 1.1),
-                                 samples=100_000)).to_dict()
+                                 samples=100_000, cost_scale=1.0)).to_dict()
         a = d["active_params_b"]
         assert a["low"] <= true <= a["high"], (mid, true, a)
 
@@ -88,3 +88,13 @@ def test_price_needs_a_priced_chip():
     r = price("llama-3.1-8b", "h100-sxm", margin=0.0, utilization=1.0).to_dict()
     assert r["price_per_mtok_output_usd"] == pytest.approx(r["cost_per_mtok_output_usd"])
     assert 1 / r["decode_step_s"] >= 20
+
+
+def test_cost_scale_is_a_price_rescaling():
+    """cost_scale c compares prices with c x the closed form's cost: deducing (p_in, p_out) at scale c is the same
+    inference as deducing (p_in / c, p_out / c) at scale 1 (same samples, same seed)."""
+    a = deduce(1.0, 4.0, priors=Priors(samples=50_000, cost_scale=2.0)).to_dict()["active_params_b"]
+    b = deduce(0.5, 2.0, priors=Priors(samples=50_000, cost_scale=1.0)).to_dict()["active_params_b"]
+    assert a == pytest.approx(b)
+    from tokenmath.analyses.deduce import _shipped_cost_scale
+    assert Priors().cost_scale == _shipped_cost_scale() > 1.0      # the fitted scale ships as data

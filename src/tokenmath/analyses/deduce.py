@@ -52,8 +52,19 @@ class Priors:
     cache_ttl_s: tuple = (60.0, 3600.0)  # how long a cached prompt's KV waits in HBM (log-uniform)
     chips_max: int = 72                  # largest replica considered for the speed bound
     price_noise: float = 0.30            # log-sd between a price and cost/(u(1-m)): rounding and strategy
+    # list price / the closed form's cost at the priors: fitted on the shipped open-weight prices with
+    # leave-one-provider-out validation (calibrate_cost_scale; data/calibration.toml [deduce]); 1.0 = uncalibrated
+    cost_scale: float = field(default_factory=lambda: _shipped_cost_scale())
     samples: int = 200_000
     seed: int = 0
+
+
+def _shipped_cost_scale() -> float:
+    from ..catalog import shipped
+    try:
+        return float(shipped("deduce_calibration.toml").get("cost_scale", 1.0))
+    except FileNotFoundError:
+        return 1.0
 
 
 def catalog_kv_coef() -> tuple[float, float]:
@@ -106,9 +117,11 @@ class Deduction:
         L.append("1. One scenario at the priors' middles (a napkin inversion):")
         L.append(f"  chip {sc['hardware']} at ${sc['usd_per_hour']:.3g}/h x cost factor {sc['cost_factor']:.2f}; margin "
                  f"{sc['margin']:.0%}, utilization {sc['utilization']:.0%}: a token's price buys "
-                 f"price x (1 - m) x u / ($/chip-s) chip-seconds")
+                 f"price x (1 - m) x u / ($/chip-s) / cost_scale chip-seconds")
+        L.append(f"  cost_scale {self.priors.cost_scale:.2f}: list prices sit that far below the closed form's cost "
+                 "at the priors (fitted on open-weight prices, leave-one-provider-out; --uncalibrated sets 1)")
         L.append(f"  input: ${o.input_price:g}/1e6 x {1 - sc['margin']:.2f} x {sc['utilization']:.2f} / "
-                 f"${sc['usd_per_chip_s']:.3g}/s = {sc['chip_s_in']:.3g} chip-s per token")
+                 f"${sc['usd_per_chip_s']:.3g}/s / {self.priors.cost_scale:.2f} = {sc['chip_s_in']:.3g} chip-s per token")
         L.append(f"  prefill is compute-bound: N_active = chip-s x FLOP/s x MFU / 2 = {sc['chip_s_in']:.3g} x "
                  f"{sc['peak']:.3g} x {sc['flops_eff']:.2f} / 2 = {u.count(sc['n_active_from_input'])} params")
         L.append(f"  output: {sc['chip_s_out']:.3g} chip-s per token; at batch {sc['batch']:.0f} a {u.count(sc['n_active_from_input'])} "
@@ -216,6 +229,9 @@ def deduce(input_price, output_price, *, cached_input_price=None, long_context_t
     obsd = {k: getattr(obs, {"input_price": "input_price", "output_price": "output_price",
                              "cached_input_price": "cached_input_price", "long_output_price": "long_output_price",
                              "long_input_price": "long_input_price", "output_speed": "output_speed"}[k]) for k in preds}
+    for k in preds:
+        if k != "output_speed":
+            preds[k] = preds[k] * pr.cost_scale
     ll = np.zeros(n)
     for k, pv in preds.items():
         ll += -0.5 * (np.log(pv / obsd[k]) / pr.price_noise) ** 2
@@ -241,7 +257,8 @@ def deduce(input_price, output_price, *, cached_input_price=None, long_context_t
                "samples": n, "effective_samples": ess,
                "priors": {"hardware": [h for h, _ in pr.hardware], "margin": pr.margin, "utilization": pr.utilization,
                           "chip_cost_factor": pr.chip_cost_factor, "batch": pr.batch, "weight_dtype": dnames,
-                          "price_noise": pr.price_noise, "active_params": pr.active_params}}
+                          "price_noise": pr.price_noise, "active_params": pr.active_params,
+                          "cost_scale": pr.cost_scale}}
     return Deduction(obs, pr, summary, _scenario(obs, pr, hws))
 
 
@@ -270,8 +287,8 @@ def _scenario(obs: Observed, pr: Priors, hws) -> dict:
     cf, m, ut = mid(pr.chip_cost_factor), (pr.margin[0] + pr.margin[1]) / 2, (pr.utilization[0] + pr.utilization[1]) / 2
     fe, be, B = (pr.flops_eff[0] + pr.flops_eff[1]) / 2, (pr.bw_eff[0] + pr.bw_eff[1]) / 2, mid(pr.batch)
     usd_s = h.price_usd_per_hour * cf / 3600
-    cs_in = obs.input_price / 1e6 * (1 - m) * ut / usd_s
-    cs_out = obs.output_price / 1e6 * (1 - m) * ut / usd_s
+    cs_in = obs.input_price / 1e6 * (1 - m) * ut / usd_s / pr.cost_scale
+    cs_out = obs.output_price / 1e6 * (1 - m) * ut / usd_s / pr.cost_scale
     peak = h.peak_flops(d.compute)
     na = cs_in * peak * fe / 2
     pred_out = float(decode_chip_s_per_token(na, na, d.bytes, 0.0, 0.0, B, peak * fe, h.memory_bw * be))
@@ -316,8 +333,63 @@ def coverage(priors: Priors | None = None, rows=None) -> dict:
         elif not r.get("open_weights"):
             closed_rows.append(item)
     scored = [r for r in open_rows if "inside_80" in r]
-    res = {"open_weight_rows": len(open_rows), "scored": len(scored),
+    pr_used = priors or Priors()
+    res = {"cost_scale": pr_used.cost_scale,
+           "note": ("cost_scale was fitted on these open-weight rows, so their coverage here is in-sample; the "
+                    "held-out figures (leave-one-provider-out) are in data/deduce_calibration.toml")
+           if pr_used.cost_scale != 1.0 else "uncalibrated (cost_scale = 1)",
+           "open_weight_rows": len(open_rows), "scored": len(scored),
            "coverage_80": (sum(r["inside_80"] for r in scored) / len(scored)) if scored else None,
            "median_error_factor": float(np.median([r["error_factor"] for r in scored])) if scored else None,
            "open": open_rows, "closed": closed_rows}
     return res
+
+
+COST_SCALE_GRID = tuple(float(x) for x in np.geomspace(0.25, 8.0, 16))
+
+
+def calibrate_cost_scale(rows=None, samples: int = 40_000) -> dict:
+    """Fit Priors.cost_scale on the open-weight rows of data/api_prices.toml: for each candidate scale, deduce every
+    row; choose the scale with the smallest median |log(median / true active params)|. Held-out figures come from
+    leave-one-provider-out (each provider's rows are deduced with a scale fitted on the other providers)."""
+    from ..catalog import shipped
+    from ..model import get_model
+    from ..params import count_params
+    rows = rows if rows is not None else shipped("api_prices.toml").get("price", [])
+    rows = [r for r in rows if r.get("open_weights") and r.get("catalog_id")]
+    truth = np.array([count_params(get_model(r["catalog_id"])).active / 1e9 for r in rows])
+    med = np.full((len(rows), len(COST_SCALE_GRID)), np.nan)
+    lo, hi = med.copy(), med.copy()
+    for j, c in enumerate(COST_SCALE_GRID):
+        pr = Priors(samples=samples, cost_scale=c)
+        for i, r in enumerate(rows):
+            try:
+                a = deduce(r["input_usd_per_mtok"], r["output_usd_per_mtok"],
+                           cached_input_price=r.get("cached_input_usd_per_mtok") or None,
+                           long_context_threshold=r.get("long_context_threshold"),
+                           long_input_price=r.get("long_input_usd_per_mtok"),
+                           long_output_price=r.get("long_output_usd_per_mtok"),
+                           output_speed=r.get("output_tokens_per_s") or None, priors=pr).summary["active_params_b"]
+            except InputError:
+                continue
+            med[i, j], lo[i, j], hi[i, j] = a["median"], a["low"], a["high"]
+    err = np.abs(np.log(med / truth[:, None]))
+
+    def best(mask):
+        e = np.nanmedian(err[mask], axis=0)
+        return int(np.nanargmin(e))
+    providers = sorted({r["provider"] for r in rows})
+    prov = np.array([r["provider"] for r in rows])
+    held_err, held_in = [], []
+    for p in providers:
+        j = best(prov != p)
+        for i in np.nonzero(prov == p)[0]:
+            if np.isfinite(med[i, j]):
+                held_err.append(float(np.exp(err[i, j])))
+                held_in.append(bool(lo[i, j] <= truth[i] <= hi[i, j]))
+    j_all = best(np.ones(len(rows), bool))
+    j1 = int(np.argmin(np.abs(np.array(COST_SCALE_GRID) - 1.0)))
+    return {"cost_scale": COST_SCALE_GRID[j_all], "rows": len(rows), "providers": len(providers),
+            "heldout_median_error_factor": float(np.median(held_err)), "heldout_coverage_80": float(np.mean(held_in)),
+            "uncalibrated_median_error_factor": float(np.exp(np.nanmedian(err[:, j1]))),
+            "uncalibrated_coverage_80": float(np.nanmean((lo[:, j1] <= truth) & (truth <= hi[:, j1])))}

@@ -34,16 +34,25 @@ def _range(ctx, param, value):
 @click.option("--samples", type=int, default=200_000, show_default=True, callback=positive)
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
 @click.option("--dataset", is_flag=True, help="Run over the shipped API price rows: coverage on open-weight models.")
+@click.option("--uncalibrated", is_flag=True, help="cost_scale = 1 instead of the scale fitted on open-weight prices.")
+@click.option("--calibrate", is_flag=True, help="Refit the cost scale on the shipped open-weight prices (about 30 s).")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--explain", is_flag=True)
 @guarded
 def deduce(input_price, output_price, cached_input_price, long_context_threshold, long_input_price, long_output_price,
-           output_speed, hardware, margin, utilization, batch, chip_cost, noise, samples, seed, dataset, as_json, explain):
+           output_speed, hardware, margin, utilization, batch, chip_cost, noise, samples, seed, dataset, uncalibrated, calibrate,
+           as_json, explain):
     """Deduce active params, KV bytes and batch regime from API prices (an 80% interval over explicit priors)."""
     from dataclasses import replace
     from ..analyses.deduce import Priors, coverage, deduce as run
     from ..errors import InputError
+    if calibrate:
+        from ..analyses.deduce import calibrate_cost_scale
+        emit_json(calibrate_cost_scale())
+        return
     pr = Priors(price_noise=noise, samples=min(samples, 2_000_000), seed=seed)
+    if uncalibrated:
+        pr = replace(pr, cost_scale=1.0)
     if hardware:
         hw = [h.strip() for h in hardware.split(",") if h.strip()]
         pr = replace(pr, hardware=tuple((h, 1.0 / len(hw)) for h in hw))
