@@ -1,5 +1,4 @@
 """Deduce (price -> model) and price (model -> price): napkin vs engine, hand inversion, round trip, bad input."""
-import numpy as np
 import pytest
 
 import tokenmath as tm
