@@ -65,24 +65,12 @@ from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vs_llm_analysis import LLM_ANALYSIS, VENV, venv_python  # one venv, one pin
+from vs_llm_analysis import VENV, bootstrap  # one venv, one pin, one way to enter it
 
 README_REALISTIC = (0.7, 0.9)     # llm-analysis README: flops "up to 0.7 for inference", memory "0.9 ... aggressive"
 WEIGHT_BITS = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4, "mxfp4": 4, "nvfp4": 4}
 COMPUTE_BITS = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "fp4": 4, "int4": 4}
 TOOLS = ("tm_roofline", "tm_calibrated", "la_default", "la_realistic")
-
-
-def bootstrap(argv) -> None:
-    """Re-run this script in the llm-analysis environment (created on first use, as benchmarks/run.sh does)."""
-    import subprocess
-    py = venv_python()
-    if not py.exists():
-        print(f"creating {VENV.relative_to(ROOT)} with {LLM_ANALYSIS} (once; needs the package registry)",
-              file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "--quiet", LLM_ANALYSIS], check=True)
-    os.execv(str(py), [str(py), str(Path(__file__).resolve()), *argv, "--in-venv"])
 
 
 def main(argv=None):
@@ -100,7 +88,7 @@ def main(argv=None):
     except ImportError:
         if a.in_venv:
             sys.exit(f"llm_analysis is not importable in {sys.executable}; delete {VENV} and run again")
-        bootstrap([x for x in argv if x != "--in-venv"])
+        bootstrap([x for x in argv if x != "--in-venv"], __file__)
     sys.path.insert(0, str(ROOT / "src"))          # this checkout's tokenmath, in the same interpreter
     return run(a)
 

@@ -57,15 +57,15 @@ def venv_python() -> Path:
     return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def bootstrap(argv) -> None:
-    """Re-run this script in the llm-analysis environment (created on first use)."""
+def bootstrap(argv, script: str | Path = __file__) -> None:
+    """Re-run `script` in the llm-analysis environment (created on first use); shared by the benchmarks."""
     py = venv_python()
     if not py.exists():
         print(f"creating {VENV.relative_to(ROOT)} with {LLM_ANALYSIS} (once; needs the package registry)",
               file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
         subprocess.run([str(py), "-m", "pip", "install", "--quiet", LLM_ANALYSIS], check=True)
-    os.execv(str(py), [str(py), str(Path(__file__).resolve()), *argv, "--in-venv"])
+    os.execv(str(py), [str(py), str(Path(script).resolve()), *argv, "--in-venv"])
 
 
 def main(argv=None):

@@ -17,15 +17,9 @@ def chinchilla(compute, params, tokens, loss_target, fit, as_json, explain, plot
     from .. import units as u
     from ..analyses.scaling_laws import chinchilla as run
     from ..analyses.scaling_laws import explain_chinchilla, plot_chinchilla
-    from .common import emit_json
+    from .common import plot_then_json
     r = run(compute=compute, params=params, tokens=tokens, loss_target=loss_target, fit=fit)
-    if plot_file:
-        plot_chinchilla(r, plot_file)
-    if as_json:
-        d = r.to_dict()
-        if plot_file:
-            d["plot"] = plot_file
-        emit_json(d)
+    if plot_then_json(r, as_json, plot_file, plot_chinchilla):
         return
     if explain:
         click.echo(explain_chinchilla(r))

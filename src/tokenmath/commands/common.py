@@ -116,3 +116,16 @@ def guarded(f):
 
 def emit_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def plot_then_json(result, as_json: bool, plot_file, plot_fn) -> bool:
+    """Write the chart if asked; under --json print the result (with the chart's path) and return True."""
+    if plot_file:
+        plot_fn(result, plot_file)
+    if not as_json:
+        return False
+    d = result.to_dict()
+    if plot_file:
+        d["plot"] = plot_file
+    emit_json(d)
+    return True

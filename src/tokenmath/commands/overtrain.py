@@ -35,18 +35,12 @@ def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, fit, ha
     from .. import units as u
     from ..analyses.overtrain import explain_overtrain, plot_overtrain
     from ..analyses.overtrain import overtrain as run
-    from .common import emit_json
+    from .common import plot_then_json
     r = run(target_loss=target_loss, compute=compute, inference_tokens=inference_tokens,
             rl_rollout_tokens=rl_rollout_tokens, fit=fit, hardware=hardware, mfu=mfu, flop_only=flop_only,
             min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_output_ratio=input_output_ratio,
             output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    if plot_file:
-        plot_overtrain(r, plot_file)
-    if as_json:
-        d = r.to_dict()
-        if plot_file:
-            d["plot"] = plot_file
-        emit_json(d)
+    if plot_then_json(r, as_json, plot_file, plot_overtrain):
         return
     if explain:
         click.echo(explain_overtrain(r))

@@ -101,22 +101,10 @@ LAYER_OPS_EXCLUDED = ("embed", "lm_head", "tp_allreduce", "ep_alltoall")
 ATTN_CORE_OPS = ("attention", "attention_local")
 
 
-@dataclass(frozen=True)
-class TrainLayout:
-    tp: object = 1
-    pp: object = 1
-    dp: object = 1
-    ep: object = 1
-    cp: object = 1
-
-    @property
-    def chips(self):
-        return (np.asarray(self.tp) * np.asarray(self.pp) * np.asarray(self.dp) * np.asarray(self.ep)
-                * np.asarray(self.cp))
-
-    def serving(self) -> Layout:
-        """The engine's Layout (tp, pp, ep, dp) used by forward_pass; cp is handled here."""
-        return Layout(self.tp, self.pp, self.ep, self.dp)
+def TrainLayout(tp=1, pp=1, dp=1, ep=1, cp=1) -> Layout:  # noqa: N802 (kept as the training code's name)
+    """The engine's Layout (mapping.py) in training's argument order: tp, pp, dp, ep, cp.
+    chips = tp x pp x dp x ep x cp; forward_pass is called with cp = 1 (context parallelism is costed here)."""
+    return Layout(tp, pp, ep, dp, cp)
 
 
 def recompute_code(r) -> np.ndarray:
