@@ -5,9 +5,9 @@
     python benchmarks/fuzz_loaders.py -n 50000 --seed 7 --save /tmp/crashes --cli 60
 
 Loaders under test (issue 11, part 2):
-  hf_config      tokenmath.hf_config.model_from_hf_config(dict)
-  model_file     tokenmath.model.get_model(path)        (config.json / .toml files)
-  hardware_file  tokenmath.hardware.get_hardware(path)  (hardware .toml / .json files)
+  hf_config      tokenmath.specs.hf_config.model_from_hf_config(dict)
+  model_file     tokenmath.specs.model.get_model(path)        (config.json / .toml files)
+  hardware_file  tokenmath.specs.hardware.get_hardware(path)  (hardware .toml / .json files)
 
 Inputs start from real data (tests/fixtures/*.json, a few synthesized configs for the other supported families,
 and every record of the hardware catalog) and are mutated: keys deleted, types changed, numbers scaled to absurd
@@ -49,11 +49,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 
-from tokenmath.catalog import MAX_FILE_BYTES
+from tokenmath.specs.catalog import MAX_FILE_BYTES
 from tokenmath.errors import InputError
-from tokenmath.hardware import FLOP_KEYS, KNOWN_KEYS, get_hardware
-from tokenmath.hf_config import SUPPORTED, model_from_hf_config
-from tokenmath.model import Model, get_model
+from tokenmath.specs.hardware import FLOP_KEYS, KNOWN_KEYS, get_hardware
+from tokenmath.specs.hf_config import SUPPORTED, model_from_hf_config
+from tokenmath.specs.model import Model, get_model
 
 LOADERS = ("hf_config", "model_file", "hardware_file")
 
@@ -363,7 +363,7 @@ def _json_safe(d: dict) -> None:
 
 def post_model(m: Model) -> None:
     """A loaded model must give an answer without NaN (or an InputError) on a reference chip."""
-    from tokenmath.analyses.infer import infer
+    from tokenmath.analyses.serving.infer import infer
     try:
         _json_safe(infer(m, "h100-sxm", batch=8, input_len=1024, output_len=128).to_dict())
     except InputError as e:
@@ -371,7 +371,7 @@ def post_model(m: Model) -> None:
 
 
 def post_hardware(hw) -> None:
-    from tokenmath.analyses.infer import infer
+    from tokenmath.analyses.serving.infer import infer
     try:
         _json_safe(infer("llama-3.1-8b", hw, batch=8, input_len=1024, output_len=128).to_dict())
     except InputError as e:
@@ -538,7 +538,7 @@ def tokenmath_cmd() -> list[str]:
     if exe.exists():
         return [str(exe)]
     found = shutil.which("tokenmath")
-    return [found] if found else [sys.executable, "-m", "tokenmath.cli"]
+    return [found] if found else [sys.executable, "-m", "tokenmath.faces.cli"]
 
 
 def cli_check(paths: list[tuple[str, str]], jobs: int = 4) -> list[str]:

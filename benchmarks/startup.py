@@ -36,7 +36,7 @@ COMMANDS = {
     "tokenmath infer --json": ["infer", *MODEL, "--json"],
 }
 HEAVY = ("rich", "matplotlib", "pandas", "torch", "transformers", "fastapi", "flask", "starlette", "uvicorn",
-         "aiohttp", "tornado", "django", "bottle", "http.server", "tokenmath.web", "scipy")
+         "aiohttp", "tornado", "django", "bottle", "http.server", "tokenmath.faces.web", "scipy")
 LEAN = ("tokenmath --help", "tokenmath infer --json")
 
 
@@ -61,7 +61,7 @@ def timed(cmd, env, runs):
 
 def heavy_imports(args, env) -> list[str]:
     """Modules from HEAVY that running `tokenmath ARGS` imports (in a fresh interpreter)."""
-    code = ("import sys\nfrom tokenmath.cli import main\nsys.argv = ['tokenmath'] + sys.argv[1:]\n"
+    code = ("import sys\nfrom tokenmath.faces.cli import main\nsys.argv = ['tokenmath'] + sys.argv[1:]\n"
             "import io, contextlib\nbuf = io.StringIO()\n"
             "with contextlib.redirect_stdout(buf):\n"
             "    try:\n        main()\n    except SystemExit:\n        pass\n"

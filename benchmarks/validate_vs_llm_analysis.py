@@ -11,7 +11,7 @@ benchmarks/.venv-llm-analysis, created with `python -m venv` and pip when missin
 with that python with this checkout's src/ first on sys.path, so both tools run in one interpreter.
 
 Predictions per row
-- tokenmath roofline: `tokenmath.analyses.validate.validate().rows()` predicted_roofline (documented default
+- tokenmath roofline: `tokenmath.analyses.calibration.validate.validate().rows()` predicted_roofline (documented default
   efficiencies: kernel-microbenchmark ceilings).
 - tokenmath calibrated (held out): predicted_calibrated_heldout, from fits that never saw the row's source
   (leave-one-source-out).
@@ -154,8 +154,8 @@ def la_predict(row, eff_pairs):
     from llm_analysis.config import ParallelismConfig, get_dtype_config_by_name
 
     import tokenmath as tm
-    from tokenmath.analyses.validate import _metric
-    from tokenmath.dtypes import get_dtype
+    from tokenmath.analyses.calibration.validate import _metric
+    from tokenmath.specs.dtypes import get_dtype
     model, hw = tm.get_model(row["model"]), tm.get_hardware(row["hardware"])
     wd, kd = get_dtype(row["weight_dtype"]), get_dtype(row.get("kv_dtype", "bf16"))
     key = hw.flops_key(wd.compute)                  # tokenmath's matmul rate for this dtype on this chip
@@ -208,8 +208,8 @@ def run(a):
     logger.setLevel(logging.ERROR)
 
     import tokenmath as tm
-    from tokenmath.analyses.validate import validate
-    from tokenmath.catalog import shipped
+    from tokenmath.analyses.calibration.validate import validate
+    from tokenmath.specs.catalog import shipped
     try:
         la_version = version("llm-analysis")
     except PackageNotFoundError:
@@ -326,7 +326,7 @@ def run(a):
 
 def speed_ratio(r, t):
     """predicted / measured for throughput metrics, measured / predicted for times: > 1 means optimistic."""
-    from tokenmath.analyses.validate import THROUGHPUT
+    from tokenmath.analyses.calibration.validate import THROUGHPUT
     q = r[t] / r["measured"]
     return q if r["metric"] in THROUGHPUT else 1 / q
 

@@ -146,7 +146,7 @@ def run(a):
     import numpy as np
 
     import tokenmath as tm
-    from tokenmath.efficiency import PEAK
+    from tokenmath.specs.efficiency import PEAK
     try:
         la_version = version("llm-analysis")
     except PackageNotFoundError:

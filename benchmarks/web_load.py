@@ -58,7 +58,7 @@ def queries(n: int, seed: int) -> list[str]:
 
 def start_server() -> tuple[subprocess.Popen, str]:
     """`tokenmath serve --port 0` in a child process (its own interpreter: the load does not share its GIL)."""
-    code = "import sys; from tokenmath.cli import main; main(sys.argv[1:])"
+    code = "import sys; from tokenmath.faces.cli import main; main(sys.argv[1:])"
     p = subprocess.Popen([sys.executable, "-c", code, "serve", "--port", "0"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()

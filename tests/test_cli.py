@@ -7,7 +7,7 @@ from click.testing import CliRunner
 import subprocess
 import sys
 
-from tokenmath.cli import cli as main
+from tokenmath.faces.cli import cli as main
 
 KEYS = ["params_total", "params_active", "weights_bytes", "kv_bytes_per_token", "memory_per_chip_bytes", "fits",
         "batch", "ttft_s", "decode_step_s", "output_tokens_per_s", "output_tokens_per_s_per_user",
@@ -95,6 +95,6 @@ def test_user_hardware_file(tmp_path):
 
 
 def test_usage_errors_are_json_too():
-    p = subprocess.run([sys.executable, "-m", "tokenmath.cli", "infer", "--batch", "0", "--json"], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "tokenmath.faces.cli", "infer", "--batch", "0", "--json"], capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert json.loads(p.stdout)["error"]["field"] == "batch"

@@ -1,4 +1,4 @@
-"""The command line's contract, for every subcommand registered in tokenmath.cli.COMMANDS (issue 11, part 3).
+"""The command line's contract, for every subcommand registered in tokenmath.faces.cli.COMMANDS (issue 11, part 3).
 
 Discovered, not listed: a new subcommand is covered as soon as it is registered.
 - `--help` works (exit 0, a usage line, every option listed);
@@ -9,9 +9,9 @@ Discovered, not listed: a new subcommand is covered as soon as it is registered.
 - `--json` output is strict JSON (no NaN or Infinity literals) for success and for errors alike.
 
 Options a command does not take are skipped with the reason. Fast paths use click's CliRunner on
-`tokenmath.cli.cli`; the JSON form of click's own usage errors is produced by `tokenmath.cli.main` (the console
+`tokenmath.faces.cli.cli`; the JSON form of click's own usage errors is produced by `tokenmath.faces.cli.main` (the console
 entry point), so the error paths run through `main` inside CliRunner's isolation; one test runs
-`python -m tokenmath.cli` as a real subprocess.
+`python -m tokenmath.faces.cli` as a real subprocess.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.cli import COMMANDS, cli, main
+from tokenmath.faces.cli import COMMANDS, cli, main
 
 NAMES = sorted(COMMANDS)
 
@@ -107,7 +107,7 @@ def strict_json(text: str):
 
 
 def run_main(args: list[str]) -> tuple[int, str, str]:
-    """The console entry point (tokenmath.cli:main) in-process: (exit code, stdout, stderr)."""
+    """The console entry point (tokenmath.faces.cli:main) in-process: (exit code, stdout, stderr)."""
     runner = CliRunner()
     with runner.isolation() as (out, err, _):
         try:
@@ -271,9 +271,9 @@ def test_json_output_is_strict_json(name):
 
 # ---- one real process -------------------------------------------------------------------------------------------
 def test_python_m_tokenmath_cli_subprocess():
-    p = subprocess.run([sys.executable, "-m", "tokenmath.cli", "infer", "--model", "no-such-model-xyz",
+    p = subprocess.run([sys.executable, "-m", "tokenmath.faces.cli", "infer", "--model", "no-such-model-xyz",
                         "--batch", "4", "--json"], capture_output=True, text=True, timeout=120, check=False)
     assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr, p.stderr
     assert strict_json(p.stdout)["error"]["field"] == "model"
-    p = subprocess.run([sys.executable, "-m", "tokenmath.cli", "--help"], capture_output=True, text=True, timeout=120, check=False)
+    p = subprocess.run([sys.executable, "-m", "tokenmath.faces.cli", "--help"], capture_output=True, text=True, timeout=120, check=False)
     assert p.returncode == 0 and all(n in p.stdout for n in NAMES)

@@ -2,14 +2,14 @@
 import pytest
 
 import tokenmath as tm
-from tokenmath.analyses.deduce import Priors, deduce
-from tokenmath.analyses.price import price
-from tokenmath.efficiency import PEAK
-from tokenmath.engine.napkin import decode_chip_s_per_token, prefill_chip_s_per_token
+from tokenmath.analyses.inverse.deduce import Priors, deduce
+from tokenmath.analyses.serving.provider_price import price
+from tokenmath.specs.efficiency import PEAK
+from tokenmath.engine.closed_form import decode_chip_s_per_token, prefill_chip_s_per_token
 from tokenmath.errors import InputError
-from tokenmath.kv_cache import kv_bytes_per_token
-from tokenmath.model import get_model
-from tokenmath.params import count_params
+from tokenmath.specs.kv_cache import kv_bytes_per_token
+from tokenmath.specs.model import get_model
+from tokenmath.specs.params import count_params
 
 
 @pytest.mark.parametrize("mid", ["llama-3.1-8b", "llama-3.1-70b", "qwen3-32b"])
@@ -44,7 +44,7 @@ def test_round_trip_recovers_active_params():
     """Price a known model with the engine, then deduce it back with the provider's hardware and margin known.
     The engine runs at the kernel-ceiling efficiencies (no per-layer launch overhead): the closed form that deduce
     inverts has no fixed per-step term, so the round trip checks the inversion itself."""
-    from tokenmath.efficiency import DEFAULT
+    from tokenmath.specs.efficiency import DEFAULT
     for mid in ("llama-3.1-70b", "qwen3-235b-a22b"):
         pr = price(mid, "h100-sxm", margin=0.5, utilization=0.6, efficiency=DEFAULT).to_dict()
         true = count_params(get_model(mid)).active / 1e9
@@ -95,5 +95,5 @@ def test_cost_scale_is_a_price_rescaling():
     a = deduce(1.0, 4.0, priors=Priors(samples=50_000, cost_scale=2.0)).to_dict()["active_params_b"]
     b = deduce(0.5, 2.0, priors=Priors(samples=50_000, cost_scale=1.0)).to_dict()["active_params_b"]
     assert a == pytest.approx(b)
-    from tokenmath.analyses.deduce import _shipped_cost_scale
+    from tokenmath.analyses.inverse.deduce import _shipped_cost_scale
     assert Priors().cost_scale == _shipped_cost_scale() > 1.0      # the fitted scale ships as data

@@ -3,13 +3,13 @@ import numpy as np
 import pytest
 
 import tokenmath as tm
-from tokenmath.efficiency import PEAK
+from tokenmath.specs.efficiency import PEAK
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.step import decode_context, prefill_pairs
-from tokenmath.hardware import from_record, get_hardware
-from tokenmath.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
-from tokenmath.model import Model, get_model
-from tokenmath.params import count_params
+from tokenmath.engine.forward import decode_context, prefill_pairs
+from tokenmath.specs.hardware import from_record, get_hardware
+from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
+from tokenmath.specs.model import Model, get_model
+from tokenmath.specs.params import count_params
 
 TINY = Model(id="tiny", name="tiny", n_layers=2, d_model=64, n_heads=4, vocab_size=100, ffn_intermediate=128)
 # 1 TFLOP/s bf16, 1 GB/s memory: every op of a batch-1 decode is memory-bound
@@ -157,7 +157,7 @@ def test_experts_over_ranks_that_do_not_divide_them():
     """256 experts over 72 EP ranks (DeepSeek-V3 on an NVL72): ceil(256/72) = 4 experts on the fullest rank, so each
     chip holds and reads 4/256 = 1/64 of the routed experts, not 1/72; 8 ranks hold 32 each (= 1/8, unchanged)."""
     from tokenmath.engine.memory import weights_per_chip
-    from tokenmath.mapping import Layout
+    from tokenmath.mapping.layout import Layout
     m = get_model("deepseek-v3")
     p = count_params(m)
     assert float(Layout(1, 1, 72, 1).expert_share(m)) == 4 / 256

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from tokenmath.analyses.infer import infer
-from tokenmath.catalog import MAX_FILE_BYTES
+from tokenmath.analyses.serving.infer import infer
+from tokenmath.specs.catalog import MAX_FILE_BYTES
 from tokenmath.errors import InputError
-from tokenmath.hardware import from_record as hw_from_record
-from tokenmath.hardware import get_hardware
-from tokenmath.hf_config import model_from_hf_config
-from tokenmath.model import get_model
+from tokenmath.specs.hardware import from_record as hw_from_record
+from tokenmath.specs.hardware import get_hardware
+from tokenmath.specs.hf_config import model_from_hf_config
+from tokenmath.specs.model import get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).parent / "fixtures"

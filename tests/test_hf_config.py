@@ -4,10 +4,10 @@ import json
 import pytest
 
 from tokenmath.errors import InputError
-from tokenmath.hf_config import model_from_hf_config
-from tokenmath.kv_cache import kv_bytes_per_token
-from tokenmath.model import get_model
-from tokenmath.params import count_params
+from tokenmath.specs.hf_config import model_from_hf_config
+from tokenmath.specs.kv_cache import kv_bytes_per_token
+from tokenmath.specs.model import get_model
+from tokenmath.specs.params import count_params
 
 PAIRS = {"Llama-3.1-8B.json": "llama-3.1-8b", "Llama-3.1-405B.json": "llama-3.1-405b",
          "Mixtral-8x7B-v0.1.json": "mixtral-8x7b", "Mixtral-8x22B-v0.1.json": "mixtral-8x22b",

@@ -11,10 +11,10 @@ import tomllib
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses import measure as M
-from tokenmath.analyses import verify as V
-from tokenmath.cli import cli, main
-from tokenmath.hardware import get_hardware
+from tokenmath.local import measure as M
+from tokenmath.local import verify as V
+from tokenmath.faces.cli import cli, main
+from tokenmath.specs.hardware import get_hardware
 
 TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256, "intermediate_size": 688,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024,

@@ -12,23 +12,23 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses.overtrain import (
+from tokenmath.analyses.training.overtrain import (
     dense_model,
     dense_params,
     dense_shape,
     overtrain,
     serve_cost,
 )
-from tokenmath.analyses.scaling_laws import (
+from tokenmath.analyses.training.scaling_laws import (
     FITS,
     compute_optimal,
     loss,
     optimal_for_loss,
 )
-from tokenmath.cli import cli
+from tokenmath.faces.cli import cli
 from tokenmath.errors import InputError
-from tokenmath.hardware import get_hardware
-from tokenmath.params import count_params
+from tokenmath.specs.hardware import get_hardware
+from tokenmath.specs.params import count_params
 
 USD_PER_FLOP_H100 = 2.99 / 3600 / (989e12 * 0.4)   # catalog price $/h, bf16 dense peak, MFU 0.4
 LLAMA70_LOSS = 1.81686 + 482.006 / 70e9 ** 0.34781 + 2085.434 / 15e12 ** 0.36585   # Epoch fit, 70B on 15T tokens
@@ -82,7 +82,7 @@ def test_engine_cost_per_token_is_the_engine_and_rises_with_N():
 
 
 def test_cheapest_batch_is_the_largest_power_of_two_meeting_the_speed_target():
-    from tokenmath.analyses.infer import infer
+    from tokenmath.analyses.serving.infer import infer
     s = serve_cost(8e9, get_hardware("h100-sxm"), 60.0, 512, 512)
     m = dense_model(8e9)
     assert s.feasible and 1 / s.decode_step_s >= 60

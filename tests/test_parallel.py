@@ -6,21 +6,21 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses.common import resolve_precision
-from tokenmath.analyses.layouts import layouts_for
-from tokenmath.analyses.moe import moe
-from tokenmath.analyses.plan import evaluate_grid, plan, system_setup
-from tokenmath.analyses.serving_grid import evaluate
-from tokenmath.cli import cli
-from tokenmath.efficiency import DEFAULT, PEAK
+from tokenmath.analyses.setup import resolve_precision
+from tokenmath.mapping.candidates import layouts_for
+from tokenmath.analyses.serving.moe import moe
+from tokenmath.analyses.serving.plan import evaluate_grid, plan, system_setup
+from tokenmath.analyses.serving.grid import evaluate
+from tokenmath.faces.cli import cli
+from tokenmath.specs.efficiency import DEFAULT, PEAK
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.serving import serve
-from tokenmath.engine.step import forward_pass
+from tokenmath.engine.static_batch import serve
+from tokenmath.engine.forward import forward_pass
 from tokenmath.errors import InputError
-from tokenmath.kv_cache import kv_bytes_per_sequence
-from tokenmath.mapping import Layout
-from tokenmath.model import get_model
-from tokenmath.systems import get_system, slice_sizes, system_ids
+from tokenmath.specs.kv_cache import kv_bytes_per_sequence
+from tokenmath.mapping.layout import Layout
+from tokenmath.specs.model import get_model
+from tokenmath.specs.systems import get_system, slice_sizes, system_ids
 
 H100 = get_system("hgx-h100", 16)
 MB = 1e6
@@ -216,7 +216,7 @@ def test_dp_replicas_scale_throughput_linearly():
 
 
 def test_cp_splits_long_prompts_and_their_kv():
-    from tokenmath.analyses.infer import infer
+    from tokenmath.analyses.serving.infer import infer
     a = infer("llama-3.1-70b", "h100-sxm", chips=8, tp=8, input_len=65536, output_len=64)
     b = infer("llama-3.1-70b", "h100-sxm", chips=16, tp=8, cp=2, input_len=65536, output_len=64)
     assert b.to_dict()["cp"] == 2 and b.chips == 16

@@ -1,8 +1,8 @@
 """Parameter counts of catalog models against officially stated figures (source in each catalog entry)."""
 import pytest
 
-from tokenmath.model import get_model, model_ids
-from tokenmath.params import count_params
+from tokenmath.specs.model import get_model, model_ids
+from tokenmath.specs.params import count_params
 
 # Official active counts that are stated rounded ("37B activated"): the tolerance is one unit of the last
 # stated digit, since a rounded (or truncated) figure carries no more precision than that.

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses.scaling_laws import (
+from tokenmath.analyses.training.scaling_laws import (
     FITS,
     chinchilla,
     compute_optimal,
@@ -19,7 +19,7 @@ from tokenmath.analyses.scaling_laws import (
     optimal_for_loss,
     tokens_for_loss,
 )
-from tokenmath.cli import cli
+from tokenmath.faces.cli import cli
 from tokenmath.errors import InputError
 
 

@@ -5,17 +5,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses.context import context
-from tokenmath.analyses.fleet import fleet
-from tokenmath.analyses.hyperbola import hyperbola
-from tokenmath.analyses.pareto import frontier_mask, pareto
-from tokenmath.analyses.prices import prices
-from tokenmath.analyses.slowmode import slowmode
-from tokenmath.cli import cli
-from tokenmath.efficiency import PEAK
+from tokenmath.analyses.serving.context import context
+from tokenmath.analyses.serving.fleet import fleet
+from tokenmath.analyses.serving.hyperbola import hyperbola
+from tokenmath.analyses.serving.pareto import frontier_mask, pareto
+from tokenmath.analyses.serving.input_vs_output import prices
+from tokenmath.analyses.serving.slowmode import slowmode
+from tokenmath.faces.cli import cli
+from tokenmath.specs.efficiency import PEAK
 from tokenmath.errors import InputError
-from tokenmath.hardware import from_record
-from tokenmath.model import Model
+from tokenmath.specs.hardware import from_record
+from tokenmath.specs.model import Model
 
 TINY = Model(id="tiny", name="tiny", n_layers=2, d_model=64, n_heads=4, vocab_size=100, ffn_intermediate=128)
 # 1 GB of memory at 1 GB/s, 1 TFLOP/s, $3.6 per hour = $0.001 per second

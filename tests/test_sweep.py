@@ -41,7 +41,7 @@ def _same(a, b):
 
 def test_sweep_blocks_equal_flat(monkeypatch):
     """The blocked, broadcast evaluation (large products) gives the flat evaluation's numbers to the bit."""
-    from tokenmath.analyses import sweep as S
+    from tokenmath.analyses.serving import sweep as S
     kw = dict(batch=[1, 3, 64, 700], input_len=[200, 5000], output_len=[1, 300], tp=[1, 2, 4, 8, 16],
               pp=[1, 3], ep=[1, 4, 8], dp=[1, 2, 5])
     monkeypatch.setattr(S, "FLAT", 10 ** 9)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses.train import search, train
-from tokenmath.cli import cli as main
-from tokenmath.efficiency import PEAK
+from tokenmath.analyses.training.train import search, train
+from tokenmath.faces.cli import cli as main
+from tokenmath.specs.efficiency import PEAK
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.train_step import (
     TrainLayout,
@@ -17,9 +17,9 @@ from tokenmath.engine.train_step import (
     train_memory,
     train_step,
 )
-from tokenmath.hardware import from_record, get_hardware
-from tokenmath.model import Model, get_model
-from tokenmath.params import count_params
+from tokenmath.specs.hardware import from_record, get_hardware
+from tokenmath.specs.model import Model, get_model
+from tokenmath.specs.params import count_params
 
 TINY = Model(id="tiny", name="tiny", n_layers=2, d_model=64, n_heads=4, vocab_size=100, ffn_intermediate=128)
 # 1 TFLOP/s bf16, 1 TB/s, 8 chips per domain, no price, no TDP
@@ -301,7 +301,7 @@ def test_uneven_pipeline_stages_pay_for_the_fullest_stage():
     """126 layers on 16 stages (Llama 3 405B's layout): the slowest stage holds ceil(126/16) = 8 layers, so the
     per-stage layer work is that of 126 / 8 = 15.75 equal stages, never less than 126 / 16."""
     from tokenmath.engine.train_step import stage_divisor
-    from tokenmath.model import get_model
+    from tokenmath.specs.model import get_model
     m = get_model("llama-3.1-405b")
     assert float(stage_divisor(m, 16)) == pytest.approx(126 / 8)
     assert float(stage_divisor(m, 14)) == 14.0          # 126 = 14 x 9 splits evenly

@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tokenmath.web.api import UPLOAD_MAX_BYTES
-from tokenmath.web.server import start_in_thread
+from tokenmath.faces.web.api import UPLOAD_MAX_BYTES
+from tokenmath.faces.web.server import start_in_thread
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +105,8 @@ def test_index_lists_endpoints(server):
 
 
 def test_models_and_hardware(server):
-    from tokenmath.hardware import hardware_ids
-    from tokenmath.model import model_ids
+    from tokenmath.specs.hardware import hardware_ids
+    from tokenmath.specs.model import model_ids
     status, body = get_json(server, "/api/models")
     assert status == 200
     assert [m["id"] for m in body["models"]] == model_ids()
@@ -128,8 +128,8 @@ INFER_KEYS = {"params_total", "params_active", "weights_bytes", "kv_bytes_per_to
 
 
 def test_infer_mirrors_python_api(server):
-    from tokenmath.analyses.explain import explain
-    from tokenmath.analyses.infer import infer
+    from tokenmath.faces.explain_infer import explain
+    from tokenmath.analyses.serving.infer import infer
     q = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "chips": 8, "batch": 16, "input_len": 2048, "output_len": 512}
     status, body = get_json(server, "/api/infer", **q)
     assert status == 200
@@ -210,7 +210,7 @@ def test_deduce(server):
 
 
 def test_train_and_search(server):
-    from tokenmath.analyses.train import train
+    from tokenmath.analyses.training.train import train
     status, body = get_json(server, "/api/train", model="llama-3.1-8b", hardware="h100-sxm", chips=8, tokens=1e12)
     assert status == 200 and body["fits"]
     assert body["step_time_s"] == pytest.approx(train("llama-3.1-8b", "h100-sxm", chips=8).step_time_s)
@@ -387,8 +387,8 @@ def test_keep_alive_and_cache(server):
 def test_serve_command_is_registered():
     from click.testing import CliRunner
 
-    from tokenmath.cli import COMMANDS, cli
-    assert COMMANDS["serve"][0] == "tokenmath.commands.web:serve"
+    from tokenmath.faces.cli import COMMANDS, cli
+    assert COMMANDS["serve"][0] == "tokenmath.faces.commands.web:serve"
     r = CliRunner().invoke(cli, ["serve", "--help"])
     assert r.exit_code == 0 and "--port" in r.output and "--host" in r.output
 

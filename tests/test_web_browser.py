@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tokenmath.web.server import start_in_thread
+from tokenmath.faces.web.server import start_in_thread
 
 CHROMIUM = os.environ.get("TOKENMATH_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",

@@ -11,7 +11,7 @@ __all__ = ["infer", "sweep", "train", "chinchilla", "overtrain", "deduce", "pric
 
 def __getattr__(name):
     if name == "infer":
-        from .analyses.infer import infer
+        from tokenmath.analyses.serving.infer import infer
         return infer
     lazy = {"train": ("analyses.train", "train"), "chinchilla": ("analyses.scaling_laws", "chinchilla"),
             "overtrain": ("analyses.overtrain", "overtrain"), "deduce": ("analyses.deduce", "deduce"),
@@ -22,18 +22,18 @@ def __getattr__(name):
         mod, fn = lazy[name]
         return getattr(importlib.import_module(f".{mod}", __name__), fn)
     if name == "sweep":
-        from .analyses.sweep import sweep
+        from tokenmath.analyses.serving.sweep import sweep
         return sweep
     if name in ("get_model", "model_ids"):
-        from . import model
+        from tokenmath.specs import model
         return getattr(model, name)
     if name in ("get_hardware", "hardware_ids"):
-        from . import hardware
+        from tokenmath.specs import hardware
         return getattr(hardware, name)
     if name == "InputError":
-        from .errors import InputError
+        from tokenmath.errors import InputError
         return InputError
     if name == "Efficiency":
-        from .efficiency import Efficiency
+        from tokenmath.specs.efficiency import Efficiency
         return Efficiency
     raise AttributeError(f"module 'tokenmath' has no attribute {name!r}")

@@ -34,7 +34,7 @@ def slug(args: list[str]) -> str:
 
 
 def run(args: list[str]) -> str:
-    from tokenmath.cli import main
+    from tokenmath.faces.cli import main
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
         try:

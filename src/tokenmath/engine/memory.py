@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kv_cache import kv_bytes_per_sequence
-from ..mapping import Layout
-from ..model import Model
-from ..params import count_params
+from tokenmath.specs.kv_cache import kv_bytes_per_sequence
+from tokenmath.mapping.layout import Layout
+from tokenmath.specs.model import Model
+from tokenmath.specs.params import count_params
 
 RESERVE_FRACTION = 0.10
 CHUNK_TOKENS = 8192

@@ -6,7 +6,7 @@ Megatron-Core's default "tp-cp-ep-dp-pp" order):
   every matrix split tp ways; activations outside the matmuls sharded along the sequence.
 - cp: context parallelism: each sequence split into cp blocks of L/cp tokens; attention needs every key and
   value, so the KV of the whole sequence is gathered per layer (ring attention, Liu et al. 2023).
-- ep: expert parallelism for MoE (the serving engine's "DP attention + EP" layout, tokenmath.mapping): attention
+- ep: expert parallelism for MoE (the serving engine's "DP attention + EP" layout, tokenmath.mapping.layout): attention
   is data-parallel over the ep groups, routed experts are split over them, dispatch + combine all-to-all per
   MoE layer. A dense model has ep = 1.
 - dp: data-parallel replicas. Non-expert gradients are reduced over dp x ep x cp chips, expert gradients over
@@ -78,17 +78,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dtypes import get_dtype
-from ..efficiency import DEFAULT, Efficiency
-from ..hardware import Hardware
-from ..kv_cache import kv_values_per_token_per_layer
-from ..mapping import Layout
-from ..model import Model
-from ..params import count_params
-from . import collectives as coll
-from .memory import RESERVE_FRACTION
-from .roofline import op_time
-from .step import ACT_BYTES, PassCost, Precision, forward_pass, pair_flops, prefill_pairs
+from tokenmath.specs.dtypes import get_dtype
+from tokenmath.specs.efficiency import DEFAULT, Efficiency
+from tokenmath.specs.hardware import Hardware
+from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
+from tokenmath.mapping.layout import Layout
+from tokenmath.specs.model import Model
+from tokenmath.specs.params import count_params
+from tokenmath.engine import collectives as coll
+from tokenmath.engine.memory import RESERVE_FRACTION
+from tokenmath.engine.roofline import op_time
+from tokenmath.engine.forward import ACT_BYTES, PassCost, Precision, forward_pass, pair_flops, prefill_pairs
 
 RECOMPUTE = ("none", "selective", "full")
 ZERO_STAGES = (0, 1, 2, 3)

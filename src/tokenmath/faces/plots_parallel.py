@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .plots import _plt, _save
+from tokenmath.faces.plots import _plt, _save
 
 
 def _short(layout: str) -> str:

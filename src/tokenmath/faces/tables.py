@@ -5,7 +5,7 @@ import json
 
 import click
 
-from .. import units as u
+from tokenmath import units as u
 
 
 def _console():
@@ -50,8 +50,8 @@ def infer_table(r) -> None:
 
 
 def models_table(as_json: bool) -> None:
-    from ..model import get_model, model_ids
-    from ..params import count_params
+    from tokenmath.specs.model import get_model, model_ids
+    from tokenmath.specs.params import count_params
     rows = []
     for mid in model_ids():
         m = get_model(mid)
@@ -71,7 +71,7 @@ def models_table(as_json: bool) -> None:
 
 
 def hardware_table(as_json: bool) -> None:
-    from ..hardware import get_hardware, hardware_ids
+    from tokenmath.specs.hardware import get_hardware, hardware_ids
     rows = []
     for hid in hardware_ids():
         h = get_hardware(hid)

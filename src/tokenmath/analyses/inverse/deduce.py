@@ -1,0 +1,395 @@
+"""Deduce what hides behind an API price: active parameters, KV bytes per token, total parameters, batch regime.
+
+Providers price near cost, so a price is cost / (utilization x (1 - margin)). What a provider does not publish
+(hardware, its $/hour, margin, utilization, batch, dtype, context mix) are explicit priors below; every sample of
+them plus a hypothetical model (active params, total params, KV bytes) predicts the prices through the engine's
+closed form (engine/napkin.py). Samples are weighted by how well they reproduce the observed prices (log-normal
+price noise), and the answer is the weighted 10th/50th/90th percentiles: an 80% interval and a median.
+
+What each price constrains:
+- input price: prefill is compute-bound, so it measures 2 x active params per token at the chip's FLOP/s;
+- output price: decode cost per token = weight fetch / batch + per-token FLOPs and KV reads: with the input
+  price it pins the batch regime;
+- cached-input price: holding a prompt's KV in HBM until reuse: KV bytes per token;
+- long-context tier: the extra price per token above a threshold pays for KV reads: KV bytes per token;
+- output speed: one decode step must read all weights within 1 / speed: bounds total params.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from tokenmath.engine.closed_form import decode_chip_s_per_token, decode_step_s, prefill_chip_s_per_token
+from tokenmath.errors import InputError
+from tokenmath.specs.hardware import get_hardware
+from tokenmath import units as u
+
+
+@dataclass(frozen=True)
+class Priors:
+    """Documented defaults; each range is uniform unless marked log-uniform."""
+    # assumed mix of inference fleets (chips with a catalog price); --hardware replaces it
+    hardware: tuple = (("h100-sxm", 0.30), ("h200", 0.25), ("b200", 0.15), ("gb200-nvl72", 0.10),
+                       ("mi300x", 0.10), ("tpu-v5p", 0.10))
+    # providers own or reserve capacity below on-demand rental: multiplier on the catalog $/h (log-uniform)
+    chip_cost_factor: tuple = (0.4, 1.2)
+    margin: tuple = (0.0, 0.75)          # gross margin: price = cost / (1 - margin)
+    utilization: tuple = (0.3, 0.8)      # share of paid chip time that serves at the planned batch
+    flops_eff: tuple = (0.3, 0.7)        # achieved fraction of peak FLOP/s in prefill and compute-bound decode
+    bw_eff: tuple = (0.5, 0.9)           # achieved fraction of HBM bandwidth in decode
+    weight_dtype: tuple = (("fp8", 0.55), ("bf16", 0.30), ("fp4", 0.15))
+    batch: tuple = (4.0, 512.0)          # concurrent sequences per replica (log-uniform)
+    context: tuple = (500.0, 16000.0)    # mean tokens in the KV cache while decoding (log-uniform)
+    prompt_len: tuple = (500.0, 8000.0)  # prompt tokens per request (log-uniform)
+    active_params: tuple = (3e8, 3e12)   # log-uniform
+    moe_share: float = 0.5               # probability that the model is a MoE
+    moe_ratio: tuple = (2.0, 50.0)       # total / active params of a MoE (log-uniform)
+    kv_coef: tuple | None = None         # KV bytes per token / sqrt(active params), bf16; None: from the catalog
+    kv_fp8_share: float = 0.5            # probability the KV cache is stored in fp8 (half the bytes)
+    attn_flops_per_kv_byte: tuple = (1.0, 16.0)   # g in engine/napkin.py (log-uniform)
+    cache_ttl_s: tuple = (60.0, 3600.0)  # how long a cached prompt's KV waits in HBM (log-uniform)
+    chips_max: int = 72                  # largest replica considered for the speed bound
+    price_noise: float = 0.30            # log-sd between a price and cost/(u(1-m)): rounding and strategy
+    # list price / the closed form's cost at the priors: fitted on the shipped open-weight prices with
+    # leave-one-provider-out validation (calibrate_cost_scale; data/calibration.toml [deduce]); 1.0 = uncalibrated
+    cost_scale: float = field(default_factory=lambda: _shipped_cost_scale())
+    samples: int = 200_000
+    seed: int = 0
+
+
+def _shipped_cost_scale() -> float:
+    from tokenmath.specs.catalog import shipped
+    try:
+        return float(shipped("deduce_calibration.toml").get("cost_scale", 1.0))
+    except FileNotFoundError:
+        return 1.0
+
+
+def catalog_kv_coef() -> tuple[float, float]:
+    """Range of KV bytes per token / sqrt(active params) over the catalog (bf16 KV), widened 1.5x each way."""
+    from tokenmath.specs.kv_cache import kv_bytes_per_token
+    from tokenmath.specs.model import get_model, model_ids
+    from tokenmath.specs.params import count_params
+    r = [kv_bytes_per_token(m, 2.0) / math.sqrt(count_params(m).active) for m in map(get_model, model_ids())]
+    return min(r) / 1.5, max(r) * 1.5
+
+
+def _loguni(rng, lo, hi, n):
+    return np.exp(rng.uniform(np.log(lo), np.log(hi), n))
+
+
+def wquantile(x, w, qs):
+    o = np.argsort(x)
+    cw = np.cumsum(w[o])
+    cw /= cw[-1]
+    return [float(x[o][np.searchsorted(cw, q)]) for q in qs]
+
+
+@dataclass
+class Observed:
+    input_price: float
+    output_price: float
+    cached_input_price: float | None = None
+    long_threshold: float | None = None
+    long_input_price: float | None = None
+    long_output_price: float | None = None
+    output_speed: float | None = None
+
+
+@dataclass
+class Deduction:
+    observed: Observed
+    priors: Priors
+    summary: dict
+    scenario: dict = field(default_factory=dict)
+
+    def to_dict(self):
+        return self.summary
+
+    def explain(self):
+        s, o, sc = self.summary, self.observed, self.scenario
+        L = [f"Deduce from input ${o.input_price:g}/Mtok and output ${o.output_price:g}/Mtok"
+             + (f", cached ${o.cached_input_price:g}" if o.cached_input_price is not None else "")
+             + (f", >{o.long_threshold:,.0f} tokens: ${o.long_input_price:g}/${o.long_output_price:g}" if o.long_threshold else "")
+             + (f", {o.output_speed:g} tokens/s per user" if o.output_speed else "")]
+        L.append("1. One scenario at the priors' middles (a napkin inversion):")
+        L.append(f"  chip {sc['hardware']} at ${sc['usd_per_hour']:.3g}/h x cost factor {sc['cost_factor']:.2f}; margin "
+                 f"{sc['margin']:.0%}, utilization {sc['utilization']:.0%}: a token's price buys "
+                 f"price x (1 - m) x u / ($/chip-s) / cost_scale chip-seconds")
+        L.append(f"  cost_scale {self.priors.cost_scale:.2f}: list prices sit that far below the closed form's cost "
+                 "at the priors (fitted on open-weight prices, leave-one-provider-out; --uncalibrated sets 1)")
+        L.append(f"  input: ${o.input_price:g}/1e6 x {1 - sc['margin']:.2f} x {sc['utilization']:.2f} / "
+                 f"${sc['usd_per_chip_s']:.3g}/s / {self.priors.cost_scale:.2f} = {sc['chip_s_in']:.3g} chip-s per token")
+        L.append(f"  prefill is compute-bound: N_active = chip-s x FLOP/s x MFU / 2 = {sc['chip_s_in']:.3g} x "
+                 f"{sc['peak']:.3g} x {sc['flops_eff']:.2f} / 2 = {u.count(sc['n_active_from_input'])} params")
+        L.append(f"  output: {sc['chip_s_out']:.3g} chip-s per token; at batch {sc['batch']:.0f} a {u.count(sc['n_active_from_input'])} "
+                 f"dense model would cost {sc['chip_s_out_pred']:.3g} chip-s: the output/input price ratio "
+                 f"{o.output_price / o.input_price:.2f} says decode runs "
+                 + ("memory-bound (weights not fully amortized)" if sc["chip_s_out"] > 1.5 * sc["chip_s_in"] else "near the compute floor"))
+        L.append(f"2. Monte Carlo over the priors ({s['samples']:,} samples, effective {s['effective_samples']:,.0f}), "
+                 "weighted by how well each reproduces the prices:")
+        a = s["active_params_b"]
+        L.append(f"  active params: {a['median']:.3g} B (80% interval {a['low']:.3g} - {a['high']:.3g} B)")
+        t = s["total_params_b"]
+        L.append(f"  total params:  {t['median']:.3g} B ({t['low']:.3g} - {t['high']:.3g} B); P(MoE) = {s['p_moe']:.0%}")
+        if s["kv_bytes_per_token"]:
+            k = s["kv_bytes_per_token"]
+            L.append(f"  KV bytes per token: {u.bytes_(k['median'])} ({u.bytes_(k['low'])} - {u.bytes_(k['high'])}), "
+                     f"informed by {', '.join(s['kv_informed_by'])}")
+        else:
+            L.append("  KV bytes per token: not identified (give --cached-input-price, a long-context tier or --output-speed)")
+        b = s["batch"]
+        L.append(f"  decode batch: {b['median']:.0f} ({b['low']:.0f} - {b['high']:.0f}); P(decode memory-bound) = "
+                 f"{s['p_decode_memory_bound']:.0%}")
+        L.append("  hardware posterior: " + ", ".join(f"{k} {v:.0%}" for k, v in s["hardware_posterior"].items()))
+        return "\n".join(L)
+
+
+def _check_price(v, field, required=True):
+    if v is None:
+        if required:
+            raise InputError(field, "missing", "a price in $ per million tokens, greater than 0")
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise InputError(field, f"{v!r} is not a number", "a price in $ per million tokens") from None
+    if not math.isfinite(f) or f <= 0:
+        raise InputError(field, f"{v!r} is not a usable price", "a price in $ per million tokens, greater than 0")
+    return f
+
+
+def deduce(input_price, output_price, *, cached_input_price=None, long_context_threshold=None, long_input_price=None,
+           long_output_price=None, output_speed=None, priors: Priors | None = None, hardware=None) -> Deduction:
+    """Prices in $ per million tokens; output_speed in tokens/s per user. hardware: an id or list narrows the prior."""
+    pr = priors or Priors()
+    if hardware:
+        ids = [hardware] if isinstance(hardware, str) else list(hardware)
+        pr = replace(pr, hardware=tuple((h, 1.0 / len(ids)) for h in ids))
+    obs = Observed(_check_price(input_price, "input_price"), _check_price(output_price, "output_price"),
+                   _check_price(cached_input_price, "cached_input_price", False),
+                   _check_price(long_context_threshold, "long_context_threshold", False),
+                   _check_price(long_input_price, "long_input_price", False),
+                   _check_price(long_output_price, "long_output_price", False),
+                   _check_price(output_speed, "output_speed", False))
+    if obs.long_threshold and (obs.long_output_price is None and obs.long_input_price is None):
+        raise InputError("long_output_price", "a long-context threshold needs the prices above it",
+                         "--long-input-price and/or --long-output-price")
+    hws = [get_hardware(h) for h, _ in pr.hardware]
+    for h in hws:
+        if h.price_usd_per_hour is None:
+            raise InputError("hardware", f"{h.id} has no $/chip-hour in the catalog", "a chip listed with a price")
+    rng = np.random.default_rng(pr.seed)
+    n = int(pr.samples)
+    p = np.array([w for _, w in pr.hardware], float)
+    hi = rng.choice(len(hws), size=n, p=p / p.sum())
+    dnames = [d for d, _ in pr.weight_dtype]
+    dp = np.array([w for _, w in pr.weight_dtype], float)
+    di = rng.choice(len(dnames), size=n, p=dp / dp.sum())
+    from tokenmath.specs.dtypes import get_dtype
+    dts = [get_dtype(d) for d in dnames]
+    peak_tab = np.array([[h.peak_flops(d.compute) for d in dts] for h in hws])
+    peak = peak_tab[hi, di]
+    q = np.array([d.bytes for d in dts])[di]
+    bw = np.array([h.memory_bw for h in hws])[hi]
+    hbm = np.array([h.memory_bytes for h in hws])[hi]
+    usd_h = np.array([h.price_usd_per_hour for h in hws])[hi] * _loguni(rng, *pr.chip_cost_factor, n)
+    margin = rng.uniform(*pr.margin, n)
+    util = rng.uniform(*pr.utilization, n)
+    F = peak * rng.uniform(*pr.flops_eff, n)
+    W = bw * rng.uniform(*pr.bw_eff, n)
+    B = _loguni(rng, *pr.batch, n)
+    ctx = _loguni(rng, *pr.context, n)
+    L = _loguni(rng, *pr.prompt_len, n)
+    Na = _loguni(rng, *pr.active_params, n)
+    moe = rng.random(n) < pr.moe_share
+    Nt = Na * np.where(moe, _loguni(rng, *pr.moe_ratio, n), 1.0)
+    kc = pr.kv_coef or catalog_kv_coef()
+    K = _loguni(rng, *kc, n) * np.sqrt(Na) * np.where(rng.random(n) < pr.kv_fp8_share, 0.5, 1.0)
+    g = _loguni(rng, *pr.attn_flops_per_kv_byte, n)
+    eff_usd_s = usd_h / 3600.0 / (util * (1 - margin))     # $ per chip-second of useful serving, margin included
+
+    preds = {"input_price": prefill_chip_s_per_token(Na, Nt, q, K, L, B, F, W, g) * eff_usd_s * 1e6,
+             "output_price": decode_chip_s_per_token(Na, Nt, q, K, ctx, B, F, W, g) * eff_usd_s * 1e6}
+    if obs.cached_input_price is not None:
+        ttl = _loguni(rng, *pr.cache_ttl_s, n)
+        preds["cached_input_price"] = K * ttl * (usd_h / 3600.0 / hbm) / (util * (1 - margin)) * 1e6
+    if obs.long_threshold:
+        lc = 1.5 * obs.long_threshold      # a long request's context sits between the threshold and ~2x it
+        if obs.long_output_price is not None:
+            preds["long_output_price"] = decode_chip_s_per_token(Na, Nt, q, K, np.maximum(ctx, lc), B, F, W, g) * eff_usd_s * 1e6
+        if obs.long_input_price is not None:
+            preds["long_input_price"] = prefill_chip_s_per_token(Na, Nt, q, K, np.maximum(L, lc), B, F, W, g) * eff_usd_s * 1e6
+    if obs.output_speed is not None:
+        dom = np.array([min(h.scaleup_domain, pr.chips_max) for h in hws])[hi]
+        chips = np.minimum(2.0 ** np.floor(rng.uniform(0, np.log2(np.maximum(dom, 1)) + 1, n)), dom)
+        preds["output_speed"] = 1.0 / decode_step_s(Na, Nt, q, K, ctx, B, F, W, chips, g)
+    obsd = {k: getattr(obs, {"input_price": "input_price", "output_price": "output_price",
+                             "cached_input_price": "cached_input_price", "long_output_price": "long_output_price",
+                             "long_input_price": "long_input_price", "output_speed": "output_speed"}[k]) for k in preds}
+    for k in preds:
+        if k != "output_speed":
+            preds[k] = preds[k] * pr.cost_scale
+    ll = np.zeros(n)
+    for k, pv in preds.items():
+        ll += -0.5 * (np.log(pv / obsd[k]) / pr.price_noise) ** 2
+    w = np.exp(ll - ll.max())
+    ess = float(w.sum() ** 2 / (w ** 2).sum())
+    if ess < 30 or ll.max() < -0.5 * 9 * len(preds):
+        raise _inconsistent(preds, obsd)
+    qs = (0.1, 0.5, 0.9)
+
+    def iv(x, scale=1.0):
+        lo, med, hi_ = wquantile(x / scale, w, qs)
+        return {"low": lo, "median": med, "high": hi_}
+
+    kv_inf = [k for k in ("cached_input_price", "long_output_price", "long_input_price", "output_speed") if k in preds]
+    mem_bound = (Nt * q / W) > (2 * Na * B / F)
+    hw_post = {h.id: float(w[hi == i].sum() / w.sum()) for i, h in enumerate(hws)}
+    summary = {"observed": {k: v for k, v in obs.__dict__.items() if v is not None},
+               "active_params_b": iv(Na, 1e9), "total_params_b": iv(Nt, 1e9),
+               "kv_bytes_per_token": iv(K) if kv_inf else None, "kv_informed_by": kv_inf,
+               "batch": iv(B), "p_moe": float(w[moe].sum() / w.sum()),
+               "p_decode_memory_bound": float(w[mem_bound].sum() / w.sum()),
+               "hardware_posterior": dict(sorted(hw_post.items(), key=lambda kv: -kv[1])),
+               "samples": n, "effective_samples": ess,
+               "priors": {"hardware": [h for h, _ in pr.hardware], "margin": pr.margin, "utilization": pr.utilization,
+                          "chip_cost_factor": pr.chip_cost_factor, "batch": pr.batch, "weight_dtype": dnames,
+                          "price_noise": pr.price_noise, "active_params": pr.active_params,
+                          "cost_scale": pr.cost_scale}}
+    return Deduction(obs, pr, summary, _scenario(obs, pr, hws))
+
+
+def _inconsistent(preds, obsd) -> InputError:
+    for k, pv in preds.items():
+        lo, hi = np.percentile(pv, [0.5, 99.5])
+        if obsd[k] < lo:
+            return InputError(k, f"{obsd[k]:g} is below what any sampled provider could charge "
+                                 f"(0.5th percentile {lo:.3g})",
+                              "it contradicts the priors: selling below cost (margin < 0), chips cheaper than the "
+                              "--chip-cost range, or a model below the active-params range; widen them")
+        if obsd[k] > hi:
+            return InputError(k, f"{obsd[k]:g} is above what the priors can produce (99.5th percentile {hi:.3g})",
+                              "a margin or model beyond the priors' ranges; widen --margin or the params range")
+    return InputError("output_price", "the prices are inconsistent with each other under the priors "
+                      "(no sampled provider reproduces all of them)",
+                      "check the units ($ per million tokens) or widen the priors (e.g. --noise)")
+
+
+def _scenario(obs: Observed, pr: Priors, hws) -> dict:
+    """The napkin inversion at the priors' middles, for --explain."""
+    from tokenmath.specs.dtypes import get_dtype
+    h = hws[int(np.argmax([w for _, w in pr.hardware]))]
+    d = get_dtype(pr.weight_dtype[int(np.argmax([w for _, w in pr.weight_dtype]))][0])
+    mid = lambda r: float(np.sqrt(r[0] * r[1])) if r[0] > 0 else (r[0] + r[1]) / 2  # noqa: E731
+    cf, m, ut = mid(pr.chip_cost_factor), (pr.margin[0] + pr.margin[1]) / 2, (pr.utilization[0] + pr.utilization[1]) / 2
+    fe, be, B = (pr.flops_eff[0] + pr.flops_eff[1]) / 2, (pr.bw_eff[0] + pr.bw_eff[1]) / 2, mid(pr.batch)
+    usd_s = h.price_usd_per_hour * cf / 3600
+    cs_in = obs.input_price / 1e6 * (1 - m) * ut / usd_s / pr.cost_scale
+    cs_out = obs.output_price / 1e6 * (1 - m) * ut / usd_s / pr.cost_scale
+    peak = h.peak_flops(d.compute)
+    na = cs_in * peak * fe / 2
+    pred_out = float(decode_chip_s_per_token(na, na, d.bytes, 0.0, 0.0, B, peak * fe, h.memory_bw * be))
+    return {"hardware": h.id, "usd_per_hour": h.price_usd_per_hour, "cost_factor": cf, "margin": m, "utilization": ut,
+            "usd_per_chip_s": usd_s, "chip_s_in": cs_in, "chip_s_out": cs_out, "peak": peak, "flops_eff": fe,
+            "n_active_from_input": na, "batch": B, "chip_s_out_pred": pred_out}
+
+
+def coverage(priors: Priors | None = None, rows=None) -> dict:
+    """Run deduce over the shipped open-weight price rows: how often the true active params fall in the 80%
+    interval, and the median error of the median (as a factor). Closed models: their deduced sizes."""
+    from tokenmath.specs.catalog import shipped
+    from tokenmath.specs.model import get_model
+    from tokenmath.specs.params import count_params
+    rows = rows if rows is not None else shipped("api_prices.toml").get("price", [])
+    open_rows, closed_rows = [], []
+    for r in rows:
+        kw = dict(cached_input_price=r.get("cached_input_usd_per_mtok") or None,
+                  long_context_threshold=r.get("long_context_threshold"),
+                  long_input_price=r.get("long_input_usd_per_mtok"), long_output_price=r.get("long_output_usd_per_mtok"),
+                  output_speed=r.get("output_tokens_per_s") or None, priors=priors)
+        try:
+            d = deduce(r["input_usd_per_mtok"], r["output_usd_per_mtok"], **kw).summary
+        except InputError as e:
+            d = {"error": str(e)}
+        item = {"model": r["model"], "provider": r["provider"], "date": r.get("date"), "source": r.get("source"),
+                "input_usd_per_mtok": r["input_usd_per_mtok"], "output_usd_per_mtok": r["output_usd_per_mtok"]}
+        if "error" in d:
+            item["error"] = d["error"]
+        else:
+            item["active_params_b"] = d["active_params_b"]
+            item["total_params_b"] = d["total_params_b"]
+        if r.get("open_weights") and r.get("catalog_id"):
+            m = get_model(r["catalog_id"])
+            true = count_params(m).active / 1e9
+            item["true_active_params_b"] = true
+            if "error" not in d:
+                a = d["active_params_b"]
+                item["inside_80"] = bool(a["low"] <= true <= a["high"])
+                item["error_factor"] = float(max(a["median"], true) / min(a["median"], true))
+            open_rows.append(item)
+        elif not r.get("open_weights"):
+            closed_rows.append(item)
+    scored = [r for r in open_rows if "inside_80" in r]
+    pr_used = priors or Priors()
+    res = {"cost_scale": pr_used.cost_scale,
+           "note": ("cost_scale was fitted on these open-weight rows, so their coverage here is in-sample; the "
+                    "held-out figures (leave-one-provider-out) are in data/deduce_calibration.toml")
+           if pr_used.cost_scale != 1.0 else "uncalibrated (cost_scale = 1)",
+           "open_weight_rows": len(open_rows), "scored": len(scored),
+           "coverage_80": (sum(r["inside_80"] for r in scored) / len(scored)) if scored else None,
+           "median_error_factor": float(np.median([r["error_factor"] for r in scored])) if scored else None,
+           "open": open_rows, "closed": closed_rows}
+    return res
+
+
+COST_SCALE_GRID = tuple(float(x) for x in np.geomspace(0.25, 8.0, 16))
+
+
+def calibrate_cost_scale(rows=None, samples: int = 40_000) -> dict:
+    """Fit Priors.cost_scale on the open-weight rows of data/api_prices.toml: for each candidate scale, deduce every
+    row; choose the scale with the smallest median |log(median / true active params)|. Held-out figures come from
+    leave-one-provider-out (each provider's rows are deduced with a scale fitted on the other providers)."""
+    from tokenmath.specs.catalog import shipped
+    from tokenmath.specs.model import get_model
+    from tokenmath.specs.params import count_params
+    rows = rows if rows is not None else shipped("api_prices.toml").get("price", [])
+    rows = [r for r in rows if r.get("open_weights") and r.get("catalog_id")]
+    truth = np.array([count_params(get_model(r["catalog_id"])).active / 1e9 for r in rows])
+    med = np.full((len(rows), len(COST_SCALE_GRID)), np.nan)
+    lo, hi = med.copy(), med.copy()
+    for j, c in enumerate(COST_SCALE_GRID):
+        pr = Priors(samples=samples, cost_scale=c)
+        for i, r in enumerate(rows):
+            try:
+                a = deduce(r["input_usd_per_mtok"], r["output_usd_per_mtok"],
+                           cached_input_price=r.get("cached_input_usd_per_mtok") or None,
+                           long_context_threshold=r.get("long_context_threshold"),
+                           long_input_price=r.get("long_input_usd_per_mtok"),
+                           long_output_price=r.get("long_output_usd_per_mtok"),
+                           output_speed=r.get("output_tokens_per_s") or None, priors=pr).summary["active_params_b"]
+            except InputError:
+                continue
+            med[i, j], lo[i, j], hi[i, j] = a["median"], a["low"], a["high"]
+    err = np.abs(np.log(med / truth[:, None]))
+
+    def best(mask):
+        e = np.nanmedian(err[mask], axis=0)
+        return int(np.nanargmin(e))
+    providers = sorted({r["provider"] for r in rows})
+    prov = np.array([r["provider"] for r in rows])
+    held_err, held_in = [], []
+    for p in providers:
+        j = best(prov != p)
+        for i in np.nonzero(prov == p)[0]:
+            if np.isfinite(med[i, j]):
+                held_err.append(float(np.exp(err[i, j])))
+                held_in.append(bool(lo[i, j] <= truth[i] <= hi[i, j]))
+    j_all = best(np.ones(len(rows), bool))
+    j1 = int(np.argmin(np.abs(np.array(COST_SCALE_GRID) - 1.0)))
+    return {"cost_scale": COST_SCALE_GRID[j_all], "rows": len(rows), "providers": len(providers),
+            "heldout_median_error_factor": float(np.median(held_err)), "heldout_coverage_80": float(np.mean(held_in)),
+            "uncalibrated_median_error_factor": float(np.exp(np.nanmedian(err[:, j1]))),
+            "uncalibrated_coverage_80": float(np.nanmean((lo[:, j1] <= truth) & (truth <= hi[:, j1])))}

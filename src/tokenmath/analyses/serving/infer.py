@@ -1,0 +1,203 @@
+"""How fast and how expensive is this model on this hardware: prefill (TTFT) and decode for a static batch.
+
+All physics comes from the engine (engine/step.py, engine/memory.py); this module picks the workload, calls it
+and derives the user-facing figures (throughput, $/Mtok, J/token), plus the napkin derivation for --explain.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tokenmath.specs.dtypes import get_dtype
+from tokenmath.specs.efficiency import Efficiency
+from tokenmath.engine.memory import max_batch, weight_bytes_total
+from tokenmath.engine.static_batch import serve
+from tokenmath.engine.forward import PassCost, Precision
+from tokenmath.specs.hardware import Hardware
+from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
+from tokenmath.mapping.layout import Layout
+from tokenmath.specs.model import Model
+from tokenmath.specs.params import count_params
+from tokenmath.analyses.setup import MAX_BATCH, int_arg, setup
+
+@dataclass
+class InferResult:
+    model: Model
+    hardware: Hardware
+    layout: Layout
+    precision: Precision
+    efficiency: Efficiency
+    batch: int
+    input_len: int
+    output_len: int
+    params_total: float
+    params_active: float
+    weights_bytes: float
+    kv_bytes_per_token: float
+    memory: object
+    fits: bool
+    prefill: PassCost | None
+    decode: PassCost | None
+    ttft_s: float | None
+    decode_step_s: float | None
+    pp_p2p_s: float
+    decode_floor_s: float | None
+    advice: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def chips(self) -> int:
+        return int(self.layout.chips)
+
+    @property
+    def output_tokens_per_s(self):
+        if not self.fits:
+            return None
+        return self.batch * self.output_len / (self.ttft_s + self.output_len * self.decode_step_s)
+
+    @property
+    def output_tokens_per_s_per_user(self):
+        return None if not self.fits else 1.0 / self.decode_step_s
+
+    def _usd_per_s(self):
+        p = self.hardware.price_usd_per_hour
+        return None if p is None else self.chips * p / 3600.0
+
+    @property
+    def cost_per_mtok_input_usd(self):
+        r = self._usd_per_s()
+        if r is None or not self.fits:
+            return None
+        return r * self.ttft_s / (self.batch * self.input_len) * 1e6
+
+    @property
+    def cost_per_mtok_output_usd(self):
+        r = self._usd_per_s()
+        if r is None or not self.fits:
+            return None
+        return r * self.decode_step_s / self.batch * 1e6
+
+    @property
+    def energy_j_per_output_token(self):
+        if self.hardware.tdp_w is None or not self.fits:
+            return None
+        return self.chips * self.hardware.tdp_w * self.decode_step_s / self.batch
+
+    def to_dict(self) -> dict:
+        def f(x):
+            if x is None:
+                return None
+            x = float(np.asarray(x))
+            return x if math.isfinite(x) else None
+        mem = self.memory
+        return {
+            "model": self.model.id, "hardware": self.hardware.id,
+            "chips": self.chips, "tp": int(self.layout.tp), "pp": int(self.layout.pp),
+            "ep": int(self.layout.ep), "dp": int(self.layout.dp), "cp": int(self.layout.cp),
+            "weight_dtype": self.precision.weight.name, "expert_dtype": self.precision.expert.name,
+            "kv_dtype": self.precision.kv.name,
+            "input_len": self.input_len, "output_len": self.output_len,
+            "params_total": f(self.params_total), "params_active": f(self.params_active),
+            "weights_bytes": f(self.weights_bytes), "kv_bytes_per_token": f(self.kv_bytes_per_token),
+            "memory_per_chip_bytes": f(mem.total), "memory_usable_per_chip_bytes": f(mem.usable),
+            "memory_breakdown_bytes": {"weights": f(mem.weights), "kv_cache": f(mem.kv), "activations": f(mem.activations)},
+            "fits": bool(self.fits), "batch": int(self.batch),
+            "ttft_s": f(self.ttft_s), "decode_step_s": f(self.decode_step_s),
+            "decode_floor_s": f(self.decode_floor_s),
+            "output_tokens_per_s": f(self.output_tokens_per_s),
+            "output_tokens_per_s_per_user": f(self.output_tokens_per_s_per_user),
+            "bottleneck_prefill": str(self.prefill.bottleneck) if self.prefill is not None else None,
+            "bottleneck_decode": str(self.decode.bottleneck) if self.decode is not None else None,
+            "cost_per_mtok_input_usd": f(self.cost_per_mtok_input_usd),
+            "cost_per_mtok_output_usd": f(self.cost_per_mtok_output_usd),
+            "energy_j_per_output_token": f(self.energy_j_per_output_token),
+            "price_usd_per_chip_hour": self.hardware.price_usd_per_hour,
+            "efficiency": {"flops": self.efficiency.flops, "memory_bw": self.efficiency.memory_bw,
+                           "link_bw": self.efficiency.link_bw, "source": self.efficiency.source},
+            "advice": self.advice, "notes": self.notes,
+        }
+
+
+def _scalar(x):
+    return float(np.asarray(x))
+
+
+def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, input_len=1024,
+          output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
+          reserve: float | None = None, cp=None) -> InferResult:
+    """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
+
+    model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
+    batch: an integer or "max" (the largest batch that fits at input_len + output_len).
+    Times in seconds, sizes in bytes, costs in USD per million tokens.
+    """
+    input_len = int_arg(input_len, "input_len")
+    output_len = int_arg(output_len, "output_len")
+    su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
+               kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve, cp=cp)
+    m, hw, lay, prec, eff, reserve = su.model, su.hardware, su.layout, su.precision, su.efficiency, su.reserve
+    ctx = input_len + output_len
+    notes = []
+    if m.max_context and ctx > m.max_context:
+        notes.append(f"context {ctx:,} exceeds the model's max_position_embeddings {m.max_context:,}; "
+                     "the figures extrapolate the architecture")
+
+    bmax = int(max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, ctx, reserve))
+    if isinstance(batch, str):
+        if batch.lower() != "max":
+            batch = int_arg(batch, "batch", 1, MAX_BATCH)
+        else:
+            batch = bmax
+    else:
+        batch = int_arg(batch, "batch", 1, MAX_BATCH)
+
+    P = count_params(m)
+    sv = serve(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve)
+    fits = batch >= 1 and bool(sv.memory.fits)
+    res = InferResult(m, hw, lay, prec, eff, batch, input_len, output_len, P.total, P.active,
+                      weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
+                      kv_bytes_per_token(m, prec.kv.bytes), sv.memory, fits, sv.prefill, sv.decode, None, None,
+                      0.0, None, notes=notes)
+    if not fits:
+        # the bottlenecks stay informative when it does not fit; speeds are not reported
+        res.advice = _advice(m, hw, lay, prec, batch, ctx, bmax, reserve)
+        return res
+    res.ttft_s = _scalar(sv.ttft_s)
+    res.pp_p2p_s = _scalar(sv.pp_p2p_s)
+    res.decode_step_s = _scalar(sv.decode_step_s)
+    res.decode_floor_s = _scalar(sv.decode_floor_s)
+    groups = int(lay.dp * lay.ep)
+    if groups > 1 and batch % groups:
+        notes.append(f"batch {batch} does not split evenly over {groups} replicas/attention groups; "
+                     "the busiest group sets the pace")
+    return res
+
+
+def _advice(m, hw, lay, prec, batch, ctx, bmax, reserve) -> list[str]:
+    usable = hw.memory_bytes * (1 - reserve)
+    out = []
+    wtot = weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes)
+    kv_tot = _scalar(kv_bytes_per_sequence(m, ctx, prec.kv.bytes)) * max(batch, 1)
+    need = math.ceil((wtot + kv_tot) / usable)
+    if batch == 0 or bmax < 1:
+        out.append(f"the weights alone ({wtot / 1e9:,.1f} GB) leave no room for even one sequence of {ctx:,} tokens "
+                   f"on {int(lay.chips)} x {hw.id}")
+    else:
+        out.append(f"at most {bmax} sequences of {ctx:,} tokens fit on this layout (asked for {batch})")
+    out.append(f"weights + KV need about {need} x {hw.id} ({(wtot + kv_tot) / 1e9:,.1f} GB over "
+               f"{usable / 1e9:,.1f} GB usable each)")
+    for name in ("fp8", "int4"):
+        d = get_dtype(name)
+        if d.bytes >= prec.weight.bytes:
+            continue
+        alt = max_batch(m, hw.memory_bytes, lay, d.bytes, min(d.bytes, prec.expert.bytes), prec.kv.bytes, ctx, reserve)
+        if int(alt) >= max(batch, 1):
+            out.append(f"--weight-dtype {name} fits (up to batch {int(alt)} at this context)")
+            break
+    if prec.kv.bytes > 1:
+        alt = max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, 1.0, ctx, reserve)
+        if int(alt) >= max(batch, 1) > bmax:
+            out.append(f"--kv-dtype fp8 fits (up to batch {int(alt)})")
+    return out

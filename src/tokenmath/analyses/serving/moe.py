@@ -1,0 +1,295 @@
+"""The rack boundary made explicit for a MoE model: does an expert layer fit in one scale-up domain, what does its
+all-to-all cost inside vs across domains, how large an expert layer a domain can host, and TP vs EP vs PP side by
+side on the same chips.
+
+1. Fit: weights (experts + the rest) + the KV of `batch` sequences of `context` tokens against the usable HBM of one
+   domain (domain chips x HBM x (1 - reserve)); then the engine's memory per chip for the layouts of one domain
+   (tp x ep = domain; attention data-parallel over the ep groups), since replicated attention weights cost more
+   than the napkin sum.
+2. All-to-all: in decode each EP rank (tp = 1, attention data-parallel) holds batch / ep sequences, so it dispatches
+   T x top-k x d_model activations (bf16) and combines the same back, per MoE layer:
+       t = 2 x all_to_all(T x k x d_model x 2 B, ep)          (engine/collectives.py)
+   inside one domain (ep = domain), spread over every chip asked for (or two domains), and the same ep ranks split
+   over two domains (the invariant: never faster than inside).
+3. Largest expert layer a domain hosts at this batch and context: per chip, usable - non-expert weights / tp - KV -
+   activations is left for experts, which split over all domain chips:
+       max expert params = max over tp of (that budget x domain chips / bytes per expert param)
+4. TP, EP, PP (and their mixes across domains) on the same chips and batch, in one vectorized engine call: per-token
+   latency (decode step), throughput per chip, communication share of the step, KV and memory held per chip.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tokenmath import units as u
+from tokenmath.specs.efficiency import Efficiency
+from tokenmath.engine import collectives as coll
+from tokenmath.engine.memory import CHUNK_TOKENS, activations_per_chip, kv_per_chip, memory_per_chip, weights_per_chip
+from tokenmath.engine.forward import ACT_BYTES
+from tokenmath.errors import InputError
+from tokenmath.specs.kv_cache import kv_bytes_per_sequence
+from tokenmath.mapping.layout import Layout
+from tokenmath.specs.model import model_ids, get_model
+from tokenmath.specs.params import count_params
+from tokenmath.analyses.setup import fmt_layout, int_arg
+from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
+from tokenmath.analyses.serving.plan import check_options, evaluate_grid, links_for, point, system_setup
+
+
+@dataclass
+class MoeReport:
+    setup: object
+    chips: int
+    batch: int
+    context: int
+    input_len: int
+    output_len: int
+    fit: dict
+    all_to_all: dict
+    capacity: dict
+    rows: list
+    options: dict
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        su = self.setup
+        return {"model": su.model.id, "system": su.hardware.describe(), "chips": self.chips, "batch": self.batch,
+                "context": self.context, "input_len": self.input_len, "output_len": self.output_len,
+                "weight_dtype": su.precision.weight.name, "expert_dtype": su.precision.expert.name,
+                "kv_dtype": su.precision.kv.name,
+                "fits_in_one_domain": self.fit["fits_in_one_domain"], "fit": self.fit, "all_to_all": self.all_to_all,
+                "max_expert_params_per_domain": self.capacity["max_expert_params"], "capacity": self.capacity,
+                "layouts": self.rows, **self.options, "notes": self.notes}
+
+    def explain(self) -> str:
+        return moe_explain(self)
+
+
+def _largest(cands, ok) -> int:
+    best = 1
+    for c in cands:
+        if ok(c):
+            best = max(best, c)
+    return best
+
+
+def candidate_layouts(m, n: int, d: int) -> list[tuple[str, tuple[int, int, int, int]]]:
+    """TP, EP, PP and their mixes across domains on n chips (each tuple multiplies to n)."""
+    divs = divisors(n)
+    out = []
+    tp = _largest(divs, lambda t: tp_ok(m, t))
+    out.append(("TP", (tp, 1, 1, n // tp)))
+    ep = _largest(divs, lambda e: m.n_experts % e == 0)
+    out.append(("EP (DP attention)", (1, 1, ep, n // ep)))
+    pp = _largest(divs, lambda p: p <= m.n_layers)
+    out.append(("PP", (1, pp, 1, n // pp)))
+    t8 = _largest([t for t in divs if t <= min(8, d)], lambda t: tp_ok(m, t))
+    e8 = _largest(divisors(n // t8), lambda e: m.n_experts % e == 0)
+    out.append(("TP x EP", (t8, 1, e8, n // (t8 * e8))))
+    if n > d:
+        td = _largest([t for t in divisors(d) if n % t == 0], lambda t: tp_ok(m, t))
+        p = _largest(divisors(n // td), lambda q: q <= m.n_layers)
+        out.append(("TP in domain x PP across", (td, p, 1, n // (td * p))))
+        ed = _largest([e for e in divisors(d) if n % e == 0], lambda e: m.n_experts % e == 0)
+        p = _largest(divisors(n // ed), lambda q: q <= m.n_layers)
+        out.append(("EP in domain x PP across", (1, p, ed, n // (ed * p))))
+    seen, rows = set(), []
+    for name, t in out:
+        if t not in seen:
+            seen.add(t)
+            rows.append((name, t))
+    return rows
+
+
+def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, weight_dtype=None, kv_dtype=None,
+        ep_imbalance=1.0, ep_overlap=False, efficiency: Efficiency | None = None, reserve=None) -> MoeReport:
+    """Expert layers against the scale-up domain of `system` for `batch` sequences of `context` tokens."""
+    imb = check_options(ep_imbalance)
+    su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve)
+    m, hw, prec, eff = su.model, su.hardware, su.precision, su.efficiency
+    if not m.is_moe:
+        moes = [i for i in model_ids() if get_model(i).is_moe]
+        raise InputError("model", f"{m.id} is dense: it has no expert layers", f"a MoE model, e.g. {', '.join(moes[:6])}")
+    context = int_arg(context, "context", 2)
+    output_len = int_arg(output_len, "output_len")
+    if output_len >= context:
+        raise InputError("output_len", f"{output_len:,} generated tokens leave no prompt in a context of {context:,}",
+                         "an output length below --context")
+    input_len = context - output_len
+    batch = int_arg(batch if batch is not None else 16 * n, "batch", 1, 10_000_000)
+    d = hw.scaleup_domain
+    P = count_params(m)
+    usable = hw.memory_bytes * (1 - su.reserve)
+    eb, wb, kb = prec.expert.bytes, prec.weight.bytes, prec.kv.bytes
+    kv_seq = float(kv_bytes_per_sequence(m, context, kb))
+    expert_w = P.experts_total * eb
+    other_w = P.non_expert * wb
+    kv_tot = batch * kv_seq
+    need = expert_w + other_w + kv_tot
+    dom_usable = d * usable
+
+    # ---- 1. fit inside one domain: napkin, then the engine's memory per chip for the domain's layouts ----
+    dom_lays = layouts_for(m, d)
+    if not dom_lays:
+        raise InputError("system", f"no layout of one {d}-chip domain suits {m.id}",
+                         f"a system whose domain size divides the {m.n_heads} heads or {m.n_experts} experts")
+    lay = Layout(*(np.array([t[i] for t in dom_lays]) for i in range(4)))
+    mem = memory_per_chip(m, hw.memory_bytes, lay, wb, eb, kb, float(batch), float(context),
+                          min(math.ceil(batch / d), 64) * input_len, su.reserve)
+    tot = np.asarray(mem.total, float)
+    bi = int(np.argmin(tot))
+    fit = {"fits_in_one_domain": bool(tot[bi] <= usable), "napkin_fits": bool(need <= dom_usable),
+           "domain_size": d, "domain_usable_bytes": dom_usable, "expert_weights_bytes": expert_w,
+           "other_weights_bytes": other_w, "kv_bytes": kv_tot, "kv_bytes_per_sequence": kv_seq,
+           "need_bytes": need, "domains_needed": math.ceil(need / dom_usable),
+           "domain_layout": fmt_layout(*dom_lays[bi]), "memory_per_chip_bytes": float(tot[bi]),
+           "memory_usable_per_chip_bytes": usable,
+           "memory_breakdown_bytes": {"weights": float(np.asarray(mem.weights)[bi]), "kv_cache": float(np.asarray(mem.kv)[bi]),
+                                      "activations": float(np.asarray(mem.activations)[bi])}}
+
+    # ---- 2. the all-to-all of one MoE layer, inside vs across domains ----
+    k, dm = m.experts_per_token, m.d_model
+    links = links_for(hw)
+
+    def a2a(p, h, group_span):
+        T = math.ceil(batch / p)
+        payload = T * k * dm * ACT_BYTES * imb
+        bw = None if links is None else h.group_bw("all_to_all", min(group_span, h.scaleup_domain))
+        return float(2 * coll.all_to_all(payload, p, h, eff.link_bw, up_bw=bw)), T, payload
+
+    if m.n_experts % d:
+        notes_a2a = [f"{m.n_experts} experts do not split evenly over {d} ranks; the all-to-all figures are as if they "
+                     "did (e.g. with redundant experts, as DeepSeek's EPLB does)"]
+    else:
+        notes_a2a = []
+    inside, T_in, pay_in = a2a(d, hw, d)
+    p_out = n if n > d else 2 * d
+    across, T_out, pay_out = a2a(p_out, hw, p_out) if hw.scaleout_bw else (None, math.ceil(batch / p_out), None)
+    split_hw = hw.replace(scaleup_domain=max(1, d // 2))
+    split = float(2 * coll.all_to_all(pay_in, d, split_hw, eff.link_bw,
+                                      up_bw=None if links is None else split_hw.group_bw("all_to_all", d))) \
+        if hw.scaleout_bw and d > 1 else None
+    L = P.n_moe_layers
+    a2a_d = {"moe_layers": L, "top_k": k, "d_model": dm, "ep_imbalance": imb,
+             "inside": {"ep": d, "tokens_per_rank": T_in, "payload_bytes_per_rank": pay_in, "per_layer_s": inside,
+                        "per_decode_step_s": inside * L},
+             "across": None if across is None else {"ep": p_out, "domains": math.ceil(p_out / d), "tokens_per_rank": T_out,
+                                                    "payload_bytes_per_rank": pay_out, "per_layer_s": across,
+                                                    "per_decode_step_s": across * L},
+             "same_ranks_split_over_two_domains": None if split is None else {"ep": d, "per_layer_s": split,
+                                                                               "per_decode_step_s": split * L}}
+
+    # ---- 3. largest expert layer one domain hosts at this batch and context ----
+    best = (0.0, None)
+    for t in divisors(d):
+        if not tp_ok(m, t):
+            continue
+        lt = Layout(t, 1, d // t, 1)
+        fixed = float(weights_per_chip(m, lt, wb, 0.0)) + float(kv_per_chip(m, lt, kb, batch, context)) \
+            + float(activations_per_chip(m, lt, CHUNK_TOKENS))
+        cap = max(usable - fixed, 0.0) * d / eb
+        if cap > best[0]:
+            best = (cap, fmt_layout(t, 1, d // t, 1))
+    capacity = {"max_expert_params": best[0], "max_expert_params_per_moe_layer": best[0] / max(L, 1),
+                "model_expert_params": P.experts_total, "ratio_to_model": best[0] / P.experts_total,
+                "layout": best[1], "expert_dtype": prec.expert.name}
+
+    # ---- 4. TP vs EP vs PP on the same chips, one engine call ----
+    cands = candidate_layouts(m, n, d)
+    ev = evaluate_grid(su, [t for _, t in cands], [batch], input_len, output_len, ep_imbalance=imb,
+                       ep_overlap=bool(ep_overlap))
+    price = su.usd_per_chip_s
+    rows = []
+    for i, (name, t) in enumerate(cands):
+        p = point(ev, i, 0, price)
+        p["name"] = name
+        p["fits"] = bool(ev.grid.fits[i, 0])
+        rows.append(p)
+    notes = list(notes_a2a)
+    if batch % n:
+        notes.append(f"batch {batch} does not split evenly over {n} chips; the busiest group sets the pace")
+    if not any(r["fits"] for r in rows):
+        notes.append(f"no layout of {n} chips holds batch {batch} at {context:,} tokens: lower --batch or add chips")
+    return MoeReport(su, n, batch, context, input_len, output_len, fit, a2a_d, capacity, rows,
+                     {"ep_imbalance": imb, "ep_overlap": bool(ep_overlap)}, notes)
+
+
+# ---- text --------------------------------------------------------------------------------------------------------
+def moe_table(r: MoeReport) -> str:
+    L = [f"{'layout':<26}{'tp/pp/ep/dp':>13} {'fits':>5} {'ms/token':>9} {'tok/s/user':>11} {'tok/s/chip':>11} "
+         f"{'comm':>6} {'KV/chip':>9} {'mem/chip':>9} {'domains':>8}"]
+    for p in r.rows:
+        lay = f"{p['tp']}/{p['pp']}/{p['ep']}/{p['dp']}"
+        if p["fits"]:
+            L.append(f"{p['name']:<26}{lay:>13} {'yes':>5} {p['decode_step_s'] * 1e3:>9.2f} "
+                     f"{p['output_tokens_per_s_per_user']:>11,.1f} {p['output_tokens_per_s_per_chip']:>11,.0f} "
+                     f"{p['communication_share']:>6.0%} {u.bytes_(p['kv_per_chip_bytes']):>9} "
+                     f"{u.bytes_(p['memory_per_chip_bytes']):>9} {p['domains_spanned']:>8}")
+        else:
+            L.append(f"{p['name']:<26}{lay:>13} {'no':>5} {'':>9} {'':>11} {'':>11} {'':>6} "
+                     f"{u.bytes_(p['kv_per_chip_bytes']):>9} {u.bytes_(p['memory_per_chip_bytes']):>9} "
+                     f"{p['domains_spanned']:>8}")
+    return "\n".join(L)
+
+
+def moe_text(r: MoeReport) -> str:
+    su = r.setup
+    hw, m = su.hardware, su.model
+    f, a, c = r.fit, r.all_to_all, r.capacity
+    L = [f"{m.name} on {r.chips} x {hw.chip} ({hw.id}, domains of {hw.scaleup_domain}): batch {r.batch}, "
+         f"context {r.context:,} ({r.input_len:,} in + {r.output_len:,} out)"]
+    L.append(f"1. one domain ({f['domain_size']} chips, {u.bytes_(f['domain_usable_bytes'])} usable): experts "
+             f"{u.bytes_(f['expert_weights_bytes'])} + other weights {u.bytes_(f['other_weights_bytes'])} + KV "
+             f"{u.bytes_(f['kv_bytes'])} = {u.bytes_(f['need_bytes'])} -> "
+             + ("fits" if f["fits_in_one_domain"] else f"does NOT fit (needs {f['domains_needed']} domains' HBM"
+                + (", and replicated attention weights push the best in-domain layout over" if f["napkin_fits"] else "") + ")")
+             + f"; best in-domain layout {f['domain_layout']}: {u.bytes_(f['memory_per_chip_bytes'])} of "
+             f"{u.bytes_(f['memory_usable_per_chip_bytes'])} per chip")
+    i = a["inside"]
+    L.append(f"2. all-to-all per MoE layer (dispatch + combine of T x {a['top_k']} x {a['d_model']} x 2 B per rank, "
+             f"{a['moe_layers']} MoE layers):")
+    L.append(f"   inside one domain  ep={i['ep']:<5} T={i['tokens_per_rank']:<6} {u.seconds(i['per_layer_s']):>9} per layer, "
+             f"{u.seconds(i['per_decode_step_s'])} per decode step")
+    if a["across"]:
+        x = a["across"]
+        L.append(f"   across {x['domains']} domains  ep={x['ep']:<5} T={x['tokens_per_rank']:<6} {u.seconds(x['per_layer_s']):>9} "
+                 f"per layer, {u.seconds(x['per_decode_step_s'])} per decode step")
+    if a["same_ranks_split_over_two_domains"]:
+        s = a["same_ranks_split_over_two_domains"]
+        L.append(f"   same {s['ep']} ranks split over 2 domains   {u.seconds(s['per_layer_s']):>9} per layer "
+                 f"({s['per_layer_s'] / i['per_layer_s']:.1f}x inside)")
+    L.append(f"3. largest expert layer one domain hosts at this batch and context: {u.count(c['max_expert_params'])} "
+             f"expert params ({u.count(c['max_expert_params_per_moe_layer'])} per MoE layer; this model has "
+             f"{u.count(c['model_expert_params'])}, {c['ratio_to_model']:.2f}x) in {c['expert_dtype']}, layout {c['layout']}")
+    L.append("4. TP vs EP vs PP on the same chips and batch (ms/token = decode step; tok/s/chip includes prefill):")
+    L.append(moe_table(r))
+    for n_ in r.notes:
+        L.append(f"note: {n_}")
+    return "\n".join(L)
+
+
+def moe_explain(r: MoeReport) -> str:
+    su = r.setup
+    hw = su.hardware
+    a = r.all_to_all
+    i = a["inside"]
+    L = [moe_text(r), "", "Derivations:"]
+    L.append(f"  KV per sequence = {u.bytes_(r.fit['kv_bytes_per_sequence'])} at {r.context:,} tokens; x batch {r.batch} = "
+             f"{u.bytes_(r.fit['kv_bytes'])}")
+    L.append(f"  all-to-all inside: each of {i['ep']} ranks holds ceil({r.batch} / {i['ep']}) = {i['tokens_per_rank']} "
+             f"tokens; payload = {i['tokens_per_rank']} x {a['top_k']} x {a['d_model']} x 2 B"
+             + (f" x imbalance {a['ep_imbalance']:g}" if a["ep_imbalance"] != 1 else "")
+             + f" = {u.bytes_(i['payload_bytes_per_rank'])}; (p-1)/p x payload / (scale-up {hw.scaleup_bw / 1e9:,.0f} GB/s x "
+             f"{su.efficiency.link_bw:g}) + latency, x 2 (dispatch + combine)")
+    if a["across"]:
+        L.append(f"  across: the share (p-d)/p of each rank's payload bound for other domains crosses the scale-out link "
+                 f"({(hw.scaleout_bw or 0) / 1e9:,.1f} GB/s per chip) while the rest moves on scale-up; + "
+                 f"{hw.scaleout_latency * 1e6:g} us")
+    L.append("  largest expert layer: (usable HBM - non-expert weights / tp - KV - activations) x domain chips / bytes "
+             "per expert parameter, best tp")
+    L.append("  table: one engine call over the layouts; communication share = exposed collectives + PP hand-offs over "
+             "the decode step")
+    return "\n".join(L)

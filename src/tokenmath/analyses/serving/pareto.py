@@ -1,0 +1,107 @@
+"""Throughput per chip against interactivity: the frontier over batch sizes and the layouts of one scale-up domain.
+
+Serving benchmarks publish this chart (tokens/s/chip vs tokens/s/user). A point is on the frontier when no other
+point is both faster per user and more productive per chip.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenmath.errors import InputError
+from tokenmath import units as u
+from tokenmath.analyses.setup import Setup, finite, fmt_layout, int_arg, setup
+from tokenmath.mapping.candidates import layouts_for
+from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate
+
+
+def frontier_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Points not dominated in (x up, y up): sort by x descending, keep running maxima of y."""
+    order = np.lexsort((-y, -x))
+    keep = np.zeros(x.size, bool)
+    best = -np.inf
+    for i in order:  # one pass over the candidates already sorted; O(n)
+        if y[i] > best:
+            keep[i] = True
+            best = y[i]
+    return keep
+
+
+@dataclass
+class Pareto:
+    setup: Setup
+    chips: int
+    grid: Grid
+    points: list[dict]
+    frontier: list[dict]
+
+    def to_dict(self):
+        su = self.setup
+        return {"model": su.model.id, "hardware": su.hardware.id, "chips": self.chips,
+                "input_len": self.grid.input_len, "output_len": self.grid.output_len,
+                "frontier": self.frontier, "points_evaluated": len(self.points),
+                "layouts": [fmt_layout(*t) for t in self.grid.layouts]}
+
+    def explain(self) -> str:
+        f = self.frontier
+        L = [f"Pareto frontier on {self.chips} x {self.setup.hardware.id} for {self.setup.model.name} "
+             f"({len(self.points)} feasible (layout, batch) points, {len(f)} on the frontier)"]
+        L.append("  per user: 1 / decode step; per chip: batch x output / (TTFT + output x step) / chips")
+        if f:
+            a, b = f[0], f[-1]
+            L.append(f"  most interactive: {a['output_tokens_per_s_per_user']:,.0f} tok/s/user at "
+                     f"{a['output_tokens_per_s_per_chip']:,.0f} tok/s/chip ({a['layout']}, batch {a['batch']})")
+            L.append(f"  most productive: {b['output_tokens_per_s_per_chip']:,.0f} tok/s/chip at "
+                     f"{b['output_tokens_per_s_per_user']:,.1f} tok/s/user ({b['layout']}, batch {b['batch']})")
+            L.append("  moving along the frontier trades latency for cost: more concurrent sequences share each "
+                     "weight fetch until memory (KV) or compute runs out")
+        return "\n".join(L)
+
+
+def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None,
+           efficiency=None, allow_pp: bool = False) -> Pareto:
+    su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
+    chips = int_arg(chips if chips is not None else su0.hardware.scaleup_domain, "chips", 1, 4096)
+    input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
+    lays = layouts_for(su0.model, chips, allow_pp=allow_pp, max_tp=su0.hardware.scaleup_domain)
+    if not lays:
+        raise InputError("chips", f"no layout of {chips} chips suits {su0.model.id}",
+                         f"a chip count with a divisor that divides the {su0.model.n_heads} heads")
+    probe = evaluate(su0, lays, [1], input_len, output_len)
+    bmax = int(np.max(probe.max_batch))
+    if bmax < 1:
+        raise InputError("chips", f"{su0.model.id} does not fit on {chips} x {su0.hardware.id} at "
+                         f"{input_len + output_len:,} tokens", "more chips, a shorter context or a smaller dtype")
+    g = evaluate(su0, lays, batch_axis(bmax), input_len, output_len)
+    ok = np.asarray(g.fits)
+    x = np.where(ok, g.tokens_per_s_per_user, np.nan)
+    y = np.where(ok, g.output_tokens_per_s_per_chip, np.nan)
+    cost = g.usd_per_mtok_output(su0.usd_per_chip_s)
+    pts = []
+    idx = np.argwhere(ok)
+    for li, bi in idx:
+        t = g.layouts[li]
+        pts.append({"layout": fmt_layout(*t), "tp": t[0], "pp": t[1], "ep": t[2], "dp": t[3],
+                    "batch": int(g.batch[li, bi]), "output_tokens_per_s_per_user": finite(x[li, bi]),
+                    "output_tokens_per_s_per_chip": finite(y[li, bi]),
+                    "decode_step_s": finite(g.step_s[li, bi]), "ttft_s": finite(g.ttft_s[li, bi]),
+                    "cost_per_mtok_output_usd": None if cost is None else finite(cost[li, bi]),
+                    "chip_s_per_mtok_output": finite(g.chip_s_per_mtok_output()[li, bi]),
+                    "communication_share": finite(g.comm_share[li, bi]), "bottleneck": str(g.bottleneck[li, bi])})
+    xs = np.array([p["output_tokens_per_s_per_user"] for p in pts])
+    ys = np.array([p["output_tokens_per_s_per_chip"] for p in pts])
+    keep = frontier_mask(xs, ys) if pts else np.zeros(0, bool)
+    front = sorted([p for p, k in zip(pts, keep) if k], key=lambda p: -p["output_tokens_per_s_per_user"])
+    return Pareto(su0, chips, g, pts, front)
+
+
+def pareto_text(p: Pareto) -> str:
+    rows = [f"{'tok/s/user':>11} {'tok/s/chip':>11} {'$/Mtok':>9}  layout               batch  bound"]
+    step = max(1, len(p.frontier) // 20)
+    shown = p.frontier[::step] + ([p.frontier[-1]] if (len(p.frontier) - 1) % step else [])
+    for f in shown:
+        rows.append(f"{f['output_tokens_per_s_per_user']:>11,.1f} {f['output_tokens_per_s_per_chip']:>11,.0f} "
+                    f"{u.usd(f['cost_per_mtok_output_usd']) if f['cost_per_mtok_output_usd'] is not None else 'n/a':>9}  "
+                    f"{f['layout']:<20} {f['batch']:>5}  {f['bottleneck']}")
+    return "\n".join(rows)

@@ -1,0 +1,70 @@
+"""The provider's side: what serving a known model costs per million input and output tokens at a latency
+target, and the list price that cost implies at a margin and a utilization (to hold next to providers' lists).
+
+price = cost at full load / (utilization x (1 - gross margin)).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenmath.errors import InputError
+from tokenmath.analyses.setup import Setup, finite, fmt_layout, int_arg, pos_float, setup
+from tokenmath.analyses.serving.grid import up_to, meeting_speed
+
+
+@dataclass
+class PriceResult:
+    setup: Setup
+    result: dict
+
+    def to_dict(self):
+        return self.result
+
+    def explain(self):
+        r = self.result
+        su = self.setup
+        return "\n".join([
+            f"Serving {su.model.name} on {su.hardware.id} at >= {r['min_tokens_per_s_per_user']:g} tokens/s per user "
+            f"({r['input_len']:,} in / {r['output_len']:,} out)",
+            f"  cheapest layout meeting the target: {r['layout']} on {r['chips']} chips, batch {r['batch']}, "
+            f"decode step {r['decode_step_s'] * 1e3:.3g} ms, TTFT {r['ttft_s'] * 1e3:.3g} ms",
+            f"  $/s = {r['chips']} x ${su.hardware.price_usd_per_hour}/h / 3600 = {r['chips'] * su.hardware.price_usd_per_hour / 3600:.5f}",
+            f"  output cost = $/s x step / batch x 1e6 = ${r['cost_per_mtok_output_usd']:.4g}/Mtok; "
+            f"input cost = $/s x TTFT / (batch x input) x 1e6 = ${r['cost_per_mtok_input_usd']:.4g}/Mtok",
+            f"  price = cost / (utilization {r['utilization']:g} x (1 - margin {r['margin']:g})): "
+            f"input ${r['price_per_mtok_input_usd']:.4g}, output ${r['price_per_mtok_output_usd']:.4g} per Mtok "
+            f"(output/input {r['output_input_ratio']:.2f}x)"])
+
+
+def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, output_len=500, margin=0.5,
+          utilization=0.6, max_chips=None, weight_dtype=None, kv_dtype=None, efficiency=None) -> PriceResult:
+    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
+    if su.hardware.price_usd_per_hour is None:
+        raise InputError("hardware", f"{su.hardware.id} has no $/chip-hour in the catalog",
+                         "a chip with a price (tokenmath hardware) or a hardware file with price_usd_per_hour")
+    target = pos_float(min_tokens_per_s_per_user, "min_tokens_per_s_per_user")
+    if not isinstance(margin, (int, float)) or not 0 <= margin < 1:
+        raise InputError("margin", f"{margin!r} is not a gross margin", "a fraction in [0, 1), e.g. 0.5")
+    utilization = pos_float(utilization, "utilization", 0.0, 1.0)
+    input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
+    top = int_arg(max_chips if max_chips is not None else min(su.hardware.scaleup_domain, 72), "max_chips", 1, 4096)
+    g = up_to(su, top, input_len, output_len)
+    ok = meeting_speed(g, target, top, su.hardware.id)
+    usd_s = g.chips * su.usd_per_chip_s
+    out_cost = usd_s * g.step_s / g.batch * 1e6
+    in_cost = usd_s * g.ttft_s / (g.batch * input_len) * 1e6
+    li, bi = np.unravel_index(np.argmin(np.where(ok, out_cost, np.inf)), out_cost.shape)
+    t = g.layouts[li]
+    scale = 1.0 / (utilization * (1.0 - margin))
+    c_in, c_out = float(in_cost[li, bi]), float(out_cost[li, bi])
+    res = {"model": su.model.id, "hardware": su.hardware.id, "layout": fmt_layout(*t), "tp": t[0], "pp": t[1],
+           "ep": t[2], "dp": t[3], "chips": int(g.chips[li, 0]), "batch": int(g.batch[li, bi]),
+           "input_len": input_len, "output_len": output_len, "min_tokens_per_s_per_user": target,
+           "decode_step_s": finite(g.step_s[li, bi]), "ttft_s": finite(g.ttft_s[li, bi]),
+           "cost_per_mtok_input_usd": finite(c_in), "cost_per_mtok_output_usd": finite(c_out),
+           "margin": margin, "utilization": utilization,
+           "price_per_mtok_input_usd": finite(c_in * scale), "price_per_mtok_output_usd": finite(c_out * scale),
+           "output_input_ratio": finite(c_out / c_in)}
+    return PriceResult(su, res)

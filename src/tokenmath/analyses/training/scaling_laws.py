@@ -1,0 +1,357 @@
+"""Chinchilla scaling laws: the parametric loss L(N, D) = E + A/N^alpha + B/D^beta and the compute-optimal split.
+
+N = parameters, D = training tokens, C = training FLOPs ~= 6 N D (forward 2ND + backward 4ND; Kaplan et al. 2020,
+Hoffmann et al. 2022 Sec. 3.3). Losses are in nats per token on the fit's own data (MassiveText for all three fits
+below): compare losses within one fit, never across fits or with another model's reported loss.
+
+Fits (selectable by name; see FITS):
+- "epoch" (default): Besiroglu, Erdil, Barnett, You 2024, "Chinchilla Scaling: A replication attempt",
+  arXiv:2404.10102; constants from the authors' notebook (github.com/epoch-research/analyzing-chinchilla,
+  data_analysis.ipynb, cell "Parameter estimates and their standard errors"). It reproduces Chinchilla's own
+  ~20 tokens/parameter (70B on 1.4T tokens) that Hoffmann's Approaches 1 and 2 found.
+- "hoffmann": Hoffmann et al. 2022 (arXiv:2203.15556) Approach 3, the unrounded values behind the paper's TeX
+  (Epoch notebook, `true_params`). Use it to reproduce Sardana et al. 2023 (arXiv:2401.00448), who used these.
+- "hoffmann-rounded": the values as printed in Hoffmann App. D.2 (E=1.69, A=406.4, B=410.7, 0.34, 0.28). The
+  rounding biases the optimum (~93 tokens/param at 5.76e23 FLOPs); kept only for reproducing papers that used it.
+
+Compute-optimal frontier (Hoffmann Sec. 3.3, closed form under C = 6ND): minimising L subject to 6ND = C gives
+    alpha A / N^alpha = beta B / D^beta   (the tangency condition)
+    N_opt = G (C/6)^a,  D_opt = (C/6)^b / G,  G = (alpha A / (beta B))^(1/(alpha+beta)),
+    a = beta/(alpha+beta),  b = alpha/(alpha+beta).
+The same tangency condition answers "the cheapest (in 6ND) model reaching loss l": with x = A/N^alpha,
+B/D^beta = (alpha/beta) x and l = E + x (1 + alpha/beta), so x = (l - E) beta/(alpha+beta) in closed form.
+`numeric_optimum` checks the closed form with an independent golden-section search on the 6ND = C line.
+
+Everything is vectorized: N, D, C and l may be numpy arrays and broadcast.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tokenmath.errors import InputError, unknown_name
+
+FLOPS_PER_PARAM_TOKEN = 6.0  # training: forward 2 + backward 4 FLOPs per parameter per token
+
+
+@dataclass(frozen=True)
+class Fit:
+    name: str
+    E: float
+    A: float
+    B: float
+    alpha: float
+    beta: float
+    source: str
+    note: str = ""
+
+    @property
+    def a(self) -> float:
+        """Exponent of N_opt in C."""
+        return self.beta / (self.alpha + self.beta)
+
+    @property
+    def b(self) -> float:
+        """Exponent of D_opt in C."""
+        return self.alpha / (self.alpha + self.beta)
+
+    @property
+    def G(self) -> float:
+        return (self.alpha * self.A / (self.beta * self.B)) ** (1.0 / (self.alpha + self.beta))
+
+    def constants(self) -> dict:
+        return {"E": self.E, "A": self.A, "B": self.B, "alpha": self.alpha, "beta": self.beta,
+                "source": self.source, "note": self.note}
+
+
+FITS: dict[str, Fit] = {
+    "epoch": Fit(
+        "epoch", E=1.81686, A=482.006, B=2085.434, alpha=0.34781, beta=0.36585,
+        source="Besiroglu et al. 2024, 'Chinchilla Scaling: A replication attempt', arXiv:2404.10102; "
+               "github.com/epoch-research/analyzing-chinchilla data_analysis.ipynb (parameter estimates; "
+               "SE: E 0.026, A 124.5, B 1293.3, alpha 0.0154, beta 0.0206)",
+        note="refit of Hoffmann's own data; ~20 tokens/param at Chinchilla's compute, like Approaches 1 and 2"),
+    "hoffmann": Fit(
+        "hoffmann", E=math.exp(0.5267228), A=math.exp(6.0073404), B=math.exp(6.0179186),
+        alpha=0.33917084, beta=0.2849083,
+        source="Hoffmann et al. 2022, arXiv:2203.15556, Approach 3 (Sec. 3.3, App. D.2), unrounded values from "
+               "the Epoch notebook `true_params` (E=exp(0.5267228), A=exp(6.0073404), B=exp(6.0179186))",
+        note="the set Sardana et al. 2023 (arXiv:2401.00448) used; Epoch found the fit converged poorly"),
+    "hoffmann-rounded": Fit(
+        "hoffmann-rounded", E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28,
+        source="Hoffmann et al. 2022, arXiv:2203.15556, App. D.2 as printed: E=1.69, A=406.4, B=410.7, "
+               "alpha=0.34, beta=0.28",
+        note="rounded; biased optimum (~90+ tokens/param). Not for quantitative use"),
+}
+DEFAULT_FIT = "epoch"
+
+
+def get_fit(fit: str | Fit | None) -> Fit:
+    if fit is None:
+        return FITS[DEFAULT_FIT]
+    if isinstance(fit, Fit):
+        return fit
+    if not isinstance(fit, str) or fit.lower() not in FITS:
+        raise unknown_name("fit", str(fit), FITS)
+    return FITS[fit.lower()]
+
+
+# ---- checks (every bad input names its field) -----------------------------------------------------------------
+
+def positive_number(v, field: str, unit: str = "") -> float:
+    """A finite number > 0, else InputError naming the field."""
+    what = f"a positive number{(' of ' + unit) if unit else ''}, e.g. 1e24"
+    if isinstance(v, bool):
+        raise InputError(field, f"{v!r} is not a number", what)
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise InputError(field, f"{v!r} is not a number", what) from None
+    if not math.isfinite(x):
+        raise InputError(field, f"{v!r} is not finite", what)
+    if x <= 0:
+        raise InputError(field, f"{x:g} must be greater than 0", what)
+    return x
+
+
+def check_loss(v, fit: Fit, field: str = "loss") -> float:
+    x = positive_number(v, field, "nats/token")
+    if x <= fit.E:
+        raise InputError(field, f"{x:g} is at or below the irreducible loss E = {fit.E:.4g} of the {fit.name!r} fit "
+                         "(no finite model and data reach it)", f"a loss above {fit.E:.4g}")
+    return x
+
+
+# ---- the law -----------------------------------------------------------------------------------------------------
+
+def loss(N, D, fit="epoch"):
+    """L(N, D) = E + A/N^alpha + B/D^beta (nats/token), broadcasting over arrays."""
+    f = get_fit(fit)
+    N = np.asarray(N, dtype=float)
+    D = np.asarray(D, dtype=float)
+    return f.E + f.A / N ** f.alpha + f.B / D ** f.beta
+
+
+def compute_optimal(C, fit="epoch"):
+    """Closed-form compute-optimal (N_opt, D_opt) for C = 6ND training FLOPs (Hoffmann Sec. 3.3)."""
+    f = get_fit(fit)
+    c6 = np.asarray(C, dtype=float) / FLOPS_PER_PARAM_TOKEN
+    return f.G * c6 ** f.a, c6 ** f.b / f.G
+
+
+def optimal_for_loss(target, fit="epoch"):
+    """The compute-optimal (N, D) whose loss is `target`: the cheapest 6ND reaching it (closed form)."""
+    f = get_fit(fit)
+    x = (np.asarray(target, dtype=float) - f.E) * f.beta / (f.alpha + f.beta)  # x = A/N^alpha at the optimum
+    N = (f.A / x) ** (1.0 / f.alpha)
+    D = (f.B / (f.alpha / f.beta * x)) ** (1.0 / f.beta)
+    return N, D
+
+
+def min_params_for_loss(target, fit="epoch"):
+    """Below this N the loss target is out of reach with any amount of data: A/N^alpha >= target - E."""
+    f = get_fit(fit)
+    return (f.A / (np.asarray(target, dtype=float) - f.E)) ** (1.0 / f.alpha)
+
+
+def tokens_for_loss(N, target, fit="epoch"):
+    """Training tokens D that bring a model of N parameters to loss `target` (inf where N is too small)."""
+    f = get_fit(fit)
+    gap = np.asarray(target, dtype=float) - f.E - f.A / np.asarray(N, dtype=float) ** f.alpha
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(gap > 0, (f.B / np.where(gap > 0, gap, 1.0)) ** (1.0 / f.beta), np.inf)
+
+
+def numeric_optimum(C: float, fit="epoch", tol: float = 1e-12) -> tuple[float, float]:
+    """Independent check: golden-section minimisation of L(N, C/(6N)) over ln N in [0, ln(C/6)].
+    L along the line is a sum of two exponentials in ln N, hence convex, so golden section converges."""
+    f = get_fit(fit)
+    c6 = C / FLOPS_PER_PARAM_TOKEN
+
+    def g(u):
+        return f.A * math.exp(-f.alpha * u) + f.B * (c6 / math.exp(u)) ** (-f.beta)
+
+    lo, hi = 0.0, math.log(c6)
+    r = (math.sqrt(5) - 1) / 2
+    x1, x2 = hi - r * (hi - lo), lo + r * (hi - lo)
+    g1, g2 = g(x1), g(x2)
+    while hi - lo > tol:
+        if g1 < g2:
+            hi, x2, g2 = x2, x1, g1
+            x1 = hi - r * (hi - lo)
+            g1 = g(x1)
+        else:
+            lo, x1, g1 = x1, x2, g2
+            x2 = lo + r * (hi - lo)
+            g2 = g(x2)
+    n = math.exp((lo + hi) / 2)
+    return n, c6 / n
+
+
+# ---- the `chinchilla` analysis -----------------------------------------------------------------------------------
+
+@dataclass
+class ChinchillaResult:
+    fit: Fit
+    mode: str                 # "compute-optimal" | "point" | "loss-target"
+    compute: float
+    params: float
+    tokens: float
+    loss: float
+    optimum_params: float     # compute-optimal N at the same compute (== params in compute-optimal mode)
+    optimum_tokens: float
+    optimum_loss: float
+    numeric_params: float     # golden-section check of optimum_params
+    numeric_tokens: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tokens_per_param(self) -> float:
+        return self.tokens / self.params
+
+    @property
+    def loss_terms(self) -> dict:
+        f = self.fit
+        return {"irreducible": f.E, "params_term": f.A / self.params ** f.alpha, "data_term": f.B / self.tokens ** f.beta}
+
+    def to_dict(self) -> dict:
+        f = self.fit
+        return {
+            "fit": f.name, "fit_constants": f.constants(), "mode": self.mode,
+            "compute": self.compute, "params": self.params, "tokens": self.tokens, "loss": self.loss,
+            "tokens_per_param": self.tokens_per_param, "loss_terms": self.loss_terms,
+            "compute_optimal": {
+                "params": self.optimum_params, "tokens": self.optimum_tokens, "loss": self.optimum_loss,
+                "tokens_per_param": self.optimum_tokens / self.optimum_params,
+                "exponent_params": f.a, "exponent_tokens": f.b, "G": f.G,
+                "numeric_check": {"params": self.numeric_params, "tokens": self.numeric_tokens,
+                                  "relative_difference": abs(self.numeric_params / self.optimum_params - 1)},
+            },
+            "notes": self.notes,
+        }
+
+
+CHINCHILLA_COMPUTE = 5.76e23  # Hoffmann App. F: Chinchilla/Gopher training compute (Rae et al. counting)
+
+
+def chinchilla(compute=None, params=None, tokens=None, loss_target=None, fit="epoch") -> ChinchillaResult:
+    """Chinchilla scaling law.
+
+    - compute=C: the compute-optimal N, D (closed form, checked numerically) and their loss;
+    - params=N, tokens=D: the loss of that model, its 6ND compute and the compute-optimal split of the same C;
+    - compute with params (or tokens): the other follows from C = 6ND;
+    - loss_target=l: the cheapest (compute-optimal) N, D reaching loss l.
+    With nothing given, Chinchilla's own compute (5.76e23 FLOPs).
+    """
+    f = get_fit(fit)
+    notes: list[str] = []
+    given = [k for k, v in (("compute", compute), ("params", params), ("tokens", tokens), ("loss", loss_target))
+             if v is not None]
+    if loss_target is not None and len(given) > 1:
+        raise InputError("loss", "a loss target fixes N and D by itself", "give --loss alone")
+    if len(given) == 3:
+        raise InputError("compute", "--compute, --params and --tokens over-determine C = 6ND", "give two of them at most")
+    if not given:
+        compute = CHINCHILLA_COMPUTE
+        notes.append("no budget given: Chinchilla's own training compute, 5.76e23 FLOPs (Hoffmann et al. App. F)")
+    C = positive_number(compute, "compute", "FLOPs") if compute is not None else None
+    N = positive_number(params, "params", "parameters") if params is not None else None
+    D = positive_number(tokens, "tokens", "tokens") if tokens is not None else None
+    mode = "point"
+    if loss_target is not None:
+        lt = check_loss(loss_target, f, "loss")
+        N, D = (float(x) for x in optimal_for_loss(lt, f))
+        C = FLOPS_PER_PARAM_TOKEN * N * D
+        mode = "loss-target"
+    elif C is not None and N is None and D is None:
+        mode = "compute-optimal"
+    elif C is not None and N is not None:
+        D = C / (FLOPS_PER_PARAM_TOKEN * N)
+    elif C is not None and D is not None:
+        N = C / (FLOPS_PER_PARAM_TOKEN * D)
+    elif N is None or D is None:
+        missing = "tokens" if D is None else "params"
+        raise InputError(missing, "missing", "give --params and --tokens together, or --compute")
+    else:
+        C = FLOPS_PER_PARAM_TOKEN * N * D
+    if C < 6.0 or not math.isfinite(C):
+        raise InputError("compute", f"{C:g} FLOPs is not a training budget", "at least 6 FLOPs (one parameter, one token)")
+    n_opt, d_opt = (float(x) for x in compute_optimal(C, f))
+    n_num, d_num = numeric_optimum(C, f)
+    if mode == "compute-optimal":
+        N, D = n_opt, d_opt
+    if N < 1 or D < 1:
+        raise InputError("params" if N < 1 else "tokens", f"{min(N, D):g} is below one", "at least 1")
+    if mode != "compute-optimal" and D / N > 1000:
+        notes.append(f"{D / N:,.0f} tokens/param: beyond ~1000 the Chinchilla D-term is over-optimistic "
+                     "(Sardana et al. 2023, arXiv:2401.00448)")
+    if f.name == "hoffmann-rounded":
+        notes.append("the rounded Hoffmann constants bias the optimum; prefer --fit epoch (or hoffmann)")
+    return ChinchillaResult(f, mode, C, N, D, float(loss(N, D, f)), n_opt, d_opt, float(loss(n_opt, d_opt, f)),
+                            n_num, d_num, notes)
+
+
+def explain_chinchilla(r: ChinchillaResult) -> str:
+    from tokenmath import units as u
+    f = r.fit
+    t = r.loss_terms
+    L = [f"Chinchilla scaling law, fit {f.name!r}: L(N, D) = E + A/N^alpha + B/D^beta",
+         f"  E = {f.E:.5g}, A = {f.A:.6g}, B = {f.B:.6g}, alpha = {f.alpha:.5g}, beta = {f.beta:.5g}",
+         f"  source: {f.source}", ""]
+    if r.mode == "loss-target":
+        x = t["params_term"]
+        L += ["1. Cheapest model reaching the loss (tangency alpha A/N^alpha = beta B/D^beta)",
+              f"  A/N^alpha = (l - E) x beta/(alpha+beta) = ({r.loss:.4f} - {f.E:.4f}) x {f.beta / (f.alpha + f.beta):.4f}"
+              f" = {x:.4f}",
+              f"  N = (A / {x:.4f})^(1/alpha) = {u.count(r.params)};  B/D^beta = (alpha/beta) x {x:.4f} = "
+              f"{t['data_term']:.4f} -> D = {u.count(r.tokens)} tokens",
+              f"  C = 6 N D = 6 x {r.params:.4g} x {r.tokens:.4g} = {r.compute:.4g} FLOPs", ""]
+    else:
+        L += ["1. Training compute",
+              "  C = 6 N D" + (f" = 6 x {r.params:.4g} x {r.tokens:.4g}" if r.mode == "point" else "")
+              + f" = {r.compute:.4g} FLOPs", ""]
+    L += ["2. Compute-optimal split of C (minimise L on the line 6ND = C)",
+          f"  G = (alpha A / (beta B))^(1/(alpha+beta)) = ({f.alpha:.5g} x {f.A:.6g} / ({f.beta:.5g} x {f.B:.6g}))"
+          f"^(1/{f.alpha + f.beta:.5g}) = {f.G:.5g}",
+          f"  a = beta/(alpha+beta) = {f.a:.4f},  b = alpha/(alpha+beta) = {f.b:.4f}",
+          f"  N_opt = G (C/6)^a = {f.G:.5g} x ({r.compute / 6:.4g})^{f.a:.4f} = {u.count(r.optimum_params)} parameters",
+          f"  D_opt = (C/6)^b / G = ({r.compute / 6:.4g})^{f.b:.4f} / {f.G:.5g} = {u.count(r.optimum_tokens)} tokens"
+          f"  ({r.optimum_tokens / r.optimum_params:.1f} tokens/param)",
+          f"  check: golden-section search on 6ND = C finds N = {u.count(r.numeric_params)} "
+          f"(relative difference {abs(r.numeric_params / r.optimum_params - 1):.1e})",
+          f"  L(N_opt, D_opt) = {r.optimum_loss:.4f}", ""]
+    L += [f"3. Loss of N = {u.count(r.params)}, D = {u.count(r.tokens)} ({r.tokens_per_param:,.1f} tokens/param)",
+          f"  L = {f.E:.4f} + {f.A:.6g}/{r.params:.4g}^{f.alpha:.5g} + {f.B:.6g}/{r.tokens:.4g}^{f.beta:.5g}",
+          f"    = {f.E:.4f} + {t['params_term']:.4f} + {t['data_term']:.4f} = {r.loss:.4f} nats/token"]
+    if r.mode == "point":
+        L.append(f"  vs compute-optimal at the same C: {r.loss - r.optimum_loss:+.4f}")
+    if r.notes:
+        L += ["", *("note: " + n for n in r.notes)]
+    return "\n".join(L)
+
+
+def plot_chinchilla(r: ChinchillaResult, path: str) -> str:
+    """IsoFLOP curves (loss vs N at fixed C = 6ND) at C/10, C, 10C, each optimum marked; the asked point too."""
+    from tokenmath.faces.plots import _plt, _save
+    plt = _plt()   # the charts' shared setup: Agg backend, a clear error when matplotlib is missing
+    f = r.fit
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, C in ((0.1, r.compute / 10), (1, r.compute), (10, r.compute * 10)):
+        n_opt, _ = compute_optimal(C, f)
+        N = np.logspace(np.log10(n_opt) - 1.5, np.log10(n_opt) + 1.5, 300)
+        ax.plot(N, loss(N, C / (6 * N), f), lw=2 if k == 1 else 1, alpha=1 if k == 1 else 0.5,
+                label=f"C = {C:.3g} FLOPs")
+        ax.plot([n_opt], [loss(n_opt, C / (6 * n_opt), f)], "o", color="k" if k == 1 else "grey")
+    ax.annotate(f"optimum {r.optimum_params / 1e9:.3g}B params,\n{r.optimum_tokens / 1e12:.3g}T tokens",
+                (r.optimum_params, r.optimum_loss), textcoords="offset points", xytext=(10, -30))
+    if r.mode == "point":
+        ax.plot([r.params], [r.loss], "s", color="C3", label=f"asked: N={r.params:.3g}, D={r.tokens:.3g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("model parameters N")
+    ax.set_ylabel("predicted loss L(N, D = C/6N) (nats/token)")
+    ax.set_title(f"IsoFLOP curves, Chinchilla fit '{f.name}'")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)

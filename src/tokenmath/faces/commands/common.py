@@ -1,0 +1,131 @@
+"""Options shared by subcommands, and the wrapper that turns InputError into exit code 2 (+ JSON error)."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+
+import click
+
+DEFAULT_MODEL = "llama-3.1-8b"
+DEFAULT_HARDWARE = "h100-sxm"
+
+
+def run_guarded(fn, as_json: bool):
+    """Run fn(); an InputError exits 2 with its message (and a JSON error object under --json); no tracebacks."""
+    from tokenmath.errors import InputError
+    try:
+        return fn()
+    except InputError as e:
+        if as_json:
+            click.echo(json.dumps(e.to_dict(), indent=2))
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except (click.exceptions.Exit, click.ClickException, SystemExit):
+        raise
+    except BrokenPipeError:  # `tokenmath ... | head`: the reader left; stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)
+    except Exception as e:  # never a traceback for a user; TOKENMATH_DEBUG=1 shows it
+        if os.environ.get("TOKENMATH_DEBUG"):
+            raise
+        if as_json:
+            click.echo(json.dumps({"error": {"field": None, "problem": f"internal error: {type(e).__name__}: {e}",
+                                             "valid": "please report this with the command line"}}, indent=2))
+        click.echo(f"internal error: {type(e).__name__}: {e} (set TOKENMATH_DEBUG=1 for details)", err=True)
+        sys.exit(1)
+
+
+def batch_arg(ctx, param, value):
+    if value is None:
+        return None
+    if str(value).lower() == "max":
+        return "max"
+    try:
+        v = int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an integer or 'max'") from None
+    if v < 1:
+        raise click.BadParameter(f"{v} must be at least 1 (or 'max')")
+    return v
+
+
+def positive(ctx, param, value):
+    if value is not None and value < 1:
+        raise click.BadParameter(f"{value} must be at least 1")
+    return value
+
+
+def positive_float(ctx, param, value):
+    import math
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise click.BadParameter(f"{value} must be a finite number greater than 0")
+    return value
+
+
+def model_hardware(f):
+    """--model and --hardware."""
+    f = click.option("--hardware", "-H", default=DEFAULT_HARDWARE, show_default=True,
+                     help="Catalog id or hardware file (.toml/.json).")(f)
+    f = click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True,
+                     help="Catalog id or path to a config.json.")(f)
+    return f
+
+
+def layout_options(f):
+    """--chips --tp --pp --ep --dp."""
+    for name, help_ in reversed([
+        ("--chips", "Total chips; must equal tp x pp x ep x dp."),
+        ("--tp", "Tensor-parallel degree (default: chips / (pp x ep x dp))."),
+        ("--pp", "Pipeline stages."),
+        ("--ep", "Expert-parallel degree (MoE; attention data-parallel over ep groups)."),
+        ("--dp", "Independent replicas."),
+    ]):
+        f = click.option(name, type=int, callback=positive, help=help_)(f)
+    return f
+
+
+def dtype_options(f):
+    f = click.option("--kv-dtype", help="bf16, fp16, fp8, int8 (default bf16).")(f)
+    f = click.option("--weight-dtype", help="bf16, fp16, fp8, int8, int4, fp4, mxfp4, nvfp4 (default: the checkpoint's).")(f)
+    return f
+
+
+def output_options(f, plot: bool = False):
+    if plot:
+        f = click.option("--plot", "plot_file", type=click.Path(dir_okay=False),
+                         help="Write a chart (PNG or SVG by the file's extension).")(f)
+    f = click.option("--explain", is_flag=True, help="The derivation, step by step, with numbers and units.")(f)
+    f = click.option("--json", "as_json", is_flag=True, help="One JSON object, SI units.")(f)
+    return f
+
+
+def with_plot(f):
+    return output_options(f, plot=True)
+
+
+def guarded(f):
+    """Decorator: the command body runs under run_guarded, JSON errors when --json was given."""
+    @functools.wraps(f)
+    def wrapper(*args, **kw):
+        return run_guarded(lambda: f(*args, **kw), bool(kw.get("as_json")))
+    return wrapper
+
+
+def emit_json(obj) -> None:
+    click.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def plot_then_json(result, as_json: bool, plot_file, plot_fn) -> bool:
+    """Write the chart if asked; under --json print the result (with the chart's path) and return True."""
+    if plot_file:
+        plot_fn(result, plot_file)
+    if not as_json:
+        return False
+    d = result.to_dict()
+    if plot_file:
+        d["plot"] = plot_file
+    emit_json(d)
+    return True

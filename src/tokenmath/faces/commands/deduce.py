@@ -1,0 +1,108 @@
+"""deduce (price -> architecture) and price (architecture -> price)."""
+import click
+
+from tokenmath.faces.commands.common import dtype_options, emit_json, guarded, model_hardware, positive, positive_float
+
+
+def _range(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        lo, hi = (float(x) for x in str(value).split(","))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not LOW,HIGH") from None
+    if not lo <= hi:
+        raise click.BadParameter("LOW must not exceed HIGH")
+    return (lo, hi)
+
+
+@click.command()
+@click.option("--input-price", type=float, help="$ per million input tokens.")
+@click.option("--output-price", type=float, help="$ per million output tokens.")
+@click.option("--cached-input-price", type=float, help="$ per million cached input tokens.")
+@click.option("--long-context-threshold", type=float, help="Tokens above which the long-context tier applies.")
+@click.option("--long-input-price", type=float)
+@click.option("--long-output-price", type=float)
+@click.option("--output-speed", type=float, help="Measured output tokens/s per user.")
+@click.option("--hardware", "-H", help="Chip id(s), comma-separated: replaces the hardware prior.")
+@click.option("--margin", callback=_range, help="Gross margin range LOW,HIGH (default 0,0.75).")
+@click.option("--utilization", callback=_range, help="Utilization range LOW,HIGH (default 0.3,0.8).")
+@click.option("--batch", callback=_range, help="Decode batch range LOW,HIGH (default 4,512).")
+@click.option("--chip-cost", callback=_range, help="Multiplier range on catalog $/h, LOW,HIGH (default 0.4,1.2).")
+@click.option("--noise", type=float, default=0.30, show_default=True, callback=positive_float,
+              help="Log-sd between a price and the cost it covers.")
+@click.option("--samples", type=int, default=200_000, show_default=True, callback=positive)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--dataset", is_flag=True, help="Run over the shipped API price rows: coverage on open-weight models.")
+@click.option("--uncalibrated", is_flag=True, help="cost_scale = 1 instead of the scale fitted on open-weight prices.")
+@click.option("--calibrate", is_flag=True, help="Refit the cost scale on the shipped open-weight prices (about 30 s).")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--explain", is_flag=True)
+@guarded
+def deduce(input_price, output_price, cached_input_price, long_context_threshold, long_input_price, long_output_price,
+           output_speed, hardware, margin, utilization, batch, chip_cost, noise, samples, seed, dataset, uncalibrated, calibrate,
+           as_json, explain):
+    """Deduce active params, KV bytes and batch regime from API prices (an 80% interval over explicit priors)."""
+    from dataclasses import replace
+    from tokenmath.analyses.inverse.deduce import Priors, coverage, deduce as run
+    from tokenmath.errors import InputError
+    if calibrate:
+        from tokenmath.analyses.inverse.deduce import calibrate_cost_scale
+        emit_json(calibrate_cost_scale())
+        return
+    pr = Priors(price_noise=noise, samples=min(samples, 2_000_000), seed=seed)
+    if uncalibrated:
+        pr = replace(pr, cost_scale=1.0)
+    if hardware:
+        hw = [h.strip() for h in hardware.split(",") if h.strip()]
+        pr = replace(pr, hardware=tuple((h, 1.0 / len(hw)) for h in hw))
+    for name, val in (("margin", margin), ("utilization", utilization), ("batch", batch), ("chip_cost_factor", chip_cost)):
+        if val is not None:
+            pr = replace(pr, **{name: val})
+    if not (0 <= pr.margin[0] and pr.margin[1] < 1):
+        raise InputError("margin", f"{pr.margin} is not within [0, 1)", "e.g. 0.2,0.6")
+    if not (0 < pr.utilization[0] and pr.utilization[1] <= 1):
+        raise InputError("utilization", f"{pr.utilization} is not within (0, 1]", "e.g. 0.3,0.8")
+    if dataset:
+        cov = coverage(pr)
+        if as_json:
+            emit_json(cov)
+            return
+        from tokenmath.faces.tables import coverage_table
+        coverage_table(cov)
+        return
+    if input_price is None or output_price is None:
+        raise InputError("input_price" if input_price is None else "output_price", "missing",
+                         "--input-price and --output-price in $ per million tokens (or --dataset)")
+    d = run(input_price, output_price, cached_input_price=cached_input_price,
+            long_context_threshold=long_context_threshold, long_input_price=long_input_price,
+            long_output_price=long_output_price, output_speed=output_speed, priors=pr)
+    if as_json:
+        emit_json(d.to_dict())
+    else:
+        click.echo(d.explain())
+
+
+@click.command()
+@model_hardware
+@click.option("--min-tokens-per-s-per-user", type=float, default=20.0, show_default=True, callback=positive_float)
+@click.option("--input-len", type=int, default=2000, show_default=True, callback=positive)
+@click.option("--output-len", type=int, default=500, show_default=True, callback=positive)
+@click.option("--margin", type=float, default=0.5, show_default=True, help="Gross margin (0..1).")
+@click.option("--utilization", type=float, default=0.6, show_default=True, help="Share of time serving at that load.")
+@click.option("--max-chips", type=int, callback=positive)
+@dtype_options
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--explain", is_flag=True)
+@guarded
+def price(model, hardware, min_tokens_per_s_per_user, input_len, output_len, margin, utilization, max_chips,
+          weight_dtype, kv_dtype, as_json, explain):
+    """What serving a model costs per million input/output tokens at a latency target, and the implied price."""
+    from tokenmath.analyses.serving.provider_price import price as run
+    r = run(model, hardware, min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_len=input_len,
+            output_len=output_len, margin=margin, utilization=utilization, max_chips=max_chips,
+            weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    if as_json:
+        emit_json(r.to_dict())
+    else:
+        click.echo(r.explain())

@@ -1,0 +1,110 @@
+"""plan, moe, systems: parallelism across the scale-up boundary."""
+import click
+
+from tokenmath.faces.commands.common import dtype_options, emit_json, guarded, positive, positive_float, with_plot
+
+DEFAULT_SYSTEM = "hgx-h100"
+
+
+def _system_option(f):
+    return click.option("--system", "-S", "--hardware", "system", default=DEFAULT_SYSTEM, show_default=True,
+                        help="System id (hgx-h100, hgx-h200, hgx-b200, gb200-nvl72, gb300-nvl72, tpu-v5p, tpu-v6e, "
+                             "mi300x-node), a chip id (that chip in its usual domain) or a file.")(f)
+
+
+def _ep_options(f):
+    f = click.option("--overlap-ep", "ep_overlap", is_flag=True,
+                     help="Overlap the EP all-to-all with compute (two micro-batches): only the part longer than "
+                          "a layer's compute is exposed.")(f)
+    f = click.option("--ep-imbalance", type=float, default=1.0, show_default=True, callback=positive_float,
+                     help="Busiest expert-parallel rank's tokens / the mean (1.0 = perfectly balanced routing).")(f)
+    return f
+
+
+@click.command()
+@click.option("--model", "-m", default="deepseek-v3", show_default=True, help="Catalog id or path to a config.json.")
+@_system_option
+@click.option("--chips", type=int, callback=positive, help="Total chips (default: the system's usual size).")
+@click.option("--ttft-ms", type=float, callback=positive_float, help="Target: time to first token (prefill of the batch), ms.")
+@click.option("--min-tokens-per-s-per-user", type=float, callback=positive_float, help="Target: output tokens/s per user.")
+@click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
+@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
+@click.option("--disaggregated", is_flag=True, help="Also size separate prefill and decode pools for this traffic mix.")
+@_ep_options
+@dtype_options
+@with_plot
+@guarded
+def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, output_len, disaggregated, ep_imbalance,
+         ep_overlap, weight_dtype, kv_dtype, as_json, explain, plot_file):
+    """Best layout (TP, EP, PP, DP, batch) on a system: cheapest $/Mtok meeting the targets, runner-ups, frontier."""
+    from tokenmath.analyses.serving.plan import plan as run, plan_text
+    r = run(model, system, chips=chips, ttft_ms=ttft_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
+            input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+            ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated)
+    if plot_file:
+        from tokenmath.faces.plots_parallel import plan_plot
+        plan_plot(r, plot_file)
+    if as_json:
+        emit_json(r.to_dict())
+    else:
+        click.echo(r.explain() if explain else plan_text(r))
+        if plot_file:
+            click.echo(f"chart written to {plot_file}")
+
+
+@click.command()
+@click.option("--model", "-m", default="deepseek-v3", show_default=True, help="A MoE model: catalog id or config.json.")
+@_system_option
+@click.option("--chips", type=int, callback=positive, help="Total chips (default: the system's usual size).")
+@click.option("--batch", "-b", type=int, callback=positive, help="Concurrent sequences (default 16 per chip).")
+@click.option("--context", type=int, default=4096, show_default=True, callback=positive,
+              help="Tokens per sequence held in KV (prompt + output).")
+@click.option("--output-len", type=int, default=256, show_default=True, callback=positive,
+              help="Generated tokens per sequence (the rest of --context is the prompt).")
+@_ep_options
+@dtype_options
+@with_plot
+@guarded
+def moe(model, system, chips, batch, context, output_len, ep_imbalance, ep_overlap, weight_dtype, kv_dtype, as_json,
+        explain, plot_file):
+    """Expert layers vs the rack: fit in one domain, all-to-all inside vs across, TP vs EP vs PP side by side."""
+    from tokenmath.analyses.serving.moe import moe as run, moe_text
+    r = run(model, system, chips=chips, batch=batch, context=context, output_len=output_len, weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype, ep_imbalance=ep_imbalance, ep_overlap=ep_overlap)
+    if plot_file:
+        from tokenmath.faces.plots_parallel import moe_plot
+        moe_plot(r, plot_file)
+    if as_json:
+        emit_json(r.to_dict())
+    else:
+        click.echo(r.explain() if explain else moe_text(r))
+        if plot_file:
+            click.echo(f"chart written to {plot_file}")
+
+
+@click.command()
+@click.option("--chips", type=int, callback=positive, help="Size each system for this many chips.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON list (GB/s and microseconds, as in the catalog).")
+@guarded
+def systems(chips, as_json):
+    """List the systems catalog: chip, domain size, topology, scale-up and scale-out links (sourced)."""
+    from tokenmath.specs.systems import get_system, system_ids
+    rows = []
+    for sid in system_ids():
+        try:
+            rows.append(get_system(sid, chips).describe())
+        except Exception as e:  # a chip count that is not a slice of a TPU: say so in that row
+            rows.append({"id": sid, "error": str(e)})
+    if as_json:
+        emit_json(rows)
+        return
+    click.echo(f"{'id':<13} {'chip':<13} {'chips':>6} {'domain':>7} {'topology':<8} {'scale-up GB/s':>13} "
+               f"{'scale-out GB/s':>14} {'lat us (in/+out)':>16}  torus")
+    for r in rows:
+        if "error" in r:
+            click.echo(f"{r['id']:<13} {r['error']}")
+            continue
+        out = f"{r['scaleout_gbs']:g}" if r["scaleout_gbs"] is not None else "n/a"
+        click.echo(f"{r['id']:<13} {r['chip']:<13} {r['chips']:>6} {r['domain_size']:>7} {r['topology']:<8} "
+                   f"{r['scaleup_gbs']:>13g} {out:>14} {r['scaleup_latency_us']:>8g}/{r['scaleout_latency_us']:<7g}  "
+                   f"{'x'.join(map(str, r['torus'])) if r['torus'] else ''}")

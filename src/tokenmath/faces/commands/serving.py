@@ -1,0 +1,132 @@
+"""slowmode, pareto, prices, context, fleet: the serving-economics questions."""
+import click
+
+from tokenmath.faces.commands.common import (dtype_options, emit_json, guarded, layout_options, model_hardware, positive, positive_float,
+                     with_plot)
+
+
+def _out(result, as_json, explain, plot_file, plot_fn, text_fn=None):
+    if plot_file:
+        plot_fn(result, plot_file)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        click.echo(text_fn(result) if (text_fn and not explain) else result.explain())
+        if plot_file:
+            click.echo(f"chart written to {plot_file}")
+
+
+def _floats(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        out = [float(v) for v in str(value).split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers") from None
+    import math
+    if not out or any(not (v > 0 and math.isfinite(v)) for v in out):
+        raise click.BadParameter("every value must be a finite number greater than 0")
+    return out
+
+
+@click.command()
+@model_hardware
+@click.option("--budget-ms", callback=_floats, help="Latency budgets, comma-separated (ms per output token, or per request).")
+@click.option("--per-request", is_flag=True, help="Budgets are per request (TTFT + all decode steps).")
+@click.option("--max-chips", type=int, callback=positive, help="Largest chip count to consider (default: the scale-up domain).")
+@click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
+@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
+@dtype_options
+@with_plot
+@guarded
+def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, output_len, weight_dtype, kv_dtype,
+             as_json, explain, plot_file):
+    """Cheapest cost for a latency budget, across batch sizes and chip counts (and where waiting stops helping)."""
+    from tokenmath.analyses.serving.slowmode import slowmode as run
+    from tokenmath.faces.plots import slowmode_plot
+    r = run(model, hardware, budgets_s=[b / 1e3 for b in budget_ms] if budget_ms else None, per_request=per_request,
+            max_chips=max_chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    _out(r, as_json, explain, plot_file, slowmode_plot)
+
+
+@click.command()
+@model_hardware
+@click.option("--chips", type=int, callback=positive, help="Chips (default: one scale-up domain).")
+@click.option("--allow-pp", is_flag=True, help="Also consider pipeline-parallel layouts.")
+@click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
+@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
+@dtype_options
+@with_plot
+@guarded
+def pareto(model, hardware, chips, allow_pp, input_len, output_len, weight_dtype, kv_dtype, as_json, explain, plot_file):
+    """Throughput per chip against tokens/s per user over batches and layouts: the Pareto frontier, with $/Mtok."""
+    from tokenmath.analyses.serving.pareto import pareto as run, pareto_text
+    from tokenmath.faces.plots import pareto_plot
+    r = run(model, hardware, chips=chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype, allow_pp=allow_pp)
+    _out(r, as_json, explain, plot_file, pareto_plot, lambda p: p.explain() + "\n" + pareto_text(p))
+
+
+@click.command()
+@model_hardware
+@layout_options
+@click.option("--contexts", callback=_floats, help="Input lengths, comma-separated (default 256..131072).")
+@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
+@click.option("--batch", type=int, callback=positive, help="Batch (default: the largest that fits at each context).")
+@click.option("--cache-ttl-s", type=float, default=300.0, show_default=True, callback=positive_float,
+              help="How long a cached prompt's KV stays in HBM waiting for reuse.")
+@dtype_options
+@with_plot
+@guarded
+def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, cache_ttl_s, weight_dtype, kv_dtype,
+           as_json, explain, plot_file):
+    """Cost per input vs output token across context lengths, their ratio, and a cached input token."""
+    from tokenmath.analyses.serving.input_vs_output import prices as run
+    from tokenmath.faces.plots import prices_plot
+    r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp,
+            contexts=[int(c) for c in contexts] if contexts else None, output_len=output_len, batch=batch,
+            cache_ttl_s=cache_ttl_s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    _out(r, as_json, explain, plot_file, prices_plot)
+
+
+@click.command()
+@model_hardware
+@layout_options
+@click.option("--batch", type=int, default=1, show_default=True, callback=positive)
+@click.option("--context", type=int, default=8192, show_default=True, callback=positive)
+@dtype_options
+@with_plot
+@guarded
+def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype, kv_dtype, as_json, explain, plot_file):
+    """KV bytes per token, max context/batch, and the context where KV reads equal weight reads."""
+    from tokenmath.analyses.serving.context import context as run
+    from tokenmath.faces.plots import context_plot
+    r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch, context=context,
+            weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    _out(r, as_json, explain, plot_file, context_plot)
+
+
+@click.command()
+@model_hardware
+@click.option("--demand", type=float, required=True, callback=positive_float, help="Output tokens per second to serve.")
+@click.option("--min-tokens-per-s-per-user", type=float, default=20.0, show_default=True, callback=positive_float)
+@click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
+@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
+@click.option("--max-chips", type=int, callback=positive, help="Largest replica (chips).")
+@click.option("--pue", type=float, default=1.0, show_default=True, callback=positive_float,
+              help="Facility power / chip power (1.0 counts chip TDP only).")
+@dtype_options
+@with_plot
+@guarded
+def fleet(model, hardware, demand, min_tokens_per_s_per_user, input_len, output_len, max_chips, pue, weight_dtype,
+          kv_dtype, as_json, explain, plot_file):
+    """Chips, racks, megawatts and $/year to serve a demand in tokens/s at a per-user speed."""
+    from tokenmath.analyses.serving.fleet import fleet as run
+    kw = dict(min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_len=input_len, output_len=output_len,
+              max_chips=max_chips, pue=pue, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    r = run(model, hardware, demand=demand, **kw)
+    if plot_file:
+        from tokenmath.faces.plots import fleet_plot
+        sweep = [run(model, hardware, demand=demand * f, **kw).to_dict() for f in (0.01, 0.1, 1, 10, 100)]
+        fleet_plot(sweep, plot_file)
+    _out(r, as_json, explain, None, None)

@@ -1,0 +1,96 @@
+"""The napkin derivation of an infer result, with numbers and units, from the engine's own terms."""
+from __future__ import annotations
+
+import numpy as np
+
+from tokenmath import units as u
+from tokenmath.engine.forward import PassCost
+from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
+from tokenmath.analyses.serving.infer import InferResult
+
+
+def _f(x) -> float:
+    return float(np.asarray(x))
+
+
+def _pass_lines(pc: PassCost, title: str) -> list[str]:
+    lines = [title, f"  {'op':<16}{'x':>5}  {'FLOPs/chip':>12} {'bytes/chip':>11}  {'compute':>9} {'memory':>9} {'comm':>9}  {'total':>9}  bound"]
+    for op in pc.ops.values():
+        c, m, k = _f(op.compute_s), _f(op.memory_s), _f(op.comm_s)
+        bound = "comm" if k > 0 else ("compute" if c >= m else "memory")
+        lines.append(f"  {op.name:<16}{op.count:>5.0f}  {u.flops(_f(op.flops)):>12} {u.bytes_(_f(op.bytes)):>11}  "
+                     f"{u.seconds(c):>9} {u.seconds(m):>9} {u.seconds(k):>9}  {u.seconds(_f(op.total_s)):>9}  {bound}")
+    lines.append(f"  sum of per-op max(compute, memory) + communication = {u.seconds(_f(pc.time_s))}"
+                 f"  (compute-bound {u.seconds(_f(pc.compute_bound_s))}, memory-bound {u.seconds(_f(pc.memory_bound_s))},"
+                 f" communication {u.seconds(_f(pc.comm_s))}) -> {pc.bottleneck}")
+    return lines
+
+
+def explain(r: InferResult) -> str:
+    m, hw, lay, prec, eff = r.model, r.hardware, r.layout, r.precision, r.efficiency
+    chips, tp = r.chips, int(lay.tp)
+    L = []
+    L.append(f"{m.name} on {chips} x {hw.name} (tp={tp} pp={int(lay.pp)} ep={int(lay.ep)} dp={int(lay.dp)}"
+             + (f" cp={int(lay.cp)}" if int(lay.cp) > 1 else "") + "), "
+             f"weights {prec.weight.name}" + (f" / experts {prec.expert.name}" if prec.expert != prec.weight else "")
+             + f", KV {prec.kv.name}; batch {r.batch}, {r.input_len:,} tokens in, {r.output_len:,} out")
+    L.append(f"Model: {m.describe()}")
+    L.append(f"Parameters: {u.count(r.params_total)} total, {u.count(r.params_active)} active per token")
+    L.append("")
+    L.append("1. Bytes")
+    L.append(f"  weights = params x bytes/param = {u.bytes_(r.weights_bytes)}"
+             f" ({prec.weight.bytes:g} B/param" + (f", experts {prec.expert.bytes:g}" if prec.expert != prec.weight else "")
+             + ")")
+    kvv = kv_values_per_token_per_layer(m)
+    how = (f"(kv_lora {m.kv_lora_rank} + rope {m.qk_rope_head_dim})" if m.is_mla
+           else f"2 x {m.kv_heads} KV heads x {m.hd}")
+    L.append(f"  KV per token = {how} = {kvv} values x {m.n_layers} layers x {prec.kv.bytes:g} B = "
+             f"{u.bytes_(r.kv_bytes_per_token)}" + (f" (sliding layers cap at {m.sliding_window} tokens)" if m.n_sliding_layers else ""))
+    mem = r.memory
+    L.append(f"  per chip: weights {u.bytes_(_f(mem.weights))} + KV {u.bytes_(_f(mem.kv))} + activations "
+             f"{u.bytes_(_f(mem.activations))} = {u.bytes_(_f(mem.total))} of {u.bytes_(mem.usable)} usable "
+             f"({u.bytes_(hw.memory_bytes)} less reserve) -> {'fits' if r.fits else 'DOES NOT FIT'}")
+    L.append("")
+    L.append("2. Rates per chip")
+    pk = hw.peak_flops(prec.weight.compute)
+    L.append(f"  memory {u.rate(hw.memory_bw, 'B/s')} x {eff.memory_bw:g} = {u.rate(hw.memory_bw * eff.memory_bw, 'B/s')};"
+             f" matmul ({hw.flops_key(prec.weight.compute)}) {u.rate(pk, 'FLOP/s')} x {eff.flops:g} = {u.rate(pk * eff.flops, 'FLOP/s')};"
+             f" ridge {pk / hw.memory_bw:,.0f} FLOP/B at peak, {pk * eff.flops / (hw.memory_bw * eff.memory_bw):,.0f} at these fractions")
+    if tp > 1 or int(lay.ep) > 1:
+        L.append(f"  scale-up link {u.rate(hw.scaleup_bw, 'B/s')} per direction x {eff.link_bw:g}; "
+                 f"collective latency {u.seconds(hw.scaleup_latency)} + 2 us x (sqrt(p)-1)")
+    L.append(f"  efficiencies: {eff.source}")
+    L.append("")
+    if r.decode is not None:
+        L.extend(_pass_lines(r.prefill, f"3. Prefill: {r.batch} x {r.input_len:,} tokens in one pass (per chip)"))
+        if r.ttft_s is not None:
+            L.append(f"  TTFT = {u.seconds(r.ttft_s)}" + (" (pipeline fill included)" if int(lay.pp) > 1 else ""))
+        L.append("")
+        L.extend(_pass_lines(r.decode, f"4. Decode step at the mean context {r.input_len + (r.output_len + 1) / 2:,.0f} (per chip)"))
+    if r.fits:
+        floor_w = r.weights_bytes / (chips * hw.memory_bw)
+        L.append(f"  napkin floor: all weights / aggregate bandwidth = {u.bytes_(r.weights_bytes)} / "
+                 f"({chips} x {u.rate(hw.memory_bw, 'B/s')}) = {u.seconds(floor_w)} per step")
+        if eff.layer_overhead_s:
+            L.append(f"  + fixed overhead {m.n_layers} layers x {u.seconds(eff.layer_overhead_s)} (launches, syncs; "
+                     f"calibrated) = {u.seconds(m.n_layers * eff.layer_overhead_s)} per pass")
+        L.append(f"  pure roofline of this step (100% of peaks) = {u.seconds(r.decode_floor_s)}; predicted "
+                 f"{u.seconds(r.decode_step_s)}" + (f" incl. pipeline hand-offs {u.seconds(r.pp_p2p_s)}" if r.pp_p2p_s else ""))
+        L.append("")
+        L.append("5. Throughput and cost")
+        L.append(f"  per user: 1 / {u.seconds(r.decode_step_s)} = {r.output_tokens_per_s_per_user:,.1f} tokens/s")
+        L.append(f"  system: {r.batch} x {r.output_len} / (TTFT {u.seconds(r.ttft_s)} + {r.output_len} x "
+                 f"{u.seconds(r.decode_step_s)}) = {r.output_tokens_per_s:,.1f} tokens/s")
+        p = hw.price_usd_per_hour
+        if p is not None:
+            L.append(f"  $/s = {chips} chips x ${p:g}/h / 3600 = ${chips * p / 3600:.5f}/s"
+                     f" (price {hw.price_date or 'undated'})")
+            L.append(f"  output: $/s x step / batch x 1e6 = {u.usd(r.cost_per_mtok_output_usd)} per Mtok; "
+                     f"input: $/s x TTFT / (batch x input) x 1e6 = {u.usd(r.cost_per_mtok_input_usd)} per Mtok")
+        else:
+            L.append("  no public price for this chip: costs are not computed")
+    else:
+        L.append("Not served: " + "; ".join(r.advice))
+    for n in r.notes:
+        L.append(f"note: {n}")
+    return "\n".join(L)

@@ -1,0 +1,131 @@
+"""How a model is laid over chips for serving: tensor (tp), pipeline (pp), expert (ep), data (dp) and context (cp)
+parallelism.
+
+chips = tp x pp x ep x dp x cp.
+- dp: independent replicas, each serving batch/dp sequences.
+- pp: the layers split into pp stages; sequences flow through them in microbatches.
+- tp: inside a stage, every matrix is split tp ways (attention by heads, FFN by columns, vocab by rows);
+  two all-reduces of the activations per layer (Megatron-LM, Shoeybi et al. 2019).
+- ep: inside a stage, tp x ep chips; attention runs data-parallel over ep groups of tp chips (each group holds
+  batch/(dp x ep) sequences and their KV), routed experts are split over the ep groups with a dispatch and a combine
+  all-to-all per MoE layer (the DeepSeek-V3 / SGLang "DP attention + EP" layout). A dense model needs ep = 1.
+- cp: context parallelism for long prompts: cp chips (each holding the same weight shard) share the same sequences;
+  a prompt is split into cp chunks, attention runs as a ring that passes KV blocks between them (ring attention,
+  Liu et al. 2023), and the KV cache of a sequence stays split cp ways. Default 1 (no change to any other figure).
+Chips are ordered tp (innermost), ep, cp, pp, dp: a group stays inside one scale-up domain while its span fits.
+Arrays broadcast, so a sweep over layouts is one call.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenmath.errors import InputError
+from tokenmath.specs.model import Model
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: object = 1
+    pp: object = 1
+    ep: object = 1
+    dp: object = 1
+    cp: object = 1
+
+    @property
+    def chips(self):
+        c = np.asarray(self.tp) * np.asarray(self.pp) * np.asarray(self.ep) * np.asarray(self.dp)
+        return c if _is_one(self.cp) else c * np.asarray(self.cp)
+
+    def expert_share(self, m: Model):
+        """Fraction of the routed experts on the fullest EP rank: ceil(E / ep) / E (= 1/ep when ep divides E;
+        e.g. DeepSeek-V3's 256 experts over 72 GPUs put 4 on some ranks, and those ranks set the pace)."""
+        ep = np.asarray(self.ep, float)
+        if not m.is_moe:
+            return 1.0 / ep
+        return np.ceil(m.n_experts / ep) / m.n_experts
+
+    @property
+    def stage_chips(self):
+        """Chips holding one pipeline stage of one replica (the span of TP and EP collectives)."""
+        return np.asarray(self.tp) * np.asarray(self.ep)
+
+    def kv_shard(self, m: Model):
+        """Ways the KV cache of one sequence is split across a TP group. MLA's latent is shared by all heads,
+        so every TP rank keeps the whole latent (vLLM/SGLang replicate it); GQA splits by KV head, and TP beyond
+        the number of KV heads replicates heads."""
+        if m.is_mla:
+            s = np.ones_like(np.asarray(self.tp, dtype=float))
+        else:
+            s = np.minimum(np.asarray(self.tp, dtype=float), m.kv_heads)
+        # context parallelism splits each sequence's KV over cp chips as well
+        return s if _is_one(self.cp) else s * np.asarray(self.cp, dtype=float)
+
+
+def _is_one(x) -> bool:
+    return np.ndim(x) == 0 and float(x) == 1.0
+
+
+def _as_int_array(v, field: str) -> np.ndarray:
+    a = np.asarray(v)
+    if a.dtype.kind not in "iuf" or not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+        raise InputError(field, f"{v!r} is not a whole number", "a positive integer")
+    if np.any(a < 1):
+        raise InputError(field, f"{v!r} must be at least 1", "a positive integer")
+    return a.astype(np.int64)
+
+
+def make_layout(m: Model, chips=None, tp=None, pp=None, ep=None, dp=None, cp=None) -> Layout:
+    """Resolve and check a layout. Missing degrees default to 1, except that when only `chips` is given the
+    remaining chips go to tp (dense) or to ep (MoE, after tp fills a KV-head-friendly width)."""
+    pp_ = _as_int_array(1 if pp is None else pp, "pp")
+    ep_ = _as_int_array(1 if ep is None else ep, "ep")
+    dp_ = _as_int_array(1 if dp is None else dp, "dp")
+    cp_ = 1 if cp is None else _as_int_array(cp, "cp")
+    others = pp_ * ep_ * dp_ * cp_
+    if tp is None:
+        if chips is None:
+            tp_ = np.asarray(1)
+        else:
+            c = _as_int_array(chips, "chips")
+            rest = c // others
+            if np.any(rest * others != c):
+                raise InputError("chips", f"{chips} chips do not divide into pp={pp} x ep={ep} x dp={dp}"
+                                 + (f" x cp={cp}" if cp is not None else ""),
+                                 "a multiple of pp x ep x dp" + (" x cp" if cp is not None else ""))
+            tp_ = rest
+    else:
+        tp_ = _as_int_array(tp, "tp")
+    lay = Layout(tp_, pp_, ep_, dp_) if cp is None else Layout(tp_, pp_, ep_, dp_, cp_)
+    if chips is not None:
+        c = _as_int_array(chips, "chips")
+        if np.any(lay.chips != c):
+            if cp is None:
+                raise InputError("chips", f"{chips} chips but tp x pp x ep x dp = {tp_} x {pp_} x {ep_} x {dp_} = {lay.chips}",
+                                 "degrees whose product equals --chips")
+            raise InputError("chips", f"{chips} chips but tp x pp x ep x dp x cp = {tp_} x {pp_} x {ep_} x {dp_} x {cp_}"
+                             f" = {lay.chips}", "degrees whose product equals --chips")
+    check_layout(m, lay)
+    return lay
+
+
+def check_layout(m: Model, lay: Layout) -> None:
+    tp, pp, ep = np.asarray(lay.tp), np.asarray(lay.pp), np.asarray(lay.ep)
+    if np.any(m.n_heads % tp):
+        bad = tp[np.nonzero(m.n_heads % tp)][0] if tp.ndim else tp
+        divisors = [d for d in range(1, m.n_heads + 1) if m.n_heads % d == 0 and d <= 128]
+        raise InputError("tp", f"tp={int(bad)} does not divide the {m.n_heads} attention heads",
+                         f"valid: {', '.join(map(str, divisors))}")
+    if not m.is_mla:
+        kvh = m.kv_heads
+        ok = (kvh % tp == 0) | (tp % kvh == 0)
+        if not np.all(ok):
+            raise InputError("tp", f"tp does not split or evenly replicate the {kvh} KV heads",
+                             "a divisor or a multiple of n_kv_heads")
+    if np.any(pp > m.n_layers):
+        raise InputError("pp", f"pp={int(np.max(pp))} exceeds the {m.n_layers} layers", f"at most {m.n_layers}")
+    if not m.is_moe and np.any(ep > 1):
+        raise InputError("ep", "expert parallelism needs a MoE model; this model is dense", "ep=1 (use dp for replicas)")
+    if m.is_moe and np.any(ep > m.n_experts):
+        raise InputError("ep", f"ep={int(np.max(ep))} exceeds the {m.n_experts} experts", f"at most {m.n_experts}")

@@ -1,0 +1,84 @@
+"""Reading the shipped catalogs and user files, with size limits before parsing."""
+from __future__ import annotations
+
+import json
+import tomllib
+from functools import cache
+from pathlib import Path
+
+from tokenmath.errors import InputError
+
+# a config.json or hardware file is a few KB (the largest fixture 3.8 KB); the limit also bounds parse time
+# (tomllib is pure Python: a 2 MB TOML array took seconds)
+MAX_FILE_BYTES = 256_000
+MAX_JSON_DEPTH = 32
+
+
+@cache
+def shipped(name: str) -> dict:
+    """A catalog shipped in tokenmath/data (TOML), as a dict of id -> record."""
+    path = Path(__file__).parent.parent / "data" / name
+    if path.is_file():      # an ordinary install; importlib.resources (slow to import) only for zipped ones
+        text = path.read_text(encoding="utf-8")
+    else:
+        from importlib import resources
+        text = resources.files("tokenmath").joinpath("data", name).read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _depth(text: str) -> int:
+    depth = best = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in "]}":
+            depth -= 1
+    return best
+
+
+def read_user_file(path: str | Path, field: str) -> dict:
+    """Parse a user-supplied .json or .toml file into a dict; every failure is an InputError naming `field`."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(field, f"file not found: {str(path)!r}", "give a catalog id or the path of an existing file")
+    size = p.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise InputError(field, f"file {p.name!r} is {size:,} bytes", f"at most {MAX_FILE_BYTES:,} bytes are read")
+    with p.open("rb") as fh:
+        raw = fh.read(MAX_FILE_BYTES + 1)   # never trust the size the file system reports
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(field, f"file {p.name!r} is over {MAX_FILE_BYTES:,} bytes", f"at most {MAX_FILE_BYTES:,} bytes are read")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(field, f"file {p.name!r} is not UTF-8 text", "a JSON or TOML text file") from None
+    if p.suffix.lower() == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except (ValueError, RecursionError) as e:   # TOMLDecodeError, huge integer literals, deep nesting
+            raise InputError(field, f"{p.name!r} is not valid TOML: {str(e)[:200]}", "a TOML table of keys") from None
+    else:
+        if _depth(text) > MAX_JSON_DEPTH:
+            raise InputError(field, f"{p.name!r} is nested deeper than {MAX_JSON_DEPTH} levels", "a flat JSON object")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as e:   # JSONDecodeError, integer literals over 4300 digits
+            raise InputError(field, f"{p.name!r} is not valid JSON: {str(e)[:200]}", "a JSON object") from None
+    if not isinstance(data, dict):
+        raise InputError(field, f"{p.name!r} holds a {type(data).__name__}, not an object", "a JSON object of keys")
+    return data
+
+
+def looks_like_path(s: str) -> bool:
+    return s.endswith((".json", ".toml")) or "/" in s or "\\" in s

@@ -1,0 +1,62 @@
+"""Achievable fractions of peak: named parameters with their provenance, never silent fudge factors.
+
+DEFAULT holds kernel-level ceilings measured by microbenchmarks (not fitted to any LLM measurement):
+- memory_bw 0.80: STREAM-style sustained bandwidth / datasheet peak. A100 80GB triad 1759 of 2039 GB/s = 0.86
+  and H200 triad/init 3534-3884 of 4800 GB/s = 0.74-0.81 (github.com/te42kyfo/gpu-benches, cuda-stream/a100_80.txt,
+  gpu-stream/h200.txt); gpt-fast README: A100 "peak bandwidth is about 1700 GB/s" = 0.83.
+- flops 0.80: maximum achievable matmul FLOP/s (MAMF) / dense peak. H100 SXM bf16 794.5 of 989 = 0.80,
+  A100 SXM 271.2 of 312 = 0.87, GH200 828.6 of 989 = 0.84 (github.com/stas00/ml-engineering,
+  compute/accelerator/README.md, MAMF table). MI300X measures 0.51-0.60 there: chips differ, so a per-chip
+  figure from `tokenmath measure` or a calibrated file beats this default.
+- link_bw 0.80: NCCL ring all-reduce bus bandwidth on 8xH100 NVLink, 365-370 of 450 GB/s = 0.82
+  ("protocol overhead (~20%)", NVIDIA/nccl-tests issue #212); MI300X xGMI ~48 of 64 GB/s = 0.75 (ROCm blog).
+Whole-model decode reaches less (memory-bandwidth utilisation 0.55-0.60 at batch 1 in Databricks' "LLM inference
+performance engineering"; 0.56-0.73 in gpt-fast): small kernels, launch gaps and host overhead that a per-kernel
+ceiling does not contain. PEAK (all 1.0) is the pure roofline bound that no prediction may beat.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    flops: float = 0.80       # fraction of peak dense FLOP/s a large matmul sustains
+    memory_bw: float = 0.80   # fraction of peak HBM bandwidth a streaming read sustains
+    link_bw: float = 0.80     # fraction of link bandwidth a collective sustains (NCCL bus bandwidth / line rate)
+    source: str = "kernel microbenchmark ceilings (see tokenmath.specs.efficiency)"
+    layer_overhead_s: float = 0.0   # fixed time per layer per forward pass (launches, syncs); fitted, see calibrated()
+
+    def __post_init__(self):
+        if not (isinstance(self.layer_overhead_s, (int, float)) and 0 <= self.layer_overhead_s < 1):
+            from tokenmath.errors import InputError
+            raise InputError("efficiency.layer_overhead_s", f"{self.layer_overhead_s!r} is not a time", "seconds >= 0")
+        for name in ("flops", "memory_bw", "link_bw"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1):
+                from tokenmath.errors import InputError
+                raise InputError(f"efficiency.{name}", f"{v!r} is not a fraction of peak", "a number in (0, 1]")
+
+
+DEFAULT = Efficiency()
+PEAK = Efficiency(1.0, 1.0, 1.0, "peak (pure roofline)")
+
+
+def default_for(hardware_id: str) -> Efficiency:
+    """What the serving analyses use unless told otherwise: the efficiencies calibrated on published measurements
+    (see calibrated()). DEFAULT (kernel ceilings) and PEAK (pure roofline) stay one argument away."""
+    return calibrated(hardware_id)
+
+
+def calibrated(hardware_id: str) -> Efficiency:
+    """Efficiencies fitted on published measurements (data/calibration.toml, written by `tokenmath validate
+    --write-calibration`): per hardware family, else the all-rows fit. Provenance travels in `source`."""
+    from tokenmath.analyses.calibration.validate import family
+    from tokenmath.specs.catalog import shipped
+    cal = shipped("calibration.toml")
+    fam = family(hardware_id)
+    rec = cal["family"].get(fam) or cal["family"]["_all"]
+    which = fam if fam in cal["family"] else "all rows"
+    return Efficiency(rec["flops"], rec["memory_bw"], rec.get("link_bw", 0.8),
+                      f"calibrated on {cal['rows']} published measurements ({which}; {cal['fitted']}); "
+                      f"held-out median error {cal['heldout_median_ape']:.0%}", rec["layer_overhead_s"])

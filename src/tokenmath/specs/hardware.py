@@ -1,0 +1,175 @@
+"""What a chip can do: peak dense FLOP/s per dtype, memory, links, power and price (SI units inside).
+
+The catalog (data/hardware.toml) is written in humane units with a source for every figure; `Hardware` holds SI.
+Users pass their own file of the same schema (TOML or JSON) with `--hardware FILE`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
+from tokenmath.errors import InputError, show, unknown_name
+
+FLOP_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
+
+# Where a chip lacks a native path for a dtype, the matmul runs at the next one that it has
+# (weight-only quantization dequantizes to bf16: W4A16 Marlin kernels, W8A16 on A100).
+FALLBACK = {
+    "fp4": ("fp4", "bf16", "fp16", "fp32"),      # without a 4-bit path, fp4 weights dequantize to 16-bit (W4A16)
+    "int4": ("int4", "int8", "bf16", "fp16", "fp32"),
+    "fp8": ("fp8", "bf16", "fp16", "fp32"),
+    "int8": ("int8", "bf16", "fp16", "fp32"),
+    "bf16": ("bf16", "fp16", "fp32"),
+    "fp16": ("fp16", "bf16", "fp32"),
+    "fp32": ("fp32", "tf32", "bf16"),
+}
+
+# Fixed latency of one small collective when the file gives none (engine/collectives.py adds 2 us x (sqrt(p)-1)):
+# Epoch AI's NCCL-fitted t_reduce = 2us*(sqrt(N)-1) + 6us (Erdil 2025, arXiv:2506.04645) gives ~10 us for 8 GPUs,
+# matching 10.1-11.8 us measured for small all-reduces on 8xH100 in sglang PR #2904. Crossing nodes adds tens of
+# microseconds: 46-48 us for a small all-reduce over 2 nodes of 8 H20 (NVIDIA/nccl issue #1244).
+DEFAULT_SCALEUP_LATENCY_S = 6e-6
+DEFAULT_SCALEOUT_LATENCY_S = 40e-6
+
+
+@dataclass(frozen=True)
+class Hardware:
+    id: str
+    name: str
+    memory_bytes: float            # bytes of HBM/DRAM per chip
+    memory_bw: float               # bytes/s per chip
+    flops: MappingProxyType        # dtype -> dense FLOP/s per chip
+    scaleup_domain: int            # chips per scale-up domain
+    scaleup_bw: float              # bytes/s per chip, one direction
+    scaleout_bw: float | None      # bytes/s per chip, one direction (None: unknown)
+    scaleup_latency: float = DEFAULT_SCALEUP_LATENCY_S    # s, fixed cost of a collective in a domain
+    scaleout_latency: float = DEFAULT_SCALEOUT_LATENCY_S  # s, extra when it crosses domains
+    tdp_w: float | None = None
+    price_usd_per_hour: float | None = None
+    price_date: str | None = None
+    vendor: str = ""
+    kind: str = "gpu"
+    sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    notes: str = ""
+
+    def peak_flops(self, compute: str) -> float:
+        """Dense FLOP/s for matmuls on `compute` (a dtype key), falling back where the chip lacks that path."""
+        for k in FALLBACK.get(compute, (compute, "bf16", "fp16", "fp32")):
+            if self.flops.get(k):
+                return self.flops[k]
+        raise InputError("hardware", f"{self.id} lists no FLOP/s figure usable for {compute}",
+                         "add a tflops entry for bf16 or fp16 to the hardware file")
+
+    def flops_key(self, compute: str) -> str:
+        for k in FALLBACK.get(compute, (compute, "bf16", "fp16", "fp32")):
+            if self.flops.get(k):
+                return k
+        return compute
+
+    @property
+    def ridge_point(self) -> float:
+        """FLOP per byte where bf16 matmuls turn compute-bound."""
+        return self.peak_flops("bf16") / self.memory_bw
+
+    def replace(self, **kw) -> "Hardware":
+        from dataclasses import replace
+        return replace(self, **kw)
+
+
+KNOWN_KEYS = ("id", "name", "vendor", "kind", "release_year", "memory_gb", "memory_bw_tbs", "tflops", "scaleup_domain",
+              "scaleup_gbs", "scaleup_link", "scaleout_gbs", "scaleup_latency_us", "scaleout_latency_us", "tdp_w",
+              "price_usd_per_hour", "price_date", "notes", "sources", "measured")
+
+
+def _num(rec: dict, key: str, field: str, required: bool, lo: float, hi: float) -> float | None:
+    v = rec.get(key)
+    if v is None:
+        if required:
+            raise InputError(f"{field}.{key}", "missing", f"a number between {lo:g} and {hi:g}")
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(f"{field}.{key}", f"must be a number, got {type(v).__name__} {show(v)}", f"between {lo:g} and {hi:g}")
+    if not (lo <= v <= hi) or v != v:
+        raise InputError(f"{field}.{key}", f"{show(v)} is out of range", f"between {lo:g} and {hi:g}")
+    return float(v)
+
+
+def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
+    """Build Hardware from a record in the catalog schema (humane units). Range-checks every figure."""
+    if not isinstance(rec, dict):
+        raise InputError(field, f"entry {hid!r} is not a table", "a table of keys")
+    for k in rec:
+        if k not in KNOWN_KEYS:
+            from tokenmath.errors import closest
+            near = closest(k, KNOWN_KEYS)
+            raise InputError(f"{field}.{k}", "unknown key",
+                             f"did you mean {', '.join(near)}?" if near else f"valid keys: {', '.join(KNOWN_KEYS)}")
+    mem = _num(rec, "memory_gb", field, True, 0.001, 1e6)
+    bw = _num(rec, "memory_bw_tbs", field, True, 1e-4, 1e4)
+    tf = rec.get("tflops")
+    if not isinstance(tf, dict) or not tf:
+        raise InputError(f"{field}.tflops", "missing or not a table", f"a table like {{ bf16 = 989 }} with keys from {', '.join(FLOP_KEYS)}")
+    flops = {}
+    for k, v in tf.items():
+        if k not in FLOP_KEYS:
+            raise InputError(f"{field}.tflops.{k}", "unknown dtype key", f"valid: {', '.join(FLOP_KEYS)}")
+        flops[k] = _num(tf, k, f"{field}.tflops", True, 1e-4, 1e7) * 1e12
+    if not any(k in flops for k in ("bf16", "fp16", "fp32")):
+        raise InputError(f"{field}.tflops", "no bf16, fp16 or fp32 figure", "at least one of bf16, fp16, fp32")
+    dom = rec.get("scaleup_domain", 1)
+    if isinstance(dom, bool) or not isinstance(dom, int) or not 1 <= dom <= 1_000_000:
+        raise InputError(f"{field}.scaleup_domain", f"{show(dom)} is not a chip count", "an integer between 1 and 1000000")
+    up = _num(rec, "scaleup_gbs", field, False, 1e-3, 1e6)
+    out = _num(rec, "scaleout_gbs", field, False, 1e-3, 1e6)
+    lat_up = _num(rec, "scaleup_latency_us", field, False, 0.0, 1e6)
+    lat_out = _num(rec, "scaleout_latency_us", field, False, 0.0, 1e6)
+    return Hardware(
+        id=hid,
+        name=str(rec.get("name", hid)),
+        memory_bytes=mem * 1e9,
+        memory_bw=bw * 1e12,
+        flops=MappingProxyType(flops),
+        scaleup_domain=dom,
+        # a lone card with no scale-up link still talks over PCIe; without a figure, assume PCIe Gen4 x16 (32 GB/s)
+        scaleup_bw=(up if up is not None else 32.0) * 1e9,
+        scaleout_bw=out * 1e9 if out is not None else None,
+        scaleup_latency=lat_up * 1e-6 if lat_up is not None else DEFAULT_SCALEUP_LATENCY_S,
+        scaleout_latency=lat_out * 1e-6 if lat_out is not None else DEFAULT_SCALEOUT_LATENCY_S,
+        tdp_w=_num(rec, "tdp_w", field, False, 0.1, 1e7),
+        price_usd_per_hour=_num(rec, "price_usd_per_hour", field, False, 0.0, 1e5),
+        price_date=str(rec["price_date"]) if rec.get("price_date") is not None else None,
+        vendor=str(rec.get("vendor", "")),
+        kind=str(rec.get("kind", "gpu")),
+        sources=MappingProxyType(dict(rec.get("sources", {})) if isinstance(rec.get("sources"), dict) else {}),
+        notes=str(rec.get("notes", "")),
+    )
+
+
+def catalog() -> dict:
+    return shipped("hardware.toml")
+
+
+def hardware_ids() -> list[str]:
+    return sorted(catalog())
+
+
+def get_hardware(spec: "str | Hardware") -> Hardware:
+    """A catalog id (e.g. 'h100-sxm') or the path of a hardware file (.toml or .json, catalog schema)."""
+    if isinstance(spec, Hardware):
+        return spec
+    if not isinstance(spec, str) or not spec:
+        raise InputError("hardware", f"{spec!r} is not a name", "a catalog id such as h100-sxm, or a file path")
+    cat = catalog()
+    key = spec.lower()
+    if key in cat:
+        return from_record(key, cat[key], field=f"hardware[{key}]")
+    if looks_like_path(spec):
+        data = read_user_file(spec, "hardware")
+        # a file may hold one chip (flat) or several tables; take the single one
+        if "memory_gb" not in data and len(data) == 1 and isinstance(next(iter(data.values())), dict):
+            hid, rec = next(iter(data.items()))
+        else:
+            hid, rec = str(data.get("id", spec)), data
+        return from_record(hid, rec, field="hardware")
+    raise unknown_name("hardware", spec, cat)

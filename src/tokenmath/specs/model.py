@@ -1,0 +1,206 @@
+"""What a model is: its architecture, from the catalog (data/models.toml) or a Hugging Face config.json.
+
+`Model` is a frozen dataclass of architecture fields; parameter counts live in params.py, KV bytes in
+kv_cache.py, per-operation FLOPs and bytes in engine/ops.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from functools import cached_property
+
+from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
+from tokenmath.errors import InputError, show, unknown_name
+
+
+@dataclass(frozen=True)
+class Model:
+    id: str
+    name: str
+    n_layers: int
+    d_model: int
+    n_heads: int
+    vocab_size: int
+    n_kv_heads: int = 0            # 0 -> n_heads
+    head_dim: int = 0              # 0 -> d_model // n_heads
+    tie_embeddings: bool = False
+    ffn_intermediate: int = 0      # dense FFN width (dense layers of a MoE too)
+    ffn_gated: bool = True         # SwiGLU/GeGLU: 3 matrices; plain MLP: 2
+    max_context: int = 0
+    norm: str = "rmsnorm"          # rmsnorm | layernorm (with bias)
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False
+    positional: str = "rope"       # rope | learned | relative
+    attention_sinks: bool = False  # gpt-oss: one learned logit per head per layer
+    sliding_window: int = 0
+    attention_pattern: tuple[str, ...] = ("full",)
+    n_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate: int = 0
+    n_shared_experts: int = 0
+    shared_intermediate: int = 0   # 0 -> n_shared_experts * moe_intermediate
+    first_dense_layers: int = 0
+    moe_layer_step: int = 1
+    router_bias: bool = False
+    attention: str = "gqa"         # gqa | mla
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    native_dtype: str = "bf16"
+    native_expert_dtype: str = ""
+    official_params_total: float | None = None
+    official_params_active: float | None = None
+    params_source: str = ""
+    source: str = ""
+    notes: str = ""
+
+    # ---- derived shape -------------------------------------------------------------------------------------
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def hd(self) -> int:
+        return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0 and self.experts_per_token > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.attention == "mla"
+
+    @property
+    def n_moe_layers(self) -> int:
+        if not self.is_moe:
+            return 0
+        rest = max(self.n_layers - self.first_dense_layers, 0)
+        step = max(self.moe_layer_step, 1)
+        # HF convention (Llama 4 interleave, Qwen2-MoE decoder_sparse_step): layer i is MoE when (i+1) % step == 0
+        return rest // step
+
+    @property
+    def n_dense_layers(self) -> int:
+        return self.n_layers - self.n_moe_layers
+
+    @property
+    def shared_width(self) -> int:
+        return self.shared_intermediate or self.n_shared_experts * self.moe_intermediate
+
+    @cached_property
+    def layer_kinds(self) -> tuple[str, ...]:
+        """'full' or 'sliding' for each layer (the pattern repeats cyclically)."""
+        pat = self.attention_pattern or ("full",)
+        kinds = tuple(pat[i % len(pat)] for i in range(self.n_layers))
+        if not self.sliding_window:
+            return tuple("full" for _ in kinds)
+        return kinds
+
+    @cached_property
+    def n_sliding_layers(self) -> int:
+        return sum(k == "sliding" for k in self.layer_kinds)
+
+    @property
+    def n_full_layers(self) -> int:
+        return self.n_layers - self.n_sliding_layers
+
+    def describe(self) -> str:
+        bits = [f"{self.n_layers} layers", f"d_model {self.d_model}"]
+        if self.is_mla:
+            bits.append(f"MLA (kv_lora {self.kv_lora_rank} + rope {self.qk_rope_head_dim}), {self.n_heads} heads")
+        else:
+            bits.append(f"{self.n_heads} heads / {self.kv_heads} KV heads x {self.hd}")
+        if self.is_moe:
+            bits.append(f"MoE {self.n_experts} experts top-{self.experts_per_token}"
+                        + (f" + {self.n_shared_experts} shared" if self.n_shared_experts else ""))
+        if self.n_sliding_layers:
+            bits.append(f"{self.n_sliding_layers} sliding-window ({self.sliding_window}) layers")
+        return ", ".join(bits)
+
+
+_INT_FIELDS = {f.name for f in fields(Model) if f.type in ("int",)}
+_BOOL_FIELDS = {f.name for f in fields(Model) if f.type in ("bool",)}
+_STR_FIELDS = {f.name for f in fields(Model) if f.type in ("str",)}
+_LIMITS = {"n_layers": (1, 10_000), "d_model": (1, 1_000_000), "n_heads": (1, 100_000), "vocab_size": (1, 100_000_000)}
+
+
+def validate(m: Model, field_prefix: str = "model") -> Model:
+    """Check the architecture is physically meaningful; every failure names the field."""
+    def bad(name: str, problem: str, valid: str):
+        raise InputError(f"{field_prefix}.{name}", problem, valid)
+
+    for name in _INT_FIELDS:
+        v = getattr(m, name)
+        if isinstance(v, bool) or not isinstance(v, int):
+            bad(name, f"must be an integer, got {type(v).__name__} {show(v)}", "a whole number")
+        lo, hi = _LIMITS.get(name, (0, 100_000_000))
+        if not lo <= v <= hi:
+            bad(name, f"{show(v)} is out of range", f"between {lo} and {hi:,}")
+    if m.n_kv_heads and m.n_heads % m.n_kv_heads:
+        bad("n_kv_heads", f"{m.n_heads} heads are not divisible into {m.n_kv_heads} KV groups", "a divisor of n_heads")
+    if m.attention not in ("gqa", "mla"):
+        bad("attention", f"unknown kind {m.attention!r}", "gqa or mla")
+    if m.is_mla and not (m.kv_lora_rank and m.qk_rope_head_dim and m.qk_nope_head_dim and m.v_head_dim):
+        bad("kv_lora_rank", "MLA needs kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim", "positive integers")
+    if not m.is_mla and not m.head_dim and m.d_model % m.n_heads:
+        bad("head_dim", f"d_model {m.d_model} is not divisible by {m.n_heads} heads and no head_dim is given", "set head_dim")
+    if m.n_experts and not 1 <= m.experts_per_token <= m.n_experts:
+        bad("experts_per_token", f"{m.experts_per_token} of {m.n_experts} experts", f"between 1 and {m.n_experts}")
+    if m.is_moe and not m.moe_intermediate:
+        bad("moe_intermediate", "a MoE model needs the per-expert FFN width", "a positive integer")
+    if m.n_dense_layers and not m.ffn_intermediate:
+        bad("ffn_intermediate", f"{m.n_dense_layers} dense layers need an FFN width", "a positive integer")
+    for k in m.layer_kinds:
+        if k not in ("full", "sliding"):
+            bad("attention_pattern", f"unknown layer kind {k!r}", "full or sliding")
+    if m.norm not in ("rmsnorm", "layernorm"):
+        bad("norm", f"unknown norm {m.norm!r}", "rmsnorm or layernorm")
+    if m.positional not in ("rope", "learned", "relative", "alibi", "none"):
+        bad("positional", f"unknown positional encoding {m.positional!r}", "rope, learned, relative, alibi or none")
+    if m.positional == "learned" and not m.max_context:
+        bad("max_context", "learned positions need the table size", "max_position_embeddings")
+    return m
+
+
+def from_record(mid: str, rec: dict, field_prefix: str = "model") -> Model:
+    known = {f.name for f in fields(Model)} - {"id"}
+    kw = {}
+    for k, v in rec.items():
+        if k not in known:
+            raise InputError(f"{field_prefix}.{k}", "unknown key", f"valid keys: {', '.join(sorted(known))}")
+        if k == "attention_pattern":
+            v = tuple(v)
+        kw[k] = v
+    kw.setdefault("name", mid)
+    for req in ("n_layers", "d_model", "n_heads", "vocab_size"):
+        if req not in kw:
+            raise InputError(f"{field_prefix}.{req}", "missing", "a positive integer")
+    return validate(Model(id=mid, **kw), field_prefix)
+
+
+def catalog() -> dict:
+    return shipped("models.toml")
+
+
+def model_ids() -> list[str]:
+    return sorted(catalog())
+
+
+def get_model(spec: "str | Model") -> Model:
+    """A catalog id (e.g. 'llama-3.1-70b') or the path of a Hugging Face config.json."""
+    if isinstance(spec, Model):
+        return validate(spec)
+    if not isinstance(spec, str) or not spec:
+        raise InputError("model", f"{spec!r} is not a name", "a catalog id such as llama-3.1-8b, or a config.json path")
+    cat = catalog()
+    key = spec.lower()
+    if key in cat:
+        return from_record(key, cat[key], field_prefix=f"model[{key}]")
+    if looks_like_path(spec):
+        from tokenmath.specs.hf_config import model_from_hf_config
+        return model_from_hf_config(read_user_file(spec, "model"), name=spec)
+    raise unknown_name("model", spec, cat)

@@ -1,0 +1,268 @@
+"""Systems: N chips grouped into scale-up domains, with the scale-up and scale-out links between them.
+
+A `System` is a `Hardware` (the chip's peaks, memory and price) whose link fields describe the system: the domain
+size, the scale-up bandwidth and latency, the scale-out bandwidth and latency. The engine reads it like any
+Hardware, so there is one engine; `System.group_bw` adds what a flat per-chip figure cannot say, and the engine
+uses it when an analysis passes the system as `links=`.
+
+Topologies (data/systems.toml says which a system has):
+- switch (NVSwitch: HGX, NVL72): any group gets each chip's full scale-up bandwidth. `group_bw` returns None and
+  the engine uses `scaleup_bw`, exactly as for a plain Hardware.
+- mesh (AMD Infinity Fabric on an 8-GPU board): one direct link per peer, so a group of p chips in a domain moves
+  data on min(p-1, links) links per chip: a pair gets 64 GB/s on MI300X, the whole node 7 x 64 = 448 GB/s.
+- torus (TPU ICI). Simplification, stated so it can be checked: a group of p chips inside a slice fills whole
+  axes of the slice in turn, shortest axis first, so it spans k axes with extents n_1..n_k. On each axis it uses
+  2 links (a bidirectional ring) when its extent is the whole axis and that axis wraps around, else 1 link (a
+  line). Rings (all-reduce, all-gather, reduce-scatter) run on all of the group's axes at once:
+      per-chip bandwidth = (links used) x link bandwidth   (scaling-book: bytes / (bidi ICI bw x num_axes))
+  An all-to-all is bisection-bound on a torus: along an axis of extent n the traffic needs n S / (8 L) seconds
+  with wraparound (n S / (4 L) without), all axes in parallel, and never less than the injection time
+  (p-1)/p S / (links x L). The engine's all-to-all formula (p-1)/p x S / bw then gets the equivalent bandwidth.
+  A point-to-point hand-off (pipeline stages) uses one link.
+  Wraparound (jax-ml/scaling-book tpus.md): v5p axes wrap when their length is a multiple of 4; v5e/v6e axes only
+  at the full 16. Link latency is the engine's (a fixed cost plus 2 us x (sqrt(p) - 1)), not a hop count.
+
+`get_system(spec, chips)` takes a system id (hgx-h100, gb200-nvl72, tpu-v5p, ...), a chip id from the hardware
+catalog (that chip in its usual domain, a switch), a System or Hardware, or a .toml/.json file in either schema.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
+from tokenmath.errors import InputError, closest
+from tokenmath.specs.hardware import Hardware, _num, catalog as hw_catalog, from_record as hw_from_record, get_hardware
+
+TOPOLOGIES = ("switch", "mesh", "torus")
+KNOWN_KEYS = ("id", "name", "chip", "domain", "topology", "scaleup_gbs", "scaleout_gbs", "scaleup_latency_us",
+              "scaleout_latency_us", "link_gbs", "links", "torus_max", "slice_wrap", "default_chips", "notes", "sources")
+MAX_CHIPS = 1_000_000
+
+
+@dataclass(frozen=True)
+class System(Hardware):
+    chip: str = ""                      # hardware catalog id of the chip
+    chips: int = 0                      # chips in the system as asked for
+    topology: str = "switch"
+    link_bw: float | None = None        # B/s per link, one direction (mesh, torus)
+    links: int = 0                      # links per chip (mesh: peers; torus: 2 per axis)
+    torus: tuple = ()                   # dims of one slice (torus)
+    wrap: int = 0                       # an axis of at least this length wraps around (torus)
+    system_sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    system_notes: str = ""
+
+    @property
+    def domains(self) -> int:
+        return max(1, math.ceil(self.chips / self.scaleup_domain)) if self.chips else 1
+
+    # ---- bandwidth a group actually gets inside one domain --------------------------------------------------
+    def group_bw(self, kind: str, p):
+        """Per-chip scale-up bandwidth (B/s, one direction) a collective of `kind` gets in a group of p chips,
+        or None where every group gets `scaleup_bw` (switch). kind: all_reduce, all_gather, all_to_all, p2p."""
+        if self.topology == "switch":
+            return None
+        L = float(self.link_bw or self.scaleup_bw)
+        q = np.minimum(np.asarray(p, float), float(self.scaleup_domain))
+        if kind == "p2p":
+            return np.full(np.shape(q), L) if np.ndim(q) else L
+        if self.topology == "mesh":
+            return np.maximum(np.minimum(q - 1, self.links), 1) * L
+        # torus: evaluate the few distinct group sizes, then map back (vectorized over p)
+        uq, inv = np.unique(q, return_inverse=True)
+        vals = np.array([self._torus_bw(kind, float(x), L) for x in uq.ravel()])
+        out = vals[inv].reshape(np.shape(q))
+        return float(out) if np.ndim(out) == 0 else out
+
+    def group_axes(self, p: int) -> list[tuple[int, int, bool]]:
+        """(extent, axis length, wraps) of each torus axis a group of p chips spans, shortest axis first."""
+        out, left = [], max(int(p), 1)
+        for n in sorted(self.torus):
+            if left <= 1:
+                break
+            e = min(n, left)
+            out.append((e, n, e == n and n >= self.wrap and n > 2))
+            left = math.ceil(left / e)
+        return out
+
+    def _torus_bw(self, kind: str, q: float, L: float) -> float:
+        axes = self.group_axes(int(round(q)))
+        if not axes:
+            return L
+        used = sum(2 if w else 1 for _, _, w in axes)
+        ring = used * L
+        if kind != "all_to_all":
+            return ring
+        bisect = max(e / (8.0 if w else 4.0) for e, _, w in axes)      # seconds x L per byte of payload
+        inject = (q - 1) / q / used
+        t = max(bisect, inject)                                         # time = t x S / L
+        return (q - 1) / q / t * L
+
+    def describe(self) -> dict:
+        src = dict(self.sources)
+        return {"id": self.id, "name": self.name, "chip": self.chip, "chips": self.chips,
+                "domain_size": self.scaleup_domain, "domains": self.domains, "topology": self.topology,
+                "torus": list(self.torus) or None, "scaleup_gbs": self.scaleup_bw / 1e9,
+                "link_gbs": None if self.link_bw is None else self.link_bw / 1e9, "links": self.links or None,
+                "scaleout_gbs": None if self.scaleout_bw is None else self.scaleout_bw / 1e9,
+                "scaleup_latency_us": self.scaleup_latency * 1e6, "scaleout_latency_us": self.scaleout_latency * 1e6,
+                "memory_gb": self.memory_bytes / 1e9, "price_usd_per_chip_hour": self.price_usd_per_hour,
+                "notes": self.system_notes or self.notes,
+                "sources": {**{k: v for k, v in src.items() if k in ("scaleup", "scaleout")},
+                            **dict(self.system_sources)}}
+
+
+def catalog() -> dict:
+    return shipped("systems.toml")
+
+
+def system_ids() -> list[str]:
+    return sorted(catalog())
+
+
+# ---- TPU slices -------------------------------------------------------------------------------------------------
+def slice_sizes(torus_max) -> list[tuple[int, tuple]]:
+    """Slice shapes from one chip up: double the shortest axis that can still double; the full shape last."""
+    dims = [1] * len(torus_max)
+    out = [(1, tuple(dims))]
+    while True:
+        order = sorted(range(len(dims)), key=lambda i: (dims[i], i))
+        for i in order:
+            if dims[i] * 2 <= torus_max[i]:
+                dims[i] *= 2
+                break
+        else:
+            break
+        out.append((math.prod(dims), tuple(sorted(dims))))
+    full = math.prod(torus_max)
+    if out[-1][0] != full:
+        out.append((full, tuple(sorted(torus_max))))
+    return out
+
+
+def _slice_for(sid: str, torus_max, chips: int) -> tuple[int, tuple]:
+    sizes = slice_sizes(torus_max)
+    for n, dims in sizes:
+        if n == chips:
+            return n, dims
+    if chips > sizes[-1][0]:
+        for n, dims in reversed(sizes):
+            if chips % n == 0 and n > 1:
+                return n, dims
+    valid = [n for n, _ in sizes]
+    raise InputError("chips", f"{chips} chips is not a slice of {sid} (slices of up to {valid[-1]:,} chips, or a "
+                     f"multiple of one for several slices over the data-centre network)",
+                     f"one of {', '.join(f'{n:,}' for n in valid)}; above {valid[-1]:,}, a multiple of one of these")
+
+
+# ---- building -----------------------------------------------------------------------------------------------------
+def _chips_arg(v, default: int) -> int:
+    if v is None:
+        return int(default)
+    if isinstance(v, bool):
+        raise InputError("chips", f"{v!r} is not a chip count", f"an integer from 1 to {MAX_CHIPS:,}")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise InputError("chips", f"{v!r} is not a chip count", f"an integer from 1 to {MAX_CHIPS:,}") from None
+    if not math.isfinite(f) or f != int(f) or not 1 <= f <= MAX_CHIPS:
+        raise InputError("chips", f"{v!r} is not a chip count", f"an integer from 1 to {MAX_CHIPS:,}")
+    return int(f)
+
+
+def from_hardware(hw: Hardware, chips=None) -> System:
+    """A chip in its usual domain (the hardware file's scaleup_domain), on a switch."""
+    n = _chips_arg(chips, hw.scaleup_domain)
+    base = {k: getattr(hw, k) for k in Hardware.__dataclass_fields__}
+    return System(**base, chip=hw.id, chips=n, topology="switch",
+                  system_notes=f"{hw.id} in its usual scale-up domain of {hw.scaleup_domain} (hardware catalog)")
+
+
+def from_record(sid: str, rec: dict, chips=None, field: str = "system") -> System:
+    if not isinstance(rec, dict):
+        raise InputError(field, f"entry {sid!r} is not a table", "a table of keys")
+    for k in rec:
+        if k not in KNOWN_KEYS:
+            near = closest(k, KNOWN_KEYS)
+            raise InputError(f"{field}.{k}", "unknown key",
+                             f"did you mean {', '.join(near)}?" if near else f"valid keys: {', '.join(KNOWN_KEYS)}")
+    chip_id = rec.get("chip")
+    if not isinstance(chip_id, str):
+        raise InputError(f"{field}.chip", "missing", "a chip id from the hardware catalog (tokenmath hardware)")
+    hw = get_hardware(chip_id)
+    topo = rec.get("topology", "switch")
+    if topo not in TOPOLOGIES:
+        raise InputError(f"{field}.topology", f"unknown topology {topo!r}", f"one of {', '.join(TOPOLOGIES)}")
+    up = _num(rec, "scaleup_gbs", field, False, 1e-3, 1e6)
+    out = _num(rec, "scaleout_gbs", field, False, 1e-3, 1e6)
+    lat_up = _num(rec, "scaleup_latency_us", field, False, 0.0, 1e6)
+    lat_out = _num(rec, "scaleout_latency_us", field, False, 0.0, 1e6)
+    link = _num(rec, "link_gbs", field, topo != "switch", 1e-3, 1e6)
+    links = rec.get("links", 0)
+    if topo != "switch" and (isinstance(links, bool) or not isinstance(links, int) or not 1 <= links <= 1024):
+        raise InputError(f"{field}.links", f"{links!r} is not a link count", "an integer from 1 to 1024")
+    default = rec.get("default_chips", rec.get("domain", hw.scaleup_domain))
+    n = _chips_arg(chips, default)
+    torus, wrap = (), 0
+    if topo == "torus":
+        tmax = rec.get("torus_max")
+        if (not isinstance(tmax, list) or not 1 <= len(tmax) <= 4
+                or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in tmax)):
+            raise InputError(f"{field}.torus_max", f"{tmax!r} is not a list of axis lengths", "e.g. [16, 16, 24]")
+        domain, torus = _slice_for(sid, tmax, n)
+        wrap = int(rec.get("slice_wrap", 4))
+    else:
+        domain = rec.get("domain", hw.scaleup_domain)
+        if isinstance(domain, bool) or not isinstance(domain, int) or not 1 <= domain <= MAX_CHIPS:
+            raise InputError(f"{field}.domain", f"{domain!r} is not a chip count", "an integer from 1 to 1000000")
+    srcs = rec.get("sources", {})
+    base = {k: getattr(hw, k) for k in Hardware.__dataclass_fields__}
+    base.update(
+        id=sid, name=str(rec.get("name", sid)), scaleup_domain=int(domain),
+        scaleup_bw=up * 1e9 if up is not None else hw.scaleup_bw,
+        scaleout_bw=out * 1e9 if out is not None else hw.scaleout_bw,
+        scaleup_latency=lat_up * 1e-6 if lat_up is not None else hw.scaleup_latency,
+        scaleout_latency=lat_out * 1e-6 if lat_out is not None else hw.scaleout_latency)
+    return System(**base, chip=hw.id, chips=n, topology=topo, link_bw=link * 1e9 if link is not None else None,
+                  links=int(links or 0), torus=tuple(torus), wrap=wrap,
+                  system_sources=MappingProxyType(dict(srcs) if isinstance(srcs, dict) else {}),
+                  system_notes=str(rec.get("notes", "")))
+
+
+def get_system(spec, chips=None) -> System:
+    """A system id, a chip id (that chip in its usual domain), a System/Hardware, or a .toml/.json file.
+    `chips`: total chips (default: the system's usual size); TPU slices are shaped from it."""
+    if isinstance(spec, System):
+        if chips is None or _chips_arg(chips, spec.chips) == spec.chips:
+            return spec
+        if spec.topology == "torus":
+            raise InputError("system", "a TPU System object is built for its chip count",
+                             "pass the system id with chips= instead")
+        return spec.replace(chips=_chips_arg(chips, spec.chips))
+    if isinstance(spec, Hardware):
+        return from_hardware(spec, chips)
+    if not isinstance(spec, str) or not spec:
+        raise InputError("system", f"{spec!r} is not a name", "a system id such as hgx-h100 or a chip id such as h100-sxm")
+    key = spec.lower()
+    cat = catalog()
+    if key in cat:
+        return from_record(key, cat[key], chips, field=f"system[{key}]")
+    if key in hw_catalog():
+        return from_hardware(get_hardware(key), chips)
+    if looks_like_path(spec):
+        data = read_user_file(spec, "system")
+        if "chip" not in data and len(data) == 1 and isinstance(next(iter(data.values())), dict):
+            sid, rec = next(iter(data.items()))
+        else:
+            sid, rec = str(data.get("id", spec)), data
+        if "chip" in rec:
+            return from_record(sid, rec, chips)
+        return from_hardware(hw_from_record(sid, rec, field="system"), chips)
+    names = sorted(set(cat) | set(hw_catalog()))
+    near = closest(spec, names)
+    raise InputError("system", f"unknown name {spec!r}",
+                     f"did you mean {', '.join(near)}?" if near else f"systems: {', '.join(sorted(cat))}; "
+                     "or any chip id from `tokenmath hardware`")
