@@ -6,7 +6,7 @@
 
 Loaders under test (issue 11, part 2):
   hf_config      tokenmath.specs.hf_config.model_from_hf_config(dict)
-  model_file     tokenmath.specs.model.get_model(path)        (config.json / .toml files)
+  model_file     tokenmath.specs.model_catalog.get_model(path)        (config.json / .toml files)
   hardware_file  tokenmath.specs.hardware.get_hardware(path)  (hardware .toml / .json files)
 
 Inputs start from real data (tests/fixtures/*.json, a few synthesized configs for the other supported families,
@@ -50,10 +50,11 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 
 from tokenmath.specs.catalog import MAX_FILE_BYTES
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import FLOP_KEYS, KNOWN_KEYS, get_hardware
 from tokenmath.specs.hf_config import SUPPORTED, model_from_hf_config
-from tokenmath.specs.model import Model, get_model
+from tokenmath.specs.model import Model
+from tokenmath.specs.model_catalog import get_model
 
 LOADERS = ("hf_config", "model_file", "hardware_file")
 

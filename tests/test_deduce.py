@@ -6,9 +6,9 @@ from tokenmath.analyses.inverse.deduce import Priors, deduce
 from tokenmath.analyses.serving.provider_price import price
 from tokenmath.specs.efficiency import PEAK
 from tokenmath.engine.closed_form import decode_chip_s_per_token, prefill_chip_s_per_token
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.kv_cache import kv_bytes_per_token
-from tokenmath.specs.model import get_model
+from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
 
 

@@ -8,7 +8,8 @@ from tokenmath.engine import collectives as coll
 from tokenmath.engine.forward import decode_context, prefill_pairs
 from tokenmath.specs.hardware import from_record, get_hardware
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
-from tokenmath.specs.model import Model, get_model
+from tokenmath.specs.model import Model
+from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
 
 TINY = Model(id="tiny", name="tiny", n_layers=2, d_model=64, n_heads=4, vocab_size=100, ffn_intermediate=128)

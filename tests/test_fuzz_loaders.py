@@ -20,11 +20,11 @@ import pytest
 
 from tokenmath.analyses.serving.infer import infer
 from tokenmath.specs.catalog import MAX_FILE_BYTES
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import from_record as hw_from_record
 from tokenmath.specs.hardware import get_hardware
 from tokenmath.specs.hf_config import model_from_hf_config
-from tokenmath.specs.model import get_model
+from tokenmath.specs.model_catalog import get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).parent / "fixtures"

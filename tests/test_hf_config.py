@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hf_config import model_from_hf_config
 from tokenmath.specs.kv_cache import kv_bytes_per_token
-from tokenmath.specs.model import get_model
+from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
 
 PAIRS = {"Llama-3.1-8B.json": "llama-3.1-8b", "Llama-3.1-405B.json": "llama-3.1-405b",

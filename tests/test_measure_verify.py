@@ -84,7 +84,7 @@ def test_decode_efficiency_interpolates_in_log_rows():
 
 
 def test_write_refuses_other_suffixes(tmp_path):
-    from tokenmath.errors import InputError
+    from tokenmath.base.errors import InputError
     with pytest.raises(InputError):
         fake_measurement().write(tmp_path / "hw.txt")
 

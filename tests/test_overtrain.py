@@ -26,7 +26,7 @@ from tokenmath.analyses.training.scaling_laws import (
     optimal_for_loss,
 )
 from tokenmath.faces.cli import cli
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import get_hardware
 from tokenmath.specs.params import count_params
 

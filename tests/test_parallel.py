@@ -16,10 +16,10 @@ from tokenmath.specs.efficiency import DEFAULT, PEAK
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.static_batch import serve
 from tokenmath.engine.forward import forward_pass
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.mapping.layout import Layout
-from tokenmath.specs.model import get_model
+from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.systems import get_system, slice_sizes, system_ids
 
 H100 = get_system("hgx-h100", 16)

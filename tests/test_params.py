@@ -1,7 +1,7 @@
 """Parameter counts of catalog models against officially stated figures (source in each catalog entry)."""
 import pytest
 
-from tokenmath.specs.model import get_model, model_ids
+from tokenmath.specs.model_catalog import get_model, model_ids
 from tokenmath.specs.params import count_params
 
 # Official active counts that are stated rounded ("37B activated"): the tolerance is one unit of the last

@@ -39,7 +39,7 @@ from tokenmath.analyses.serving.infer import infer
 from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES
 from tokenmath.specs.efficiency import DEFAULT, PEAK, Efficiency
 from tokenmath.engine.static_batch import serve
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import Hardware, from_record
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
 from tokenmath.mapping.layout import Layout, check_layout
@@ -50,7 +50,7 @@ RESERVE = 0.10
 HAS_CP = "cp" in {f.name for f in dataclasses.fields(Layout)}                  # context parallelism
 HAS_OVERHEAD = "layer_overhead_s" in {f.name for f in dataclasses.fields(Efficiency)}
 try:                                      # the largest batch infer() accepts
-    from tokenmath.analyses.setup import MAX_BATCH as INFER_MAX_BATCH
+    from tokenmath.base.validators import MAX_BATCH as INFER_MAX_BATCH
 except ImportError:
     INFER_MAX_BATCH = 10_000_000
 REL = 1e-9          # slack for float summation order in inequalities

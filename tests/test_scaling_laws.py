@@ -20,7 +20,7 @@ from tokenmath.analyses.training.scaling_laws import (
     tokens_for_loss,
 )
 from tokenmath.faces.cli import cli
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 
 
 def run(*args):

@@ -13,7 +13,7 @@ from tokenmath.analyses.serving.input_vs_output import prices
 from tokenmath.analyses.serving.slowmode import slowmode
 from tokenmath.faces.cli import cli
 from tokenmath.specs.efficiency import PEAK
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import from_record
 from tokenmath.specs.model import Model
 

@@ -18,7 +18,8 @@ from tokenmath.engine.train_step import (
     train_step,
 )
 from tokenmath.specs.hardware import from_record, get_hardware
-from tokenmath.specs.model import Model, get_model
+from tokenmath.specs.model import Model
+from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
 
 TINY = Model(id="tiny", name="tiny", n_layers=2, d_model=64, n_heads=4, vocab_size=100, ffn_intermediate=128)
@@ -301,7 +302,7 @@ def test_uneven_pipeline_stages_pay_for_the_fullest_stage():
     """126 layers on 16 stages (Llama 3 405B's layout): the slowest stage holds ceil(126/16) = 8 layers, so the
     per-stage layer work is that of 126 / 8 = 15.75 equal stages, never less than 126 / 16."""
     from tokenmath.engine.train_step import stage_divisor
-    from tokenmath.specs.model import get_model
+    from tokenmath.specs.model_catalog import get_model
     m = get_model("llama-3.1-405b")
     assert float(stage_divisor(m, 16)) == pytest.approx(126 / 8)
     assert float(stage_divisor(m, 14)) == 14.0          # 126 = 14 x 9 splits evenly

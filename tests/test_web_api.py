@@ -106,7 +106,7 @@ def test_index_lists_endpoints(server):
 
 def test_models_and_hardware(server):
     from tokenmath.specs.hardware import hardware_ids
-    from tokenmath.specs.model import model_ids
+    from tokenmath.specs.model_catalog import model_ids
     status, body = get_json(server, "/api/models")
     assert status == 200
     assert [m["id"] for m in body["models"]] == model_ids()

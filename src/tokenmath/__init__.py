@@ -31,7 +31,7 @@ def __getattr__(name):
         from tokenmath.specs import hardware
         return getattr(hardware, name)
     if name == "InputError":
-        from tokenmath.errors import InputError
+        from tokenmath.base.errors import InputError
         return InputError
     if name == "Efficiency":
         from tokenmath.specs.efficiency import Efficiency

@@ -1,7 +1,6 @@
 """Resolving a question's inputs once: model, hardware, layout, dtypes, efficiency (with named errors)."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,13 +8,12 @@ import numpy as np
 from tokenmath.specs.efficiency import Efficiency, default_for
 from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.forward import Precision
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import Hardware, get_hardware
 from tokenmath.mapping.layout import Layout, make_layout
-from tokenmath.specs.model import Model, get_model
+from tokenmath.specs.model import Model
+from tokenmath.specs.model_catalog import get_model
 
-MAX_TOKENS = 100_000_000
-MAX_BATCH = 10_000_000_000  # concurrent sequences; beyond this it is a typo
 
 
 @dataclass(frozen=True)
@@ -35,30 +33,6 @@ class Setup:
     def usd_per_chip_s(self) -> float | None:
         p = self.hardware.price_usd_per_hour
         return None if p is None else p / 3600.0
-
-
-def int_arg(v, field: str, lo: int = 1, hi: int = MAX_TOKENS) -> int:
-    if isinstance(v, bool):
-        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}")
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}") from None
-    if not math.isfinite(f) or f != int(f):
-        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}")
-    if not lo <= f <= hi:
-        raise InputError(field, f"{int(f)} is out of range", f"an integer from {lo} to {hi:,}")
-    return int(f)
-
-
-def pos_float(v, field: str, lo: float = 0.0, hi: float = 1e30) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise InputError(field, f"{v!r} is not a number", f"a number greater than {lo:g}") from None
-    if not math.isfinite(f) or not lo < f <= hi:
-        raise InputError(field, f"{v!r} is out of range", f"a number greater than {lo:g} and at most {hi:g}")
-    return f
 
 
 def resolve_precision(m: Model, weight_dtype: str | None, kv_dtype: str | None) -> Precision:
@@ -87,11 +61,3 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
 
 def fmt_layout(tp, pp, ep, dp) -> str:
     return f"tp={int(tp)} pp={int(pp)} ep={int(ep)} dp={int(dp)}"
-
-
-def finite(x):
-    """float, or None for NaN/inf (JSON never carries a NaN)."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 
 HOP_LATENCY_S = 2e-6
 

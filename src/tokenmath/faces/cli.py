@@ -57,7 +57,7 @@ class LazyGroup(click.Group):
             return super().resolve_command(ctx, args)
         except click.UsageError:
             if args and not args[0].startswith("-"):
-                from tokenmath.errors import closest
+                from tokenmath.base.errors import closest
                 near = closest(args[0], self.list_commands(ctx))
                 if near:
                     raise click.UsageError(f"No such command {args[0]!r}. Did you mean {', '.join(near)}?") from None

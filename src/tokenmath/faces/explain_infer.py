@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenmath import units as u
+from tokenmath.base import units as u
 from tokenmath.engine.forward import PassCost
 from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
 from tokenmath.analyses.serving.infer import InferResult

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 
 
 def _plt():

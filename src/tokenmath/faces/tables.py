@@ -5,7 +5,7 @@ import json
 
 import click
 
-from tokenmath import units as u
+from tokenmath.base import units as u
 
 
 def _console():
@@ -50,7 +50,7 @@ def infer_table(r) -> None:
 
 
 def models_table(as_json: bool) -> None:
-    from tokenmath.specs.model import get_model, model_ids
+    from tokenmath.specs.model_catalog import get_model, model_ids
     from tokenmath.specs.params import count_params
     rows = []
     for mid in model_ids():

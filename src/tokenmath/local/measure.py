@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 
 MB = 1 << 20
 DEFAULT_ARRAY_MIN = 256 * MB

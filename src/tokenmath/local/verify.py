@@ -38,7 +38,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 
 INSTALL_HINT = "pip install 'tokenmath[verify]'"
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -437,7 +437,7 @@ def check_inputs(config=None, batches=DEFAULT_BATCHES, context=DEFAULT_CONTEXT, 
                  warmup=2, steps=8, threads=None) -> dict:
     """Every input checked before anything slow (and before torch is looked for): InputError names the field."""
     from tokenmath.specs.hardware import get_hardware
-    from tokenmath.analyses.setup import int_arg
+    from tokenmath.base.validators import int_arg
     device = str(device).lower()
     if device not in ("cpu", "cuda"):
         raise InputError("device", f"unknown device {device!r}", "cpu or cuda")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.model import Model
 
 

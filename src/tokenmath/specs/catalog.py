@@ -6,7 +6,7 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 
 # a config.json or hardware file is a few KB (the largest fixture 3.8 KB); the limit also bounds parse time
 # (tomllib is pure Python: a 2 MB TOML array took seconds)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 
 
 @dataclass(frozen=True)

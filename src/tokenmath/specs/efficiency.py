@@ -29,12 +29,12 @@ class Efficiency:
 
     def __post_init__(self):
         if not (isinstance(self.layer_overhead_s, (int, float)) and 0 <= self.layer_overhead_s < 1):
-            from tokenmath.errors import InputError
+            from tokenmath.base.errors import InputError
             raise InputError("efficiency.layer_overhead_s", f"{self.layer_overhead_s!r} is not a time", "seconds >= 0")
         for name in ("flops", "memory_bw", "link_bw"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1):
-                from tokenmath.errors import InputError
+                from tokenmath.base.errors import InputError
                 raise InputError(f"efficiency.{name}", f"{v!r} is not a fraction of peak", "a number in (0, 1]")
 
 
@@ -51,7 +51,7 @@ def default_for(hardware_id: str) -> Efficiency:
 def calibrated(hardware_id: str) -> Efficiency:
     """Efficiencies fitted on published measurements (data/calibration.toml, written by `tokenmath validate
     --write-calibration`): per hardware family, else the all-rows fit. Provenance travels in `source`."""
-    from tokenmath.analyses.calibration.validate import family
+    from tokenmath.specs.families import family
     from tokenmath.specs.catalog import shipped
     cal = shipped("calibration.toml")
     fam = family(hardware_id)

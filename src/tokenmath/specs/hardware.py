@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
-from tokenmath.errors import InputError, show, unknown_name
+from tokenmath.base.errors import InputError, show, unknown_name
 
 FLOP_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
@@ -101,7 +101,7 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
         raise InputError(field, f"entry {hid!r} is not a table", "a table of keys")
     for k in rec:
         if k not in KNOWN_KEYS:
-            from tokenmath.errors import closest
+            from tokenmath.base.errors import closest
             near = closest(k, KNOWN_KEYS)
             raise InputError(f"{field}.{k}", "unknown key",
                              f"did you mean {', '.join(near)}?" if near else f"valid keys: {', '.join(KNOWN_KEYS)}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from tokenmath.errors import InputError, show
+from tokenmath.base.errors import InputError, show
 from tokenmath.specs.model import Model, validate
 
 SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",

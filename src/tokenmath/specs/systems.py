@@ -34,7 +34,7 @@ from types import MappingProxyType
 import numpy as np
 
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
-from tokenmath.errors import InputError, closest
+from tokenmath.base.errors import InputError, closest
 from tokenmath.specs.hardware import Hardware, _num, catalog as hw_catalog, from_record as hw_from_record, get_hardware
 
 TOPOLOGIES = ("switch", "mesh", "torus")

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.specs.catalog import shipped
+from tokenmath.specs.families import FAMILIES, family
 from tokenmath.specs.efficiency import DEFAULT, Efficiency
 from tokenmath.engine.roofline import retime
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 
 # calibration grid: achievable fractions and a fixed cost per layer per forward pass
 FLOPS_GRID = np.array([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
@@ -26,23 +27,8 @@ OVERHEAD_GRID = np.array([0.0, 5e-6, 10e-6, 20e-6, 40e-6, 80e-6, 160e-6])
 LINK_EFF = 0.8   # link efficiency is not fitted (NCCL bus bandwidth, see efficiency.py)
 TRAIN_BW = 0.8   # training is compute-bound: only the FLOP fraction is fitted on training rows
 
-FAMILIES = {
-    "nvidia-datacenter": ("a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h800", "h20", "h200", "gh200", "b200",
-                          "b300", "gb200-nvl72", "gb300-nvl72"),
-    "nvidia-workstation": ("l40s", "rtx-3090", "rtx-4090", "rtx-5090", "rtx-pro-6000"),
-    "amd": ("mi250x", "mi300x", "mi325x", "mi355x"),
-    "tpu": ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7"),
-    "apple": ("apple-m2-ultra", "apple-m3-max", "apple-m4-max", "apple-m3-ultra"),
-}
 THROUGHPUT = {"output_tokens_per_s", "output_tokens_per_s_per_user", "decode_tokens_per_s", "prefill_tokens_per_s", "total_tokens_per_s",
               "tokens_per_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu"}
-
-
-def family(hw_id: str) -> str:
-    for f, ids in FAMILIES.items():
-        if hw_id in ids:
-            return f
-    return "other"
 
 
 @dataclass
@@ -288,7 +274,7 @@ class Validation:
 
 
 def _is_moe(mid: str) -> bool:
-    from tokenmath.specs.model import get_model
+    from tokenmath.specs.model_catalog import get_model
     try:
         return get_model(mid).is_moe
     except InputError:

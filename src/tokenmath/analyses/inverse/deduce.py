@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tokenmath.engine.closed_form import decode_chip_s_per_token, decode_step_s, prefill_chip_s_per_token
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import get_hardware
-from tokenmath import units as u
+from tokenmath.base import units as u
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def _shipped_cost_scale() -> float:
 def catalog_kv_coef() -> tuple[float, float]:
     """Range of KV bytes per token / sqrt(active params) over the catalog (bf16 KV), widened 1.5x each way."""
     from tokenmath.specs.kv_cache import kv_bytes_per_token
-    from tokenmath.specs.model import get_model, model_ids
+    from tokenmath.specs.model_catalog import get_model, model_ids
     from tokenmath.specs.params import count_params
     r = [kv_bytes_per_token(m, 2.0) / math.sqrt(count_params(m).active) for m in map(get_model, model_ids())]
     return min(r) / 1.5, max(r) * 1.5
@@ -301,7 +301,7 @@ def coverage(priors: Priors | None = None, rows=None) -> dict:
     """Run deduce over the shipped open-weight price rows: how often the true active params fall in the 80%
     interval, and the median error of the median (as a factor). Closed models: their deduced sizes."""
     from tokenmath.specs.catalog import shipped
-    from tokenmath.specs.model import get_model
+    from tokenmath.specs.model_catalog import get_model
     from tokenmath.specs.params import count_params
     rows = rows if rows is not None else shipped("api_prices.toml").get("price", [])
     open_rows, closed_rows = [], []
@@ -353,7 +353,7 @@ def calibrate_cost_scale(rows=None, samples: int = 40_000) -> dict:
     row; choose the scale with the smallest median |log(median / true active params)|. Held-out figures come from
     leave-one-provider-out (each provider's rows are deduced with a scale fitted on the other providers)."""
     from tokenmath.specs.catalog import shipped
-    from tokenmath.specs.model import get_model
+    from tokenmath.specs.model_catalog import get_model
     from tokenmath.specs.params import count_params
     rows = rows if rows is not None else shipped("api_prices.toml").get("price", [])
     rows = [r for r in rows if r.get("open_weights") and r.get("catalog_id")]

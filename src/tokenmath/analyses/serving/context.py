@@ -11,10 +11,11 @@ import numpy as np
 
 from tokenmath.engine.memory import max_batch
 from tokenmath.engine.static_batch import serve
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token, kv_values_per_token_per_layer
-from tokenmath import units as u
-from tokenmath.analyses.setup import MAX_BATCH, Setup, finite, int_arg, setup
+from tokenmath.base import units as u
+from tokenmath.analyses.setup import Setup, setup
+from tokenmath.base.validators import MAX_BATCH, finite, int_arg
 
 
 @dataclass

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath import units as u
-from tokenmath.analyses.setup import Setup, finite, fmt_layout, int_arg, pos_float, setup
+from tokenmath.base import units as u
+from tokenmath.analyses.setup import Setup, fmt_layout, setup
+from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.analyses.serving.grid import up_to, meeting_speed
 
 HOURS_PER_YEAR = 8760

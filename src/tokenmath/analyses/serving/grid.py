@@ -80,7 +80,7 @@ CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256, 512)
 
 def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 128) -> Grid:
     """Every admissible layout on 1, 2, 4, ... up to `top` chips, each over batches up to the largest that fits."""
-    from tokenmath.errors import InputError
+    from tokenmath.base.errors import InputError
     from tokenmath.mapping.candidates import layouts_for
     counts = [c for c in CHIP_COUNTS if c <= top] or [top]
     lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=su.hardware.scaleup_domain)]
@@ -94,7 +94,7 @@ def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 12
 
 def meeting_speed(g: Grid, target: float, top: int, hw_id: str) -> np.ndarray:
     """Mask of the points that fit and reach `target` tokens/s per user; a clear error when none does."""
-    from tokenmath.errors import InputError
+    from tokenmath.base.errors import InputError
     ok = np.asarray(g.fits) & (g.tokens_per_s_per_user >= target)
     if not ok.any():
         best = float(np.nanmax(np.where(np.asarray(g.fits), g.tokens_per_s_per_user, np.nan)))

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.engine.static_batch import serve
-from tokenmath.errors import InputError
-from tokenmath import units as u
-from tokenmath.analyses.setup import Setup, finite, int_arg, setup
+from tokenmath.base.errors import InputError
+from tokenmath.base import units as u
+from tokenmath.analyses.setup import Setup, setup
+from tokenmath.base.validators import finite, int_arg
 
 HUGE_BATCH = 2.0 ** 24   # per-token cost at this batch (memory ignored) is the floor the curve flattens onto
 

@@ -20,7 +20,8 @@ from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
-from tokenmath.analyses.setup import MAX_BATCH, int_arg, setup
+from tokenmath.analyses.setup import setup
+from tokenmath.base.validators import MAX_BATCH, int_arg
 
 @dataclass
 class InferResult:

@@ -13,7 +13,8 @@ import numpy as np
 
 from tokenmath.engine.static_batch import serve
 from tokenmath.specs.kv_cache import kv_bytes_per_token
-from tokenmath.analyses.setup import MAX_BATCH, Setup, finite, int_arg, pos_float, setup
+from tokenmath.analyses.setup import Setup, setup
+from tokenmath.base.validators import MAX_BATCH, finite, int_arg, pos_float
 
 DEFAULT_CONTEXTS = (256, 1024, 4096, 16384, 65536, 131072)
 

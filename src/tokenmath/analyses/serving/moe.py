@@ -24,17 +24,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenmath import units as u
+from tokenmath.base import units as u
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.memory import CHUNK_TOKENS, activations_per_chip, kv_per_chip, memory_per_chip, weights_per_chip
 from tokenmath.engine.forward import ACT_BYTES
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.mapping.layout import Layout
-from tokenmath.specs.model import model_ids, get_model
+from tokenmath.specs.model_catalog import model_ids, get_model
 from tokenmath.specs.params import count_params
-from tokenmath.analyses.setup import fmt_layout, int_arg
+from tokenmath.analyses.setup import fmt_layout
+from tokenmath.base.validators import int_arg
 from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
 from tokenmath.analyses.serving.plan import check_options, evaluate_grid, links_for, point, system_setup
 

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.errors import InputError
-from tokenmath import units as u
-from tokenmath.analyses.setup import Setup, finite, fmt_layout, int_arg, setup
+from tokenmath.base.errors import InputError
+from tokenmath.base import units as u
+from tokenmath.analyses.setup import Setup, fmt_layout, setup
+from tokenmath.base.validators import finite, int_arg
 from tokenmath.mapping.candidates import layouts_for
 from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate
 

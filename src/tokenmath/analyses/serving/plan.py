@@ -28,16 +28,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenmath import units as u
+from tokenmath.base import units as u
 from tokenmath.specs.efficiency import Efficiency, default_for
 from tokenmath.engine.memory import RESERVE_FRACTION, max_batch as engine_max_batch
 from tokenmath.engine.static_batch import Serving, serve
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.mapping.layout import Layout
-from tokenmath.specs.model import Model, get_model
+from tokenmath.specs.model import Model
+from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.systems import System, get_system
-from tokenmath.analyses.setup import Setup, finite, fmt_layout, int_arg, pos_float, resolve_precision
+from tokenmath.analyses.setup import Setup, fmt_layout, resolve_precision
+from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.mapping.candidates import as_layout, layouts_for
 from tokenmath.analyses.serving.pareto import frontier_mask
 from tokenmath.analyses.serving.grid import Grid, batch_axis

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.errors import InputError
-from tokenmath.analyses.setup import Setup, finite, fmt_layout, int_arg, pos_float, setup
+from tokenmath.base.errors import InputError
+from tokenmath.analyses.setup import Setup, fmt_layout, setup
+from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.analyses.serving.grid import up_to, meeting_speed
 
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath import units as u
-from tokenmath.analyses.setup import Setup, finite, fmt_layout, int_arg, pos_float, setup
+from tokenmath.base import units as u
+from tokenmath.analyses.setup import Setup, fmt_layout, setup
+from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.analyses.serving.grid import up_to
 
 DEFAULT_BUDGETS_MS = (2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000)

@@ -36,13 +36,13 @@ from tokenmath.specs.efficiency import default_for
 from tokenmath.engine.memory import RESERVE_FRACTION, weight_bytes_total
 from tokenmath.engine.static_batch import serve
 from tokenmath.engine.forward import BOTTLENECKS
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import catalog as hardware_catalog
 from tokenmath.specs.hardware import get_hardware
 from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.mapping.layout import Layout
-from tokenmath.specs.model import catalog as model_catalog
-from tokenmath.specs.model import get_model
+from tokenmath.specs.model_catalog import catalog as model_catalog
+from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
 from tokenmath.analyses.setup import resolve_precision
 

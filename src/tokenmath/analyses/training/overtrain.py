@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.analyses.training.scaling_laws import (
     FLOPS_PER_PARAM_TOKEN,
     Fit,
@@ -553,7 +553,7 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
 # ---- faces helpers -----------------------------------------------------------------------------------------------
 
 def explain_overtrain(r: OvertrainResult) -> str:
-    from tokenmath import units as u
+    from tokenmath.base import units as u
     f, hw = r.fit, r.hardware
     o, c = r.optimum, r.chinchilla
     pk = hw.peak_flops("bf16")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenmath.errors import InputError, unknown_name
+from tokenmath.base.errors import InputError, unknown_name
 
 FLOPS_PER_PARAM_TOKEN = 6.0  # training: forward 2 + backward 4 FLOPs per parameter per token
 
@@ -294,7 +294,7 @@ def chinchilla(compute=None, params=None, tokens=None, loss_target=None, fit="ep
 
 
 def explain_chinchilla(r: ChinchillaResult) -> str:
-    from tokenmath import units as u
+    from tokenmath.base import units as u
     f = r.fit
     t = r.loss_terms
     L = [f"Chinchilla scaling law, fit {f.name!r}: L(N, D) = E + A/N^alpha + B/D^beta",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenmath import units as u
+from tokenmath.base import units as u
 from tokenmath.specs.efficiency import DEFAULT, Efficiency
 from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.train_step import (
@@ -32,12 +32,13 @@ from tokenmath.engine.train_step import (
     train_memory,
     train_step,
 )
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import Hardware
 from tokenmath.mapping.layout import Layout, check_layout
-from tokenmath.specs.model import Model, get_model
+from tokenmath.specs.model import Model
+from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
-from tokenmath.analyses.setup import int_arg as _int_arg
+from tokenmath.base.validators import int_arg as _int_arg
 
 MAX_BATCH_TOKENS = 10**12
 MAX_TRAIN_TOKENS = 1e16

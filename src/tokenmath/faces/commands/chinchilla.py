@@ -14,7 +14,7 @@ from tokenmath.faces.commands.common import guarded, with_plot
 @guarded
 def chinchilla(compute, params, tokens, loss_target, fit, as_json, explain, plot_file):
     """Chinchilla scaling law: loss L(N, D), compute-optimal N and D for a budget (C = 6ND)."""
-    from tokenmath import units as u
+    from tokenmath.base import units as u
     from tokenmath.analyses.training.scaling_laws import chinchilla as run
     from tokenmath.analyses.training.scaling_laws import explain_chinchilla, plot_chinchilla
     from tokenmath.faces.commands.common import plot_then_json

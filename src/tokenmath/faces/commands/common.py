@@ -14,7 +14,7 @@ DEFAULT_HARDWARE = "h100-sxm"
 
 def run_guarded(fn, as_json: bool):
     """Run fn(); an InputError exits 2 with its message (and a JSON error object under --json); no tracebacks."""
-    from tokenmath.errors import InputError
+    from tokenmath.base.errors import InputError
     try:
         return fn()
     except InputError as e:

@@ -45,7 +45,7 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
     """Deduce active params, KV bytes and batch regime from API prices (an 80% interval over explicit priors)."""
     from dataclasses import replace
     from tokenmath.analyses.inverse.deduce import Priors, coverage, deduce as run
-    from tokenmath.errors import InputError
+    from tokenmath.base.errors import InputError
     if calibrate:
         from tokenmath.analyses.inverse.deduce import calibrate_cost_scale
         emit_json(calibrate_cost_scale())

@@ -33,7 +33,7 @@ def measure(device, out_file, quick, quiet, as_json):
     Writes a hardware file in the catalog's schema with --out. Its figures are sustained, not peaks: predictions
     meant to match this machine use them at 100% (--peak)."""
     from tokenmath.local.measure import measure as run
-    from tokenmath.units import seconds
+    from tokenmath.base.units import seconds
     m = run(device=device.lower(), quick=quick, progress=_progress(not quiet))
     written = m.write(out_file) if out_file else None
     if as_json:
@@ -99,7 +99,7 @@ def verify(config_file, batches, context, device, hardware, steps, warmup, threa
     if plot_file:
         from pathlib import Path
 
-        from tokenmath.errors import InputError
+        from tokenmath.base.errors import InputError
         p = Path(plot_file)
         if p.suffix.lower() not in (".png", ".svg"):
             raise InputError("plot", f"unsupported file type {p.suffix or '(none)'!r}", "a .png or .svg path")

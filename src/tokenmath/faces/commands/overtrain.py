@@ -32,7 +32,7 @@ def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, fit, ha
               min_tokens_per_s_per_user, input_output_ratio, output_len, weight_dtype, kv_dtype, as_json, explain,
               plot_file):
     """Train smaller and longer: minimise training + lifetime inference cost at a target loss."""
-    from tokenmath import units as u
+    from tokenmath.base import units as u
     from tokenmath.analyses.training.overtrain import explain_overtrain, plot_overtrain
     from tokenmath.analyses.training.overtrain import overtrain as run
     from tokenmath.faces.commands.common import plot_then_json

@@ -78,7 +78,7 @@ def _table(r) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from tokenmath import units as u
+    from tokenmath.base import units as u
     d = r.to_dict()
     t = Table(title=f"Training {r.model.name} on {r.chips} x {r.hardware.name}", header_style="bold")
     t.add_column("quantity")
@@ -121,7 +121,7 @@ def _table(r) -> None:
 
 
 def _search_table(r) -> None:
-    from tokenmath import units as u
+    from tokenmath.base import units as u
     rows = [x.to_dict() for x in r.top]
     wide = any(d["ep"] > 1 or d["cp"] > 1 for d in rows)
     with_run = r.tokens is not None

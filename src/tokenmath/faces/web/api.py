@@ -5,7 +5,7 @@ coerces strings from a query string (or values from a JSON body) into the types 
 web page must never pass on (file paths: a model is a catalog id or an uploaded config, hardware is a catalog id),
 and adds what a chart needs when the analysis' dict leaves it out. No physics here.
 
-Bad input raises tokenmath.errors.InputError naming the field; the server answers it with HTTP 422.
+Bad input raises tokenmath.base.errors.InputError naming the field; the server answers it with HTTP 422.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenmath.errors import InputError, closest, unknown_name
+from tokenmath.base.errors import InputError, closest, unknown_name
 
 UPLOAD_MAX_BYTES = 256 * 1024      # a config.json is a few kB; refuse more before reading the body
 PARAMS_MAX_BYTES = 64 * 1024       # a JSON body of parameters
@@ -363,7 +363,7 @@ class Api:
 
     def model(self, spec: str, field: str = "model"):
         """A catalog Model or an uploaded one (never a path)."""
-        from tokenmath.specs.model import catalog, get_model
+        from tokenmath.specs.model_catalog import catalog, get_model
         key = spec.lower()
         if key.startswith(UPLOAD_PREFIX):
             with self._lock:
@@ -639,7 +639,7 @@ def dumps(obj) -> bytes:
 @cache
 def _models_bytes() -> bytes:
     from tokenmath.specs.kv_cache import kv_bytes_per_token
-    from tokenmath.specs.model import get_model, model_ids
+    from tokenmath.specs.model_catalog import get_model, model_ids
     from tokenmath.specs.params import count_params
     rows = []
     for mid in model_ids():

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from urllib.parse import parse_qsl, urlsplit
 
-from tokenmath.errors import InputError
+from tokenmath.base.errors import InputError
 from tokenmath.faces.web.api import PARAMS_MAX_BYTES, UPLOAD_MAX_BYTES, Api, dumps
 
 STATIC = {  # the only files served: name -> content type
