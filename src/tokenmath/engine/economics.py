@@ -1,0 +1,74 @@
+"""Time into money and energy: the one place where seconds of chips become $ per million tokens, joules per token,
+chip-hours and $ per year. Every question that prints a cost calls these (SI inside: s, $, J, W).
+
+Named variants, one meaning each (Vidur and the InferenceMAX charts use the same three):
+- decode cost per output token: the chips' time for one decode step shared by the batch's sequences,
+  usd_per_s x step_s / batch. It leaves out the prompt's prefill, as an API's output price does when input is
+  billed separately.
+- prefill cost per input token: the chips' time to prefill the batch's prompts, usd_per_s x ttft_s / (batch x input).
+- request cost per output token: a whole request's chip time (prefill + all decode steps) per output token,
+  usd_per_s x (ttft_s + output_len x step_s) / (batch x output_len) = usd_per_s / output tokens per second.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+SECONDS_PER_HOUR = 3600.0
+HOURS_PER_YEAR = 8760
+PER_MILLION = 1e6
+
+
+def usd_per_s(chips, usd_per_chip_hour: float | None):
+    """$ per second of `chips` chips at a price per chip-hour; None when the chip has no price."""
+    if usd_per_chip_hour is None:
+        return None
+    return chips * usd_per_chip_hour / SECONDS_PER_HOUR
+
+
+def per_mtok(usd_per_token):
+    """$ per token -> $ per million tokens."""
+    return usd_per_token * PER_MILLION
+
+
+def decode_cost_per_mtok(usd_s, step_s, batch):
+    """$ per million output tokens from the decode step alone: usd_s x step_s / batch x 1e6."""
+    return usd_s * step_s / batch * PER_MILLION
+
+
+def prefill_cost_per_mtok(usd_s, ttft_s, batch, input_len):
+    """$ per million input tokens: the prefill of batch x input_len tokens, usd_s x ttft_s / (batch x input) x 1e6."""
+    return usd_s * ttft_s / (batch * input_len) * PER_MILLION
+
+
+def request_cost_per_mtok(usd_s, output_tokens_per_s):
+    """$ per million output tokens for whole requests (prefill included): usd_s / output tokens per second x 1e6."""
+    return usd_s / output_tokens_per_s * PER_MILLION
+
+
+def chip_s_per_mtok(chips, output_tokens_per_s):
+    """Chip-seconds per million output tokens (the price-free form of request_cost_per_mtok)."""
+    return chips / output_tokens_per_s * PER_MILLION
+
+
+def energy_j_per_token(chips, watts_per_chip, step_s, tokens):
+    """Joules per token: chips x W x seconds / tokens (board power at TDP, an upper bound)."""
+    return chips * watts_per_chip * step_s / tokens
+
+
+def usd_per_year(chips, usd_per_chip_hour):
+    """A fleet's $ per year at its chip-hour price, running all year."""
+    return chips * usd_per_chip_hour * HOURS_PER_YEAR
+
+
+def megawatts(chips, watts_per_chip, pue):
+    """Facility power: chips x TDP x PUE, in MW."""
+    return chips * watts_per_chip * pue / 1e6
+
+
+def hbm_holding_cost_per_mtok(kv_bytes_per_token, seconds, usd_per_chip_s, hbm_bytes):
+    """$ per million tokens for keeping a token's KV in HBM for `seconds`, at the chip's price shared by its bytes."""
+    return kv_bytes_per_token * seconds * usd_per_chip_s / hbm_bytes * PER_MILLION
+
+
+def chip_hours(chips, seconds):
+    return np.asarray(chips) * seconds / SECONDS_PER_HOUR
