@@ -151,16 +151,16 @@ def test_plot_reads_back_the_data(tmp_path):
     from tokenmath.faces import plots
     h = hyperbola("llama-3.1-8b", "h100-sxm", context=1024)
     seen = {}
-    orig = plots._save
+    orig = plots.save_figure
 
     def grab(fig, path):
         seen["lines"] = [ln.get_ydata() for ax in fig.axes for ln in ax.get_lines()]
         return orig(fig, path)
-    plots._save = grab
+    plots.save_figure = grab
     try:
         plots.hyperbola_plot(h, tmp_path / "h.svg")
     finally:
-        plots._save = orig
+        plots.save_figure = orig
     cost = h.cost_per_mtok(h.per_token_s)
     assert any(len(y) == len(cost) and np.allclose(y, cost) for y in seen["lines"])
     plt.close("all")

@@ -21,7 +21,7 @@ from tokenmath.base.errors import InputError
 HOP_LATENCY_S = 2e-6
 
 
-def _scaleout(hw, eff_link: float):
+def scaleout_bandwidth(hw, eff_link: float):
     if hw.scaleout_bw is None:
         raise InputError("hardware.scaleout_gbs", f"{hw.id} has no scale-out bandwidth, and this layout spans "
                          f"more than one scale-up domain of {hw.scaleup_domain} chips",
@@ -46,7 +46,7 @@ def _collective(S, p, hw, eff_link, factor, up_bw=None):
     if np.all(p <= d):
         t = inside
     else:
-        out = _scaleout(hw, eff_link)
+        out = scaleout_bandwidth(hw, eff_link)
         n = np.maximum(p / d, 1.0)
         # the in-domain phase moves factor(d) of the buffer; the cross-domain phase moves factor(n) of S/d
         span = factor(np.float64(d)) * S / up + factor(n) * (S / d) / out
@@ -75,7 +75,7 @@ def all_to_all(nbytes, p, hw, eff_link: float = 1.0, *, up_bw=None):
     if np.all(p <= d):
         t = inside
     else:
-        out = _scaleout(hw, eff_link)
+        out = scaleout_bandwidth(hw, eff_link)
         # the (p-d)/p share bound for other domains crosses the scale-out link while the rest moves on scale-up
         span = np.maximum((d - 1) / p * S / up, (p - d) / p * S / out)
         span = np.maximum(span, inside)   # crossing domains is never faster than staying inside one
@@ -88,5 +88,5 @@ def p2p(nbytes, crosses_domain, hw, eff_link: float = 1.0, *, up_bw=None):
     up = S / ((hw.scaleup_bw if up_bw is None else up_bw) * eff_link) + hw.scaleup_latency
     if not np.any(crosses_domain):
         return up
-    out = S / _scaleout(hw, eff_link) + hw.scaleup_latency + hw.scaleout_latency
+    out = S / scaleout_bandwidth(hw, eff_link) + hw.scaleup_latency + hw.scaleout_latency
     return np.where(crosses_domain, out, up)

@@ -340,7 +340,7 @@ def _context_parallel(out: PassCost, m: Model, hw: Hardware, lay: Layout, eff: E
     up = group_bw("all_gather", cpd)
     up = hw.scaleup_bw if up is None else up
     if np.any(crosses):
-        up = np.where(crosses, coll._scaleout(hw, 1.0), up)
+        up = np.where(crosses, coll.scaleout_bandwidth(hw, 1.0), up)
     extra = np.where(crosses, hw.scaleout_latency, 0.0)
     if phase == "prefill":
         # ring attention: every rank receives the other ranks' KV blocks of this layer (cp-1 of cp), overlapped

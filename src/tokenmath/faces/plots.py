@@ -6,7 +6,7 @@ from pathlib import Path
 from tokenmath.base.errors import InputError
 
 
-def _plt():
+def pyplot():
     try:
         import matplotlib
     except ImportError:
@@ -16,7 +16,7 @@ def _plt():
     return plt
 
 
-def _save(fig, path) -> str:
+def save_figure(fig, path) -> str:
     p = Path(path)
     if p.suffix.lower() not in (".png", ".svg"):
         raise InputError("plot", f"unsupported file type {p.suffix or '(none)'!r}", "a .png or .svg path")
@@ -30,7 +30,7 @@ def _save(fig, path) -> str:
 
 
 def hyperbola_plot(h, path) -> str:
-    plt = _plt()
+    plt = pyplot()
     d = h.to_dict()
     su = h.setup
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -54,11 +54,11 @@ def hyperbola_plot(h, path) -> str:
                  "weights are fetched once per step, so batching amortizes them", fontsize=9)
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def pareto_plot(p, path) -> str:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     xs = [q["output_tokens_per_s_per_user"] for q in p.points]
     ys = [q["output_tokens_per_s_per_chip"] for q in p.points]
@@ -79,11 +79,11 @@ def pareto_plot(p, path) -> str:
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def slowmode_plot(s, path) -> str:
-    plt = _plt()
+    plt = pyplot()
     d = s.to_dict()
     rows = [r for r in d["rows"] if r["feasible"]]
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -101,11 +101,11 @@ def slowmode_plot(s, path) -> str:
     ax.set_ylabel("cheapest cost ($ per million output tokens)" if key.startswith("cost") else "chip-seconds per million output tokens")
     ax.set_title(f"{s.setup.model.name} on {s.setup.hardware.id}: patience lowers cost only until the batch fills memory", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def prices_plot(p, path) -> str:
-    plt = _plt()
+    plt = pyplot()
     rows = [r for r in p.rows if r["fits"]]
     fig, ax = plt.subplots(figsize=(8, 5))
     x = [r["input_len"] for r in rows]
@@ -123,11 +123,11 @@ def prices_plot(p, path) -> str:
                  "(labels: output/input ratio)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def context_plot(c, path) -> str:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     x = [r["context"] for r in c.curve]
     ax.plot(x, [r["kv_share"] for r in c.curve], label="KV reads share of decode step")
@@ -144,11 +144,11 @@ def context_plot(c, path) -> str:
                  "where long context starts to cost like the model", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def fleet_plot(sweep: list[dict], path) -> str:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     x = [r["demand_output_tokens_per_s"] for r in sweep]
     ax.plot(x, [r["chips"] for r in sweep], "-o", label="chips")
@@ -163,11 +163,11 @@ def fleet_plot(sweep: list[dict], path) -> str:
                  f"at >= {sweep[0]['min_tokens_per_s_per_user']:g} tok/s per user", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def validation_plot(v, path) -> str:
-    plt = _plt()
+    plt = pyplot()
     rows = [d for d in v.rows() if "skipped" not in d]
     fig, ax = plt.subplots(figsize=(7, 6))
     colors = {"decode": "C0", "prefill": "C1", "mixed": "C2", "training": "C3"}
@@ -192,4 +192,4 @@ def validation_plot(v, path) -> str:
     ax.set_title("tokenmath vs published measurements", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)

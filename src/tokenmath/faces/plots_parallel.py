@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenmath.faces.plots import _plt, _save
+from tokenmath.faces.plots import pyplot, save_figure
 
 
 def _short(layout: str) -> str:
@@ -12,7 +12,7 @@ def _short(layout: str) -> str:
 
 def plan_plot(p, path) -> str:
     """Every (layout, batch) point that fits, the throughput/interactivity frontier, the best point and the targets."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8.5, 5.5))
     ax.scatter(p.points["x"], p.points["y"], s=5, color="lightgray", label="(layout, batch) points that fit")
     fx = [q["output_tokens_per_s_per_user"] for q in p.frontier]
@@ -44,12 +44,12 @@ def plan_plot(p, path) -> str:
                  f"{p.points_evaluated:,} points", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="lower left")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def moe_plot(r, path) -> str:
     """TP vs EP vs PP side by side: per-token latency and throughput per chip, with the communication share."""
-    plt = _plt()
+    plt = pyplot()
     rows = r.rows
     names = [f"{q['name']}\n{_short(q['layout'])}" for q in rows]
     x = np.arange(len(rows))
@@ -77,4 +77,4 @@ def moe_plot(r, path) -> str:
     fig.suptitle(f"{r.setup.model.name} on {r.chips} x {hw.chip} ({hw.id}, domains of {hw.scaleup_domain}), batch "
                  f"{r.batch}, context {r.context:,}: "
                  + ("fits in one domain" if r.fit["fits_in_one_domain"] else "does not fit in one domain"), fontsize=9)
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -26,7 +26,7 @@ def shipped(name: str) -> dict:
     return tomllib.loads(text)
 
 
-def _depth(text: str) -> int:
+def json_depth(text: str) -> int:
     depth = best = 0
     in_str = esc = False
     for ch in text:
@@ -69,7 +69,7 @@ def read_user_file(path: str | Path, field: str) -> dict:
         except (ValueError, RecursionError) as e:   # TOMLDecodeError, huge integer literals, deep nesting
             raise InputError(field, f"{p.name!r} is not valid TOML: {str(e)[:200]}", "a TOML table of keys") from None
     else:
-        if _depth(text) > MAX_JSON_DEPTH:
+        if json_depth(text) > MAX_JSON_DEPTH:
             raise InputError(field, f"{p.name!r} is nested deeper than {MAX_JSON_DEPTH} levels", "a flat JSON object")
         try:
             data = json.loads(text)

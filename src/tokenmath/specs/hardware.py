@@ -82,7 +82,7 @@ KNOWN_KEYS = ("id", "name", "vendor", "kind", "release_year", "memory_gb", "memo
               "price_usd_per_hour", "price_date", "notes", "sources", "measured")
 
 
-def _num(rec: dict, key: str, field: str, required: bool, lo: float, hi: float) -> float | None:
+def record_number(rec: dict, key: str, field: str, required: bool, lo: float, hi: float) -> float | None:
     v = rec.get(key)
     if v is None:
         if required:
@@ -105,8 +105,8 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
             near = closest(k, KNOWN_KEYS)
             raise InputError(f"{field}.{k}", "unknown key",
                              f"did you mean {', '.join(near)}?" if near else f"valid keys: {', '.join(KNOWN_KEYS)}")
-    mem = _num(rec, "memory_gb", field, True, 0.001, 1e6)
-    bw = _num(rec, "memory_bw_tbs", field, True, 1e-4, 1e4)
+    mem = record_number(rec, "memory_gb", field, True, 0.001, 1e6)
+    bw = record_number(rec, "memory_bw_tbs", field, True, 1e-4, 1e4)
     tf = rec.get("tflops")
     if not isinstance(tf, dict) or not tf:
         raise InputError(f"{field}.tflops", "missing or not a table", f"a table like {{ bf16 = 989 }} with keys from {', '.join(FLOP_KEYS)}")
@@ -114,16 +114,16 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
     for k, v in tf.items():
         if k not in FLOP_KEYS:
             raise InputError(f"{field}.tflops.{k}", "unknown dtype key", f"valid: {', '.join(FLOP_KEYS)}")
-        flops[k] = _num(tf, k, f"{field}.tflops", True, 1e-4, 1e7) * 1e12
+        flops[k] = record_number(tf, k, f"{field}.tflops", True, 1e-4, 1e7) * 1e12
     if not any(k in flops for k in ("bf16", "fp16", "fp32")):
         raise InputError(f"{field}.tflops", "no bf16, fp16 or fp32 figure", "at least one of bf16, fp16, fp32")
     dom = rec.get("scaleup_domain", 1)
     if isinstance(dom, bool) or not isinstance(dom, int) or not 1 <= dom <= 1_000_000:
         raise InputError(f"{field}.scaleup_domain", f"{show(dom)} is not a chip count", "an integer between 1 and 1000000")
-    up = _num(rec, "scaleup_gbs", field, False, 1e-3, 1e6)
-    out = _num(rec, "scaleout_gbs", field, False, 1e-3, 1e6)
-    lat_up = _num(rec, "scaleup_latency_us", field, False, 0.0, 1e6)
-    lat_out = _num(rec, "scaleout_latency_us", field, False, 0.0, 1e6)
+    up = record_number(rec, "scaleup_gbs", field, False, 1e-3, 1e6)
+    out = record_number(rec, "scaleout_gbs", field, False, 1e-3, 1e6)
+    lat_up = record_number(rec, "scaleup_latency_us", field, False, 0.0, 1e6)
+    lat_out = record_number(rec, "scaleout_latency_us", field, False, 0.0, 1e6)
     return Hardware(
         id=hid,
         name=str(rec.get("name", hid)),
@@ -136,8 +136,8 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
         scaleout_bw=out * 1e9 if out is not None else None,
         scaleup_latency=lat_up * 1e-6 if lat_up is not None else DEFAULT_SCALEUP_LATENCY_S,
         scaleout_latency=lat_out * 1e-6 if lat_out is not None else DEFAULT_SCALEOUT_LATENCY_S,
-        tdp_w=_num(rec, "tdp_w", field, False, 0.1, 1e7),
-        price_usd_per_hour=_num(rec, "price_usd_per_hour", field, False, 0.0, 1e5),
+        tdp_w=record_number(rec, "tdp_w", field, False, 0.1, 1e7),
+        price_usd_per_hour=record_number(rec, "price_usd_per_hour", field, False, 0.0, 1e5),
         price_date=str(rec["price_date"]) if rec.get("price_date") is not None else None,
         vendor=str(rec.get("vendor", "")),
         kind=str(rec.get("kind", "gpu")),

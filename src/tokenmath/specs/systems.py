@@ -35,7 +35,7 @@ import numpy as np
 
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
 from tokenmath.base.errors import InputError, closest
-from tokenmath.specs.hardware import Hardware, _num, catalog as hw_catalog, from_record as hw_from_record, get_hardware
+from tokenmath.specs.hardware import Hardware, record_number, catalog as hw_catalog, from_record as hw_from_record, get_hardware
 
 TOPOLOGIES = ("switch", "mesh", "torus")
 KNOWN_KEYS = ("id", "name", "chip", "domain", "topology", "scaleup_gbs", "scaleout_gbs", "scaleup_latency_us",
@@ -196,11 +196,11 @@ def from_record(sid: str, rec: dict, chips=None, field: str = "system") -> Syste
     topo = rec.get("topology", "switch")
     if topo not in TOPOLOGIES:
         raise InputError(f"{field}.topology", f"unknown topology {topo!r}", f"one of {', '.join(TOPOLOGIES)}")
-    up = _num(rec, "scaleup_gbs", field, False, 1e-3, 1e6)
-    out = _num(rec, "scaleout_gbs", field, False, 1e-3, 1e6)
-    lat_up = _num(rec, "scaleup_latency_us", field, False, 0.0, 1e6)
-    lat_out = _num(rec, "scaleout_latency_us", field, False, 0.0, 1e6)
-    link = _num(rec, "link_gbs", field, topo != "switch", 1e-3, 1e6)
+    up = record_number(rec, "scaleup_gbs", field, False, 1e-3, 1e6)
+    out = record_number(rec, "scaleout_gbs", field, False, 1e-3, 1e6)
+    lat_up = record_number(rec, "scaleup_latency_us", field, False, 0.0, 1e6)
+    lat_out = record_number(rec, "scaleout_latency_us", field, False, 0.0, 1e6)
+    link = record_number(rec, "link_gbs", field, topo != "switch", 1e-3, 1e6)
     links = rec.get("links", 0)
     if topo != "switch" and (isinstance(links, bool) or not isinstance(links, int) or not 1 <= links <= 1024):
         raise InputError(f"{field}.links", f"{links!r} is not a link count", "an integer from 1 to 1024")

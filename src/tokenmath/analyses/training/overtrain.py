@@ -623,8 +623,8 @@ def explain_overtrain(r: OvertrainResult) -> str:
 
 def plot_overtrain(r: OvertrainResult, path: str) -> str:
     """Total, training and inference cost vs N (log-log), Chinchilla point and optimum marked."""
-    from tokenmath.faces.plots import _plt, _save
-    plt = _plt()   # the charts' shared setup: Agg backend, a clear error when matplotlib is missing
+    from tokenmath.faces.plots import pyplot, save_figure
+    plt = pyplot()   # the charts' shared setup: Agg backend, a clear error when matplotlib is missing
     cv = r.curve
     N = cv["params"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
@@ -657,4 +657,4 @@ def plot_overtrain(r: OvertrainResult, path: str) -> str:
                  f"inference tokens, {r.hardware.id}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -334,8 +334,8 @@ def explain_chinchilla(r: ChinchillaResult) -> str:
 
 def plot_chinchilla(r: ChinchillaResult, path: str) -> str:
     """IsoFLOP curves (loss vs N at fixed C = 6ND) at C/10, C, 10C, each optimum marked; the asked point too."""
-    from tokenmath.faces.plots import _plt, _save
-    plt = _plt()   # the charts' shared setup: Agg backend, a clear error when matplotlib is missing
+    from tokenmath.faces.plots import pyplot, save_figure
+    plt = pyplot()   # the charts' shared setup: Agg backend, a clear error when matplotlib is missing
     f = r.fit
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, C in ((0.1, r.compute / 10), (1, r.compute), (10, r.compute * 10)):
@@ -354,4 +354,4 @@ def plot_chinchilla(r: ChinchillaResult, path: str) -> str:
     ax.set_title(f"IsoFLOP curves, Chinchilla fit '{f.name}'")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -183,8 +183,8 @@ def verify_table(v) -> None:
 
 def verify_plot(v, path) -> str:
     """Step time and time per token (the cost hyperbola) against batch: measured points, predicted lines."""
-    from tokenmath.faces.plots import _plt, _save
-    plt = _plt()
+    from tokenmath.faces.plots import pyplot, save_figure
+    plt = pyplot()
     b = [r.batch for r in v.rows]
     ms = [r.measured_step_s * 1e3 for r in v.rows]
     ps = [r.predicted_step_s * 1e3 for r in v.rows]
@@ -227,7 +227,7 @@ def verify_plot(v, path) -> str:
                  f"{v.hardware.name}\nmedian |error| {s['median_abs_error']:.0%} at 100% of the measured figures"
                  + (f", {s['kernel_median_abs_error']:.0%} with the measured matmul efficiency"
                     if "kernel_median_abs_error" in s else ""), fontsize=9)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -395,7 +395,7 @@ class Api:
     def upload(self, body: bytes, filename: str | None = None) -> bytes:
         """A Hugging Face config.json (bytes, already size-checked) parsed as data only: json.loads, then
         tokenmath.specs.hf_config.model_from_hf_config. Returns the id to pass as `model`."""
-        from tokenmath.specs.catalog import MAX_JSON_DEPTH, _depth
+        from tokenmath.specs.catalog import MAX_JSON_DEPTH, json_depth
         from tokenmath.specs.hf_config import model_from_hf_config
         from tokenmath.specs.kv_cache import kv_bytes_per_token
         from tokenmath.specs.params import count_params
@@ -406,7 +406,7 @@ class Api:
             text = body.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise InputError(field, "is not UTF-8 text", "a JSON file") from None
-        if _depth(text) > MAX_JSON_DEPTH:
+        if json_depth(text) > MAX_JSON_DEPTH:
             raise InputError(field, f"nests deeper than {MAX_JSON_DEPTH} levels", "a Hugging Face config.json")
 
         def no_constants(c):
