@@ -10,7 +10,6 @@ from tokenmath.faces.cli import cli as main
 from tokenmath.specs.efficiency import PEAK
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.train_step import (
-    TrainLayout,
     activation_bytes_per_layer,
     bubble_fraction,
     matmul_params,
@@ -18,6 +17,7 @@ from tokenmath.engine.train_step import (
     train_step,
 )
 from tokenmath.specs.hardware import from_record, get_hardware
+from tokenmath.mapping.layout import train_layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
@@ -69,17 +69,17 @@ def test_mixed_precision_adam_16_bytes_per_param():
     P = count_params(m).total
     # the rule of thumb: 7e9 params x (2 bf16 weights + 2 bf16 grads + 4 fp32 master + 4 + 4 Adam moments) = 112 GB
     assert 7e9 * (2 + 2 + 4 + 4 + 4) == 112e9
-    one = TrainLayout(1, 1, 1, 1, 1)
+    one = train_layout(1, 1, 1, 1, 1)
     mem = train_memory(m, 80e9, one, seq_len=4096, micro_batch=1, micro_batches=1, recompute="full", zero=0)
     assert float(mem.states) == pytest.approx(16 * P, rel=1e-12)       # 6.74e9 -> 107.8 GB
     assert float(mem.states) / 1e9 == pytest.approx(107.8, abs=0.1)
     # ZeRO over dp = 8: stage 1 shards the optimizer (2 + 2 + 12/8), 2 also grads (2 + 14/8), 3 everything (16/8)
-    dp8 = TrainLayout(1, 1, 8, 1, 1)
+    dp8 = train_layout(1, 1, 8, 1, 1)
     for z, per_param in ((0, 16), (1, 5.5), (2, 3.75), (3, 2.0)):
         mem = train_memory(m, 80e9, dp8, seq_len=4096, micro_batch=1, micro_batches=1, recompute="full", zero=z)
         assert float(mem.states) == pytest.approx(per_param * P, rel=1e-12)
     # tp x pp = 4 splits the states four ways (pp = 1 here would not, tp alone does)
-    tp4 = TrainLayout(4, 1, 1, 1, 1)
+    tp4 = train_layout(4, 1, 1, 1, 1)
     mem = train_memory(m, 80e9, tp4, seq_len=4096, micro_batch=1, micro_batches=1, recompute="full", zero=0)
     assert float(mem.states) == pytest.approx(16 * P / 4, rel=1e-12)
 
@@ -133,7 +133,7 @@ LAYOUTS = [("llama-3.1-8b", dict(tp=2, pp=2, dp=2)), ("llama-3.1-70b", dict(tp=8
 @pytest.mark.parametrize("model,lay", LAYOUTS)
 def test_full_recompute_saves_memory_never_time(model, lay):
     m, hw = get_model(model), get_hardware("h100-sxm")
-    tl = TrainLayout(lay.get("tp", 1), lay.get("pp", 1), lay.get("dp", 1), lay.get("ep", 1), 1)
+    tl = train_layout(lay.get("tp", 1), lay.get("pp", 1), lay.get("dp", 1), lay.get("ep", 1), 1)
     for L in (2048, 8192):
         for zero in (0, 3):
             s = train_step(m, hw, tl, seq_len=L, micro_batch=np.array([1, 2]), global_batch_tokens=64 * L,
@@ -150,7 +150,7 @@ def test_more_data_parallel_never_more_memory_per_chip(zero):
     m = get_model("llama-3.1-70b")
     dps = np.array([1, 2, 4, 8, 16, 32, 64])
     L, G = 4096, 256 * 4096
-    mem = train_memory(m, 80e9, TrainLayout(8, 4, dps, 1, 1), seq_len=L, micro_batch=1,
+    mem = train_memory(m, 80e9, train_layout(8, 4, dps, 1, 1), seq_len=L, micro_batch=1,
                        micro_batches=G / (L * dps), recompute="selective", zero=zero)
     assert np.all(np.diff(mem.total) <= 1e-6)
     if zero >= 1:

@@ -82,7 +82,7 @@ from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import DEFAULT, Efficiency
 from tokenmath.specs.hardware import Hardware
 from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
-from tokenmath.mapping.layout import Layout
+from tokenmath.mapping.layout import Layout, train_layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 from tokenmath.engine import collectives as coll
@@ -99,12 +99,6 @@ GRAD_BYTES = 2.0              # bf16 gradients (the 16 B/param accounting); 4.0 
 LOGIT_BYTES = 4.0             # fp32 logits kept for the cross-entropy (Korthikanti et al. 2022 Sec. 4.1)
 LAYER_OPS_EXCLUDED = ("embed", "lm_head", "tp_allreduce", "ep_alltoall")
 ATTN_CORE_OPS = ("attention", "attention_local")
-
-
-def TrainLayout(tp=1, pp=1, dp=1, ep=1, cp=1) -> Layout:  # noqa: N802 (kept as the training code's name)
-    """The engine's Layout (mapping.py) in training's argument order: tp, pp, dp, ep, cp.
-    chips = tp x pp x dp x ep x cp; forward_pass is called with cp = 1 (context parallelism is costed here)."""
-    return Layout(tp, pp, ep, dp, cp)
 
 
 def recompute_code(r) -> np.ndarray:
@@ -306,7 +300,7 @@ def _strided(fn, nbytes, p, stride, hw: Hardware, eff_link: float):
     return out
 
 
-def train_step(m: Model, hw: Hardware, lay: TrainLayout, *, seq_len, micro_batch, global_batch_tokens,
+def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, global_batch_tokens,
                recompute="selective", zero=1, dtype: str = "bf16", overlap: bool = True,
                eff: Efficiency = DEFAULT, reserve: float = RESERVE_FRACTION,
                grad_bytes: float = GRAD_BYTES) -> TrainStep:
@@ -454,7 +448,7 @@ def train_step(m: Model, hw: Hardware, lay: TrainLayout, *, seq_len, micro_batch
     floor = np.maximum(stage_flops / max(peak, hw.peak_flops("bf16")), stage_bytes / hw.memory_bw)
 
     # ---- memory ---------------------------------------------------------------------------------------------
-    mem = train_memory(m, hw.memory_bytes, TrainLayout(tp, pp, dp, ep, cp), seq_len=L, micro_batch=b,
+    mem = train_memory(m, hw.memory_bytes, train_layout(tp, pp, dp, ep, cp), seq_len=L, micro_batch=b,
                        micro_batches=mb, recompute=rc, zero=z, reserve=reserve, grad_bytes=grad_bytes)
 
     return TrainStep(
@@ -478,7 +472,7 @@ def train_step(m: Model, hw: Hardware, lay: TrainLayout, *, seq_len, micro_batch
     )
 
 
-def train_memory(m: Model, hw_memory_bytes: float, lay: TrainLayout, *, seq_len, micro_batch, micro_batches,
+def train_memory(m: Model, hw_memory_bytes: float, lay: Layout, *, seq_len, micro_batch, micro_batches,
                  recompute="selective", zero=1, reserve: float = RESERVE_FRACTION,
                  grad_bytes: float = GRAD_BYTES) -> TrainMemory:
     """Memory per chip on the worst pipeline stage (the larger of the first and the last)."""

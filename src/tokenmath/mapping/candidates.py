@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenmath.mapping.layout import Layout
+from tokenmath.mapping.layout import Layout, admissible, tp_ok
 from tokenmath.specs.model import Model
 
 
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def tp_ok(m: Model, tp: int) -> bool:
-    if m.n_heads % tp:
-        return False
-    return m.is_mla or m.kv_heads % tp == 0 or tp % m.kv_heads == 0
 
 
 def layouts_for(m: Model, chips: int, *, allow_pp: bool = False, max_tp: int | None = None) -> list[tuple[int, int, int, int]]:
@@ -28,7 +22,7 @@ def layouts_for(m: Model, chips: int, *, allow_pp: bool = False, max_tp: int | N
             continue
         rest = chips // tp
         for ep in divisors(rest):
-            if ep > 1 and (not m.is_moe or ep > m.n_experts):
+            if not admissible(m, ep=ep):
                 continue
             rest2 = rest // ep
             for pp in (divisors(rest2) if allow_pp else [1]):

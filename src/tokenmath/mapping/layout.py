@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.base.errors import InputError
+from tokenmath.base.validators import int_arg
+from tokenmath.specs.hardware import Hardware
 from tokenmath.specs.model import Model
 
 
@@ -110,7 +112,32 @@ def make_layout(m: Model, chips=None, tp=None, pp=None, ep=None, dp=None, cp=Non
     return lay
 
 
+def admissible(m: Model, tp=1, pp=1, ep=1):
+    """The layout rules as one boolean mask (arrays broadcast): tp divides the attention heads and splits or evenly
+    replicates the KV heads (MLA's shared latent has no KV heads to split), pp is at most the layers, ep > 1 only for
+    a MoE model and at most its experts. check_layout names the rule a layout breaks; sweeps mask with this."""
+    tp, pp, ep = np.asarray(tp), np.asarray(pp), np.asarray(ep)
+    return _tp_rule(m, tp) & (pp <= m.n_layers) & _ep_rule(m, ep)
+
+
+def tp_ok(m: Model, tp: int) -> bool:
+    """The tensor-parallel rule for one degree (see admissible)."""
+    return bool(_tp_rule(m, np.asarray(tp)))
+
+
+def _tp_rule(m: Model, tp):
+    ok = m.n_heads % tp == 0
+    if not m.is_mla:
+        ok = ok & ((m.kv_heads % tp == 0) | (tp % m.kv_heads == 0))
+    return ok
+
+
+def _ep_rule(m: Model, ep):
+    return (ep <= m.n_experts) if m.is_moe else (ep == 1)
+
+
 def check_layout(m: Model, lay: Layout) -> None:
+    """Raise InputError naming the first layout rule (see admissible) that `lay` breaks."""
     tp, pp, ep = np.asarray(lay.tp), np.asarray(lay.pp), np.asarray(lay.ep)
     if np.any(m.n_heads % tp):
         bad = tp[np.nonzero(m.n_heads % tp)][0] if tp.ndim else tp
@@ -129,3 +156,40 @@ def check_layout(m: Model, lay: Layout) -> None:
         raise InputError("ep", "expert parallelism needs a MoE model; this model is dense", "ep=1 (use dp for replicas)")
     if m.is_moe and np.any(ep > m.n_experts):
         raise InputError("ep", f"ep={int(np.max(ep))} exceeds the {m.n_experts} experts", f"at most {m.n_experts}")
+
+
+def train_layout(tp=1, pp=1, dp=1, ep=1, cp=1) -> Layout:
+    """A Layout in training's argument order: tp, pp, dp, ep, cp (chips = tp x pp x dp x ep x cp); the training
+    engine costs context parallelism itself."""
+    return Layout(tp, pp, ep, dp, cp)
+
+
+def make_train_layout(m: Model, hw: Hardware, chips=None, tp=None, pp=None, dp=None, ep=None, cp=None) -> Layout:
+    """Resolve a training layout: missing degrees are 1, except dp, which takes the chips the others leave (data
+    parallelism is what training scales by). Checked against the model (check_layout) and against the hardware:
+    more than one scale-up domain needs a scale-out link."""
+    t = int_arg(1 if tp is None else tp, "tp", 1, 1_000_000)
+    p = int_arg(1 if pp is None else pp, "pp", 1, 1_000_000)
+    e = int_arg(1 if ep is None else ep, "ep", 1, 1_000_000)
+    c = int_arg(1 if cp is None else cp, "cp", 1, 1_000_000)
+    if dp is None:
+        if chips is None:
+            d = 1
+        else:
+            n = int_arg(chips, "chips", 1, 10_000_000)
+            if n % (t * p * e * c):
+                raise InputError("chips", f"{n} chips do not divide into tp={t} x pp={p} x ep={e} x cp={c}",
+                                 f"a multiple of {t * p * e * c}")
+            d = n // (t * p * e * c)
+    else:
+        d = int_arg(dp, "dp", 1, 10_000_000)
+    lay = train_layout(t, p, d, e, c)
+    if chips is not None and int(lay.chips) != int_arg(chips, "chips", 1, 10_000_000):
+        raise InputError("chips", f"{chips} chips but tp x pp x dp x ep x cp = {t} x {p} x {d} x {e} x {c} = "
+                         f"{int(lay.chips)}", "degrees whose product equals --chips")
+    check_layout(m, Layout(t, p, e, d))
+    if int(lay.chips) > hw.scaleup_domain and hw.scaleout_bw is None:
+        raise InputError("chips", f"{int(lay.chips)} chips span more than one scale-up domain of "
+                         f"{hw.scaleup_domain} and {hw.id} has no scale-out bandwidth",
+                         f"at most {hw.scaleup_domain} chips, or a hardware file with scaleout_gbs")
+    return lay

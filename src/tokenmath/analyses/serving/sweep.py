@@ -40,7 +40,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import catalog as hardware_catalog
 from tokenmath.specs.hardware import get_hardware
 from tokenmath.specs.kv_cache import kv_bytes_per_token
-from tokenmath.mapping.layout import Layout
+from tokenmath.mapping.layout import Layout, admissible
 from tokenmath.specs.model_catalog import catalog as model_catalog
 from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
@@ -131,11 +131,7 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     nd = len(shape)
     n = int(np.prod(shape))
     _, _, _, TP, PP, EP, DP = (_along(a, i, nd) for i, a in enumerate(axes))
-    valid = (m.n_heads % TP == 0) & (PP <= m.n_layers)
-    if not m.is_mla:
-        valid = valid & ((m.kv_heads % TP == 0) | (TP % m.kv_heads == 0))
-    valid = valid & ((EP == 1) if not m.is_moe else (EP <= m.n_experts))
-    valid = np.broadcast_to(valid, shape).reshape(-1)
+    valid = np.broadcast_to(admissible(m, TP, PP, EP), shape).reshape(-1)
     cols = Columns()
     for i, (name, a) in enumerate(zip(AXES, axes)):
         cols[name] = _column(a.astype(np.int64), i, shape)

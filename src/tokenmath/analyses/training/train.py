@@ -25,7 +25,6 @@ from tokenmath.engine.train_step import (
     RECOMPUTE,
     TRAIN_DTYPES,
     ZERO_STAGES,
-    TrainLayout,
     TrainStep,
     activation_bytes_per_layer,
     matmul_params,
@@ -34,7 +33,7 @@ from tokenmath.engine.train_step import (
 )
 from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import Hardware
-from tokenmath.mapping.layout import Layout, check_layout
+from tokenmath.mapping.layout import Layout, check_layout, make_train_layout, train_layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
@@ -57,7 +56,7 @@ def _f(x):
 class TrainResult:
     model: Model
     hardware: Hardware
-    layout: TrainLayout
+    layout: Layout
     seq_len: int
     global_batch_tokens: int
     micro_batch: int
@@ -203,37 +202,7 @@ def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def resolve_layout(m: Model, hw: Hardware, chips=None, tp=None, pp=None, dp=None, ep=None, cp=None) -> TrainLayout:
-    t = _int_arg(1 if tp is None else tp, "tp", 1, 1_000_000)
-    p = _int_arg(1 if pp is None else pp, "pp", 1, 1_000_000)
-    e = _int_arg(1 if ep is None else ep, "ep", 1, 1_000_000)
-    c = _int_arg(1 if cp is None else cp, "cp", 1, 1_000_000)
-    if dp is None:
-        if chips is None:
-            d = 1
-        else:
-            n = _int_arg(chips, "chips", 1, 10_000_000)
-            if n % (t * p * e * c):
-                raise InputError("chips", f"{n} chips do not divide into tp={t} x pp={p} x ep={e} x cp={c}",
-                                 f"a multiple of {t * p * e * c}")
-            d = n // (t * p * e * c)
-    else:
-        d = _int_arg(dp, "dp", 1, 10_000_000)
-    lay = TrainLayout(t, p, d, e, c)
-    if chips is not None and int(lay.chips) != _int_arg(chips, "chips", 1, 10_000_000):
-        raise InputError("chips", f"{chips} chips but tp x pp x dp x ep x cp = {t} x {p} x {d} x {e} x {c} = "
-                         f"{int(lay.chips)}", "degrees whose product equals --chips")
-    check_layout(m, Layout(t, p, e, d))
-    if p > m.n_layers:
-        raise InputError("pp", f"pp={p} exceeds the {m.n_layers} layers", f"at most {m.n_layers}")
-    if int(lay.chips) > hw.scaleup_domain and hw.scaleout_bw is None:
-        raise InputError("chips", f"{int(lay.chips)} chips span more than one scale-up domain of "
-                         f"{hw.scaleup_domain} and {hw.id} has no scale-out bandwidth",
-                         f"at most {hw.scaleup_domain} chips, or a hardware file with scaleout_gbs")
-    return lay
-
-
-def _check_batch(lay: TrainLayout, seq_len: int, micro_batch: int, gbt: int):
+def _check_batch(lay: Layout, seq_len: int, micro_batch: int, gbt: int):
     unit = seq_len * micro_batch * int(lay.dp) * int(lay.ep)
     if gbt % unit:
         lo = max(unit, gbt // unit * unit)
@@ -269,7 +238,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     zero = int(_choice(zero, "zero", ZERO_STAGES))
     dtype = _choice(dtype, "dtype", TRAIN_DTYPES)
     tokens = _tokens_arg(tokens)
-    lay = resolve_layout(m, hw, chips, tp, pp, dp, ep, cp)
+    lay = make_train_layout(m, hw, chips, tp, pp, dp, ep, cp)
     if seq_len % int(lay.cp):
         raise InputError("cp", f"cp={int(lay.cp)} does not split the {seq_len}-token sequence evenly",
                          f"a divisor of {seq_len}")
@@ -329,7 +298,7 @@ def _chips_needed(m, hw, lay, kw) -> str:
     """Smallest data-parallel width (tp, pp, ep, cp kept) at which ZeRO-3 + full recomputation fits."""
     dps = np.unique(np.round(np.geomspace(1, 1_000_000, 400)).astype(int))
     L, b, G = kw["seq_len"], kw["micro_batch"], kw["global_batch_tokens"]
-    tl = TrainLayout(int(lay.tp), int(lay.pp), dps, int(lay.ep), int(lay.cp))
+    tl = train_layout(int(lay.tp), int(lay.pp), dps, int(lay.ep), int(lay.cp))
     mb = G / (L * b * dps * int(lay.ep))
     mem = train_memory(m, hw.memory_bytes, tl, seq_len=L, micro_batch=b, micro_batches=mb, recompute="full", zero=3,
                        reserve=kw["reserve"])
@@ -390,7 +359,7 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
                          f"micro-batches of {seq_len} tokens", f"a multiple of seq_len x micro_batch x dp, e.g. "
                          f"{seq_len * n:,}")
     a = np.array(rows, dtype=np.int64).T
-    lay = TrainLayout(a[0], a[1], a[2], a[3], c)
+    lay = train_layout(a[0], a[1], a[2], a[3], c)
     st = train_step(m, hw, lay, seq_len=seq_len, micro_batch=a[4], global_batch_tokens=gbt, recompute=a[5],
                     zero=a[6], dtype=dtype, overlap=overlap, eff=eff, reserve=reserve)
     fit = np.asarray(st.memory.total <= st.memory.usable)
