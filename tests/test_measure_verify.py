@@ -11,9 +11,14 @@ import tomllib
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.local import measure as M
-from tokenmath.local import verify as V
 from tokenmath.faces.cli import cli, main
+from tokenmath.faces.explain_verify import explain as verify_text
+from tokenmath.local.decode_matmul import efficiency_at
+from tokenmath.local.hardware_file import to_toml
+from tokenmath.local.measurement import Measurement
+from tokenmath.local.model_configs import default_config, probe_config
+from tokenmath.local.verify import parse_batches, verify
+from tokenmath.local.verify_result import knee_batch
 from tokenmath.specs.hardware import get_hardware
 
 TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256, "intermediate_size": 688,
@@ -37,7 +42,7 @@ def _decode_row(m, seconds):
     return {"rows": m, "weight_bytes": 1e9, "flops": 2e9 * m, "best_s": seconds, "median_s": seconds}
 
 
-def fake_measurement(**kw) -> M.Measurement:
+def fake_measurement(**kw) -> Measurement:
     base = {"device": "cpu", "name": 'Test "CPU", 2 cores', "memory_bytes": 16e9,
             "bandwidth": {"numpy_copy": {"best": 30.0, "median": 25.0, "reps": 3, "array_bytes": 1, "traffic_bytes": 2,
                                          "kernel": "copy"},
@@ -53,7 +58,7 @@ def fake_measurement(**kw) -> M.Measurement:
             "cache_bytes": 32 << 20, "threads": 2, "date": "2026-01-01T00:00:00+00:00", "versions": {"numpy": "2"},
             "quick": True}
     base.update(kw)
-    return M.Measurement(**base)
+    return Measurement(**base)
 
 
 # ---- measure ---------------------------------------------------------------------------------------------------
@@ -78,9 +83,9 @@ def test_record_round_trips_through_toml_and_json(tmp_path):
 def test_decode_efficiency_interpolates_in_log_rows():
     eff = fake_measurement().decode_efficiency()
     assert eff == {1: pytest.approx(0.8), 4: pytest.approx(0.4)}
-    assert M.efficiency_at(eff, 2) == pytest.approx(0.6)          # halfway in log(rows)
-    assert M.efficiency_at(eff, 64) == pytest.approx(0.4)         # the nearest end outside the table
-    assert M.efficiency_at({}, 8) is None
+    assert efficiency_at(eff, 2) == pytest.approx(0.6)          # halfway in log(rows)
+    assert efficiency_at(eff, 64) == pytest.approx(0.4)         # the nearest end outside the table
+    assert efficiency_at({}, 8) is None
 
 
 def test_write_refuses_other_suffixes(tmp_path):
@@ -129,7 +134,7 @@ def test_measure_cuda_without_a_gpu_is_a_named_error():
 
 
 def test_toml_writer_escapes():
-    text = M.to_toml({"name": 'a "quoted" \\ name\n', "tflops": {"fp32": 1.5}, "sub": {"k-1": 2, "x y": True}})
+    text = to_toml({"name": 'a "quoted" \\ name\n', "tflops": {"fp32": 1.5}, "sub": {"k-1": 2, "x y": True}})
     back = tomllib.loads(text)
     assert back == {"name": 'a "quoted" \\ name\n', "tflops": {"fp32": 1.5}, "sub": {"k-1": 2, "x y": True}}
 
@@ -163,21 +168,21 @@ def test_verify_checks_inputs_before_looking_for_torch(monkeypatch, tmp_path):
 
 
 def test_parse_batches_and_knee():
-    assert V.parse_batches("4,1, 2,2") == [1, 2, 4]
-    assert V.parse_batches([8, 1]) == [1, 8]
+    assert parse_batches("4,1, 2,2") == [1, 2, 4]
+    assert parse_batches([8, 1]) == [1, 8]
     # flat at 10 ms, then compute-bound at 1 ms per token: the knee sits at 10
     b = [1, 2, 4, 8, 16, 32, 64]
     steps = [max(0.010, 0.001 * x) for x in b]
-    assert V.knee_batch(b, steps) == pytest.approx(10.0)
-    assert V.knee_batch([2, 4], [1.0, 2.0]) is None
+    assert knee_batch(b, steps) == pytest.approx(10.0)
+    assert knee_batch([2, 4], [1.0, 2.0]) is None
 
 
 def test_probe_config_shrinks_widths_and_keeps_layers():
-    p = V.probe_config({**TINY, "num_hidden_layers": 7})
+    p = probe_config({**TINY, "num_hidden_layers": 7})
     assert p["num_hidden_layers"] == 7 and p["hidden_size"] == 64 and p["vocab_size"] == 256
     assert p["num_key_value_heads"] < p["num_attention_heads"]          # GQA stays GQA
-    assert V.default_config("cpu", 16e9)["num_hidden_layers"] == 12
-    assert V.default_config("cpu", 2e9)["num_hidden_layers"] < 12         # sized to a small machine
+    assert default_config("cpu", 16e9)["num_hidden_layers"] == 12
+    assert default_config("cpu", 2e9)["num_hidden_layers"] < 12         # sized to a small machine
 
 
 # ---- verify with torch and transformers ------------------------------------------------------------------------
@@ -201,7 +206,7 @@ def test_verify_tiny_config_end_to_end(tmp_path):
         assert abs(r["error"]) < 10
         assert r["predicted_step_s"] == pytest.approx(r["predicted_roofline_s"] + r["predicted_overhead_s"])
         # the fake file's decode-shaped matmuls reach 80% (1 row) to 40% (4 rows) of its roofline
-        assert r["kernel_efficiency"] == pytest.approx(M.efficiency_at({1: 0.8, 4: 0.4}, r["batch"]))
+        assert r["kernel_efficiency"] == pytest.approx(efficiency_at({1: 0.8, 4: 0.4}, r["batch"]))
         assert r["predicted_kernel_step_s"] > r["predicted_step_s"] and math.isfinite(r["kernel_error"])
     assert d["efficiency"]["layer_overhead_s"] > 0 and d["efficiency"]["flops"] == 1.0
     assert d["model"]["n_layers"] == 2 and d["model"]["params_total"] > 1e6
@@ -213,8 +218,8 @@ def test_verify_tiny_config_end_to_end(tmp_path):
 def test_verify_python_api_measures_when_no_hardware_is_given():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    v = V.verify(TINY, batches=[1, 2], context=8, warmup=1, steps=2, threads=1, quick_measure=True)
+    v = verify(TINY, batches=[1, 2], context=8, warmup=1, steps=2, threads=1, quick_measure=True)
     assert v.hardware_source.startswith("measured now")
     assert [r.batch for r in v.rows] == [1, 2]
     assert all(r.measured_step_s > 0 and r.predicted_step_s > 0 for r in v.rows)
-    assert "Verify:" in v.explain()
+    assert "Verify:" in verify_text(v)

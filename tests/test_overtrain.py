@@ -12,13 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses.training.overtrain import (
-    dense_model,
-    dense_params,
-    dense_shape,
-    overtrain,
-    serve_cost,
-)
+from tokenmath.analyses.training.inference_cost import dense_arch, dense_model, dense_shape, serve_cost
+from tokenmath.analyses.training.overtrain import overtrain
 from tokenmath.analyses.training.scaling_laws import (
     FITS,
     compute_optimal,
@@ -50,7 +45,7 @@ def test_rule_counts_params_like_params_py():
     # Llama 3 8B's shape (32 layers x 4096, 32 heads, 8 KV heads, SwiGLU 14336, vocab 128256) = 8.03B by hand
     by_hand = 32 * (2 * 4096 * 4096 + 2 * 4096 * 8 * 128 + 3 * 4096 * 14336 + 2 * 4096) + 2 * 128256 * 4096 + 4096
     assert by_hand == 8_030_261_248
-    assert float(dense_params(32, 4096)) == by_hand
+    assert count_params(dense_arch(32, 4096)).total == by_hand
     for N in (1.2e9, 8e9, 70e9, 187e9, 400e9):
         m = dense_model(N)
         P = count_params(m).total

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses.setup import resolve_precision
+from tokenmath.analyses.setup import resolve_precision, system_setup
 from tokenmath.mapping.candidates import layouts_for
 from tokenmath.analyses.serving.moe import moe
-from tokenmath.analyses.serving.plan import evaluate_grid, plan, system_setup
-from tokenmath.analyses.serving.grid import evaluate
+from tokenmath.analyses.serving.plan import plan
+from tokenmath.analyses.serving.grid import evaluate, links_for
 from tokenmath.faces.cli import cli
 from tokenmath.specs.efficiency import DEFAULT, PEAK
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.static_batch import serve
+from tokenmath.engine.static_batch import serve_batch
 from tokenmath.engine.forward import forward_pass
 from tokenmath.base.errors import InputError
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence
@@ -135,8 +135,8 @@ def test_more_scaleout_bandwidth_is_never_slower():
     lays = layouts_for(su.model, n, allow_pp=True)
     fast = su.__class__(su.model, su.hardware.replace(scaleout_bw=su.hardware.scaleout_bw * 4), su.layout,
                         su.precision, su.efficiency, su.reserve)
-    a = evaluate_grid(su, lays, [1, 16, 256], 1024, 128).grid
-    b = evaluate_grid(fast, lays, [1, 16, 256], 1024, 128).grid
+    a = evaluate(su, lays, [1, 16, 256], 1024, 128, links=links_for(su.hardware))
+    b = evaluate(fast, lays, [1, 16, 256], 1024, 128, links=links_for(fast.hardware))
     assert np.all(b.step_s <= a.step_s * (1 + 1e-12)) and np.all(b.ttft_s <= a.ttft_s * (1 + 1e-12))
     assert np.any(b.step_s < a.step_s * 0.99)          # and the layouts that cross domains do get faster
 
@@ -189,7 +189,7 @@ def test_ep_alltoall_payload_is_batch_x_topk_x_dmodel():
 def test_pp_handoffs_bubble_and_kv_in_flight():
     m = get_model("llama-3.1-70b")
     lay = Layout(tp=8, pp=2)                                 # 16 GPUs: the stage boundary crosses the node
-    sv = serve(m, H100, lay, PREC70, DEFAULT, 16, 1024, 128, 0.1)
+    sv = serve_batch(m, H100, lay, PREC70, DEFAULT, 16, 1024, 128, 0.1)
     # 16 sequences flow as M = min(pp, 16) = 2 micro-batches of 8; one hand-off of 8 x 8192 x 2 B / tp per token
     assert float(sv.microbatches) == 2 and float(sv.seqs_per_microbatch) == 8
     hop = coll.p2p(8 * 8192 * 2 / 8, True, H100, DEFAULT.link_bw)
@@ -200,15 +200,15 @@ def test_pp_handoffs_bubble_and_kv_in_flight():
     # KV held per chip counts every sequence in flight (all micro-batches), each stage its half of the layers
     per_seq = float(kv_bytes_per_sequence(m, 1024 + 128, 2))
     assert float(sv.memory.kv) == pytest.approx(16 * per_seq / (2 * 8))
-    one = serve(m, H100, Layout(tp=8, pp=4), PREC70, DEFAULT, 16, 1024, 128, 0.1)
+    one = serve_batch(m, H100, Layout(tp=8, pp=4), PREC70, DEFAULT, 16, 1024, 128, 0.1)
     assert float(one.microbatches) == 4 and float(one.memory.kv) == pytest.approx(16 * per_seq / (4 * 8))
 
 
 def test_dp_replicas_scale_throughput_linearly():
     m = get_model("llama-3.1-8b")
     prec = resolve_precision(m, None, None)
-    a = serve(m, H100, Layout(tp=2), prec, DEFAULT, 16, 1024, 128, 0.1)
-    b = serve(m, H100, Layout(tp=2, dp=4), prec, DEFAULT, 64, 1024, 128, 0.1)
+    a = serve_batch(m, H100, Layout(tp=2), prec, DEFAULT, 16, 1024, 128, 0.1)
+    b = serve_batch(m, H100, Layout(tp=2, dp=4), prec, DEFAULT, 64, 1024, 128, 0.1)
     assert float(b.decode_step_s) == pytest.approx(float(a.decode_step_s))
     assert float(b.ttft_s) == pytest.approx(float(a.ttft_s))
     # 4 replicas serve 4 x the sequences at the same speed: 4 x the tokens/s on 4 x the chips
@@ -230,13 +230,15 @@ def test_cp_splits_long_prompts_and_their_kv():
 
 
 # ---- plan ---------------------------------------------------------------------------------------------------------
-def test_evaluate_grid_matches_serving_grid_by_default():
+def test_evaluate_with_the_plan_options_at_their_defaults_changes_nothing():
+    # plan and moe call the same grid evaluation as pareto/slowmode/fleet, with options; at their defaults (and a
+    # switched system, whose groups all get the scale-up bandwidth) the grid is the plain one
     su, n = system_setup("llama-3.1-70b", "hgx-h100", 8, None, None, None, None)
     lays = layouts_for(su.model, n, allow_pp=True)
     a = evaluate(su, lays, [1, 8, 64], 1024, 128)
-    b = evaluate_grid(su, lays, [1, 8, 64], 1024, 128).grid
+    b = evaluate(su, lays, [1, 8, 64], 1024, 128, ep_imbalance=1.0, ep_overlap=False, links=links_for(su.hardware))
     assert np.array_equal(a.step_s, b.step_s) and np.array_equal(a.ttft_s, b.ttft_s)
-    assert np.array_equal(a.fits, b.fits) and np.allclose(a.comm_share, b.comm_share)
+    assert np.array_equal(a.fits, b.fits) and np.array_equal(a.comm_share, b.comm_share)
 
 
 @pytest.mark.parametrize("mid,sid,chips", [("llama-3.1-405b", "hgx-h100", 16), ("deepseek-v3", "gb200-nvl72", 72)])

@@ -38,7 +38,7 @@ from tokenmath.analyses.serving.hyperbola import hyperbola
 from tokenmath.analyses.serving.infer import infer
 from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES
 from tokenmath.specs.efficiency import DEFAULT, PEAK, Efficiency
-from tokenmath.engine.static_batch import serve
+from tokenmath.engine.static_batch import serve_batch as serve
 from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import Hardware, from_record
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token

@@ -161,6 +161,6 @@ def test_plot_reads_back_the_data(tmp_path):
         plots.hyperbola_plot(h, tmp_path / "h.svg")
     finally:
         plots.save_figure = orig
-    cost = h.cost_per_mtok(h.per_token_s)
+    cost = h.cost_per_mtok_output_usd
     assert any(len(y) == len(cost) and np.allclose(y, cost) for y in seen["lines"])
     plt.close("all")

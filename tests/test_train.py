@@ -5,17 +5,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses.training.train import search, train
+from tokenmath.analyses.training.train import train
+from tokenmath.analyses.training.train_search import search
 from tokenmath.faces.cli import cli as main
 from tokenmath.specs.efficiency import PEAK
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.train_step import (
-    activation_bytes_per_layer,
-    bubble_fraction,
-    matmul_params,
-    train_memory,
-    train_step,
-)
+from tokenmath.engine.train_memory import activation_bytes_per_layer, train_memory
+from tokenmath.engine.train_step import bubble_fraction, matmul_params, train_step
 from tokenmath.specs.hardware import from_record, get_hardware
 from tokenmath.mapping.layout import train_layout
 from tokenmath.specs.model import Model
@@ -301,7 +297,7 @@ def test_does_not_fit_anywhere_says_what_would():
 def test_uneven_pipeline_stages_pay_for_the_fullest_stage():
     """126 layers on 16 stages (Llama 3 405B's layout): the slowest stage holds ceil(126/16) = 8 layers, so the
     per-stage layer work is that of 126 / 8 = 15.75 equal stages, never less than 126 / 16."""
-    from tokenmath.engine.train_step import stage_divisor
+    from tokenmath.engine.train_memory import stage_divisor
     from tokenmath.specs.model_catalog import get_model
     m = get_model("llama-3.1-405b")
     assert float(stage_divisor(m, 16)) == pytest.approx(126 / 8)

@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tokenmath.faces.web.api import UPLOAD_MAX_BYTES
 from tokenmath.faces.web.server import start_in_thread
+from tokenmath.faces.web.uploads import UPLOAD_MAX_BYTES
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ INFER_KEYS = {"params_total", "params_active", "weights_bytes", "kv_bytes_per_to
 
 
 def test_infer_mirrors_python_api(server):
-    from tokenmath.faces.explain_infer import explain
+    from tokenmath.faces.explain_infer import explain_infer as explain
     from tokenmath.analyses.serving.infer import infer
     q = {"model": "llama-3.1-70b", "hardware": "h100-sxm", "chips": 8, "batch": 16, "input_len": 2048, "output_len": 512}
     status, body = get_json(server, "/api/infer", **q)

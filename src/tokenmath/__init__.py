@@ -1,39 +1,36 @@
 """tokenmath: roofline math for LLM training and serving.
 
-Heavy pieces import lazily so `tokenmath --help` stays quick.
+The public Python API, imported lazily so `tokenmath --help` and `import tokenmath` stay quick. Each name lives in
+one module of the layers (see docs/ARCHITECTURE.md); this table only points at it.
 """
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["infer", "sweep", "train", "chinchilla", "overtrain", "deduce", "price", "get_model", "get_hardware", "model_ids", "hardware_ids", "InputError", "Efficiency"]
+_PUBLIC = {
+    "infer": "tokenmath.analyses.serving.infer:infer",
+    "sweep": "tokenmath.analyses.serving.sweep:sweep",
+    "hyperbola": "tokenmath.analyses.serving.hyperbola:hyperbola",
+    "pareto": "tokenmath.analyses.serving.pareto:pareto",
+    "price": "tokenmath.analyses.serving.provider_price:price",
+    "train": "tokenmath.analyses.training.train:train",
+    "chinchilla": "tokenmath.analyses.training.scaling_laws:chinchilla",
+    "overtrain": "tokenmath.analyses.training.overtrain:overtrain",
+    "deduce": "tokenmath.analyses.inverse.deduce:deduce",
+    "validate": "tokenmath.analyses.calibration.validate:validate",
+    "get_model": "tokenmath.specs.model_catalog:get_model",
+    "model_ids": "tokenmath.specs.model_catalog:model_ids",
+    "get_hardware": "tokenmath.specs.hardware:get_hardware",
+    "hardware_ids": "tokenmath.specs.hardware:hardware_ids",
+    "InputError": "tokenmath.base.errors:InputError",
+    "Efficiency": "tokenmath.specs.efficiency:Efficiency",
+}
+__all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name):
-    if name == "infer":
-        from tokenmath.analyses.serving.infer import infer
-        return infer
-    lazy = {"train": ("analyses.train", "train"), "chinchilla": ("analyses.scaling_laws", "chinchilla"),
-            "overtrain": ("analyses.overtrain", "overtrain"), "deduce": ("analyses.deduce", "deduce"),
-            "price": ("analyses.price", "price"), "hyperbola": ("analyses.hyperbola", "hyperbola"),
-            "pareto": ("analyses.pareto", "pareto"), "validate": ("analyses.validate", "validate")}
-    if name in lazy:
+    if name in _PUBLIC:
         import importlib
-        mod, fn = lazy[name]
-        return getattr(importlib.import_module(f".{mod}", __name__), fn)
-    if name == "sweep":
-        from tokenmath.analyses.serving.sweep import sweep
-        return sweep
-    if name in ("get_model", "model_ids"):
-        from tokenmath.specs import model
-        return getattr(model, name)
-    if name in ("get_hardware", "hardware_ids"):
-        from tokenmath.specs import hardware
-        return getattr(hardware, name)
-    if name == "InputError":
-        from tokenmath.base.errors import InputError
-        return InputError
-    if name == "Efficiency":
-        from tokenmath.specs.efficiency import Efficiency
-        return Efficiency
+        mod, attr = _PUBLIC[name].split(":")
+        return getattr(importlib.import_module(mod), attr)
     raise AttributeError(f"module 'tokenmath' has no attribute {name!r}")

@@ -5,15 +5,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.specs.efficiency import Efficiency, default_for
-from tokenmath.engine.memory import RESERVE_FRACTION
-from tokenmath.engine.forward import Precision
 from tokenmath.base.errors import InputError
-from tokenmath.specs.hardware import Hardware, get_hardware
+from tokenmath.base.validators import pos_float
+from tokenmath.engine.economics import usd_per_s
+from tokenmath.engine.forward import Precision
+from tokenmath.engine.memory import RESERVE_FRACTION
+from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.mapping.layout import Layout, make_layout
+from tokenmath.specs.efficiency import Efficiency, default_for
+from tokenmath.specs.hardware import Hardware, get_hardware
 from tokenmath.specs.model import Model
 from tokenmath.specs.model_catalog import get_model
-
+from tokenmath.specs.systems import get_system
 
 
 @dataclass(frozen=True)
@@ -31,8 +34,8 @@ class Setup:
 
     @property
     def usd_per_chip_s(self) -> float | None:
-        p = self.hardware.price_usd_per_hour
-        return None if p is None else p / 3600.0
+        """$ per second of one chip; None when the chip has no price."""
+        return usd_per_s(1, self.hardware.price_usd_per_hour)
 
 
 def resolve_precision(m: Model, weight_dtype: str | None, kv_dtype: str | None) -> Precision:
@@ -57,6 +60,25 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
     if not 0 <= reserve < 1:
         raise InputError("reserve", f"{reserve!r} is not a fraction of memory", "a number in [0, 1)")
     return Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw.id), reserve)
+
+
+def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve) -> tuple[Setup, int]:
+    """A question about a whole system (plan, moe): its Setup (no layout yet) and its number of chips."""
+    m = get_model(model)
+    hw = get_system(system, chips)
+    n = hw.chips
+    if n > MAX_SEARCH_CHIPS:
+        raise InputError("chips", f"{n:,} chips is more than one plan searches", f"at most {MAX_SEARCH_CHIPS:,}")
+    reserve = RESERVE_FRACTION if reserve is None else reserve
+    return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw.id), reserve), n
+
+
+def check_ep_imbalance(ep_imbalance) -> float:
+    """The busiest expert-parallel rank's tokens over the mean: a number >= 1."""
+    imb = pos_float(ep_imbalance, "ep_imbalance", 0.0, 1e3)
+    if imb < 1.0:
+        raise InputError("ep_imbalance", f"{imb:g} is below 1", "a number >= 1 (busiest EP rank / mean tokens; 1.0 = balanced)")
+    return imb
 
 
 def fmt_layout(tp, pp, ep, dp) -> str:

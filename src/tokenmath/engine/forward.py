@@ -301,8 +301,7 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
             comm=coll.all_reduce(T * d * ab, tp, hw, eff.link_bw, up_bw=group_bw("all_reduce", tp)),
             note="2 all-reduces of activations per layer")
     if P.n_moe_layers and np.any(ep > 1):
-        k = m.experts_per_token
-        payload = T * k * d * ab / tp
+        payload = ep_dispatch_bytes(m, T, tp)
         note = "dispatch + combine all-to-all per MoE layer"
         if ep_imbalance != 1.0:
             payload = payload * np.where(ep > 1, float(ep_imbalance), 1.0)   # the busiest rank receives more
@@ -316,6 +315,13 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     if has_cp:
         _context_parallel(out, m, hw, lay, eff, phase, S, T, new_tokens, kvl, shard, cpd, group_bw, pk_a)
     return out
+
+
+def ep_dispatch_bytes(m: Model, tokens, tp=1.0):
+    """Bytes one expert-parallel rank sends per MoE layer in the dispatch all-to-all (and receives back in the
+    combine): each of its `tokens` goes to top-k experts as d_model activations (ACT_BYTES each), and a rank of a
+    tp group sends its 1/tp share of them. The busiest rank's imbalance multiplies this (not included here)."""
+    return tokens * m.experts_per_token * m.d_model * ACT_BYTES / tp
 
 
 def _moe_layer_compute_s(out: PassCost, m: Model):

@@ -26,8 +26,10 @@ from tokenmath.engine.memory import Memory, max_batch, memory_per_chip
 from tokenmath.engine.forward import ACT_BYTES, PassCost, Precision, decode_context, forward_pass, prefill_pairs
 
 
-@dataclass
-class Serving:
+@dataclass(frozen=True)
+class BatchCost:
+    """The engine's answer for a static batch: its passes, times (s), memory per chip (bytes) and the largest batch
+    that fits, broadcast to the shape of the inputs."""
     batch: np.ndarray
     seqs_per_microbatch: np.ndarray
     microbatches: np.ndarray
@@ -61,12 +63,12 @@ def passes(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency
     return pre, dec
 
 
-def serve(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, batch, input_len, output_len,
-          reserve: float, *, ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None,
-          decode_only: bool = False) -> Serving:
+def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, batch, input_len, output_len,
+                reserve: float, *, ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None,
+                decode_only: bool = False) -> BatchCost:
     """Everything about serving `batch` sequences (arrays broadcast). Times in s, memory in bytes per chip.
 
-    ep_imbalance, ep_overlap, links: see step.forward_pass (defaults: balanced routing, no overlap, every group
+    ep_imbalance, ep_overlap, links: see forward.forward_pass (defaults: balanced routing, no overlap, every group
     gets hw.scaleup_bw). KV held per chip counts every sequence in flight: all pp micro-batches of a group hold
     their KV on every stage at once (each stage keeps its 1/pp of the layers), so the KV per chip is
     ceil(batch / (dp x ep)) x KV per sequence / (pp x kv_shard) whatever the micro-batching.
@@ -111,5 +113,6 @@ def serve(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency,
     def b(x):
         x = np.asarray(x, float)
         return x if x.shape == shape else np.broadcast_to(x, shape)
-    return Serving(b(batch), b(s), b(micro), pre, dec, b(ttft), b(step), b(p2p), b(floor), mem,
-                   np.broadcast_to(bmax, shape))
+    return BatchCost(batch=b(batch), seqs_per_microbatch=b(s), microbatches=b(micro), prefill=pre, decode=dec,
+                     ttft_s=b(ttft), decode_step_s=b(step), pp_p2p_s=b(p2p), decode_floor_s=b(floor), memory=mem,
+                     max_batch=np.broadcast_to(bmax, shape))

@@ -26,7 +26,7 @@ def _pass_lines(pc: PassCost, title: str) -> list[str]:
     return lines
 
 
-def explain(r: InferResult) -> str:
+def explain_infer(r: InferResult) -> str:
     m, hw, lay, prec, eff = r.model, r.hardware, r.layout, r.precision, r.efficiency
     chips, tp = r.chips, int(lay.tp)
     L = []
@@ -83,7 +83,7 @@ def explain(r: InferResult) -> str:
                  f"{u.seconds(r.decode_step_s)}) = {r.output_tokens_per_s:,.1f} tokens/s")
         p = hw.price_usd_per_hour
         if p is not None:
-            L.append(f"  $/s = {chips} chips x ${p:g}/h / 3600 = ${chips * p / 3600:.5f}/s"
+            L.append(f"  $/s = {chips} chips x ${p:g}/h / 3600 = ${r.chips_usd_per_s:.5f}/s"
                      f" (price {hw.price_date or 'undated'})")
             L.append(f"  output: $/s x step / batch x 1e6 = {u.usd(r.cost_per_mtok_output_usd)} per Mtok; "
                      f"input: $/s x TTFT / (batch x input) x 1e6 = {u.usd(r.cost_per_mtok_input_usd)} per Mtok")

@@ -34,11 +34,11 @@ def hyperbola_plot(h, path) -> str:
     d = h.to_dict()
     su = h.setup
     fig, ax = plt.subplots(figsize=(8, 5))
-    cost = h.cost_per_mtok(h.per_token_s)
+    cost = h.cost_per_mtok_output_usd
     y = cost if cost is not None else h.per_token_s * 1e3
     ylabel = "decode cost ($ per million output tokens)" if cost is not None else "time per output token (ms)"
     ax.plot(h.batch, y, color="C0", lw=2, label="cost per output token")
-    floor = h.cost_per_mtok(h.floor_per_token_s) if cost is not None else h.floor_per_token_s * 1e3
+    floor = h.floor_cost_per_mtok_output_usd if cost is not None else h.floor_per_token_s * 1e3
     ax.axhline(float(floor), color="C2", ls="--", label=f"floor ({d['floor_bottleneck']}-bound) = {float(floor):.3g}")
     if h.critical_batch:
         ax.axvline(h.critical_batch, color="C3", ls=":", label=f"critical batch ~{h.critical_batch}")

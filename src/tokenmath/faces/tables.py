@@ -107,9 +107,10 @@ def hyperbola_table(h) -> None:
         p = pts[i]
         t.add_row(str(p["batch"]), u.seconds(p["step_s"]), f"{p['tokens_per_s_per_user']:,.1f}", f"{p['tokens_per_s']:,.0f}",
                   u.usd(p["cost_per_mtok_output_usd"]), f"{p['weight_share']:.0%}", f"{p['kv_share']:.0%}", p["bottleneck"])
+    from tokenmath.faces.explain_serving import explain_hyperbola
     c = _console()
     c.print(t)
-    c.print(h.explain())
+    c.print(explain_hyperbola(h))
 
 
 def coverage_table(cov: dict) -> None:

@@ -9,6 +9,8 @@ import numpy as np
 from tokenmath.mapping.layout import Layout, admissible, tp_ok
 from tokenmath.specs.model import Model
 
+MAX_SEARCH_CHIPS = 4096     # the most chips a layout search walks (serving plans, over-training's serving cost)
+
 
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]

@@ -9,7 +9,6 @@ Rows whose measurement beats the pure roofline (100% of every peak) are flagged:
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -296,10 +295,6 @@ def validate(rows=None) -> Validation:
                 if v is not None:
                     held[p.row["id"]] = v
     return Validation(preds, held, fit_calibration(usable))
-
-
-def finite_or_none(x):
-    return x if (x is not None and math.isfinite(x)) else None
 
 
 def write_calibration(v: Validation, path) -> str:

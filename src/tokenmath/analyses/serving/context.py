@@ -9,24 +9,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.engine.memory import max_batch
-from tokenmath.engine.static_batch import serve
 from tokenmath.base.errors import InputError
-from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token, kv_values_per_token_per_layer
-from tokenmath.base import units as u
-from tokenmath.analyses.setup import Setup, setup
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg
+from tokenmath.engine.memory import max_batch
+from tokenmath.engine.static_batch import serve_batch
+from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
+from tokenmath.analyses.setup import Setup, setup
 
 
-@dataclass
+@dataclass(frozen=True)
 class Context:
     setup: Setup
     batch: int
     context: int
     kv_bytes_per_token: float
     max_batch_at_context: int
-    max_context_at_batch: int | None
-    crossover_context: int | None
+    max_context_at_batch: int | None    # None: any context fits (every layer's KV is capped by its window)
+    crossover_context: int | None       # tokens where the KV read per decode step equals the weight read
     curve: list[dict]
 
     def to_dict(self):
@@ -36,26 +35,6 @@ class Context:
                 "kv_bytes_per_sequence_at_context": finite(kv_bytes_per_sequence(su.model, self.context, su.precision.kv.bytes)),
                 "max_batch_at_context": self.max_batch_at_context, "max_context_at_batch": self.max_context_at_batch,
                 "crossover_context": self.crossover_context, "curve": self.curve}
-
-    def explain(self):
-        su = self.setup
-        m = su.model
-        how = (f"MLA latent (kv_lora {m.kv_lora_rank} + rope {m.qk_rope_head_dim})" if m.is_mla
-               else f"2 x {m.kv_heads} KV heads x {m.hd}")
-        L = [f"Context costs for {m.name} on {su.chips} x {su.hardware.id} ({su.precision.kv.name} KV)"]
-        L.append(f"  KV per token = {how} = {kv_values_per_token_per_layer(m)} values x {m.n_layers} layers x "
-                 f"{su.precision.kv.bytes:g} B = {u.bytes_(self.kv_bytes_per_token)}"
-                 + (f"; {m.n_sliding_layers} sliding layers stop growing at {m.sliding_window} tokens" if m.n_sliding_layers else ""))
-        mc = (f"at most {self.max_context_at_batch:,} tokens of context" if self.max_context_at_batch
-              else "any context (every layer's KV is capped by its window)")
-        L.append(f"  at {self.context:,} tokens: at most {self.max_batch_at_context} sequences fit; at batch {self.batch}: {mc}")
-        if self.crossover_context:
-            L.append(f"  KV read per decode step equals the weight read at ~{self.crossover_context:,} tokens of context "
-                     f"(batch {self.batch}): beyond it, context, not model size, drives the cost"
-                 + (" (beyond what fits at this batch)" if self.max_context_at_batch and self.crossover_context > self.max_context_at_batch else ""))
-        else:
-            L.append(f"  KV reads stay below weight reads at batch {self.batch} over the range evaluated")
-        return "\n".join(L)
 
 
 def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, context=8192,
@@ -75,7 +54,7 @@ def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, 
     if max_ctx >= 1e8:
         max_ctx = None  # windowed KV stops growing: any context fits
     curve_ctx = np.unique(np.round(np.geomspace(128, max(max_ctx or m.max_context or 131072, 256), 48)))
-    sv = serve(m, hw, lay, pr, su.efficiency, batch, curve_ctx, 1, su.reserve)
+    sv = serve_batch(m, hw, lay, pr, su.efficiency, batch, curve_ctx, 1, su.reserve)
     step = np.asarray(sv.decode_step_s)
     kvb = np.broadcast_to(np.asarray(sv.decode.kv_bytes, float), step.shape)
     wb = np.broadcast_to(np.asarray(sv.decode.weight_bytes, float), step.shape)
@@ -91,4 +70,6 @@ def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, 
     curve = [{"context": int(c), "decode_step_s": finite(step[i]), "kv_share": finite(kvb[i] / bw / step[i]),
               "weight_share": finite(wb[i] / bw / step[i]), "fits": bool(fits[i])}
              for i, c in enumerate(curve_ctx)]
-    return Context(su, batch, ctx, kv_bytes_per_token(m, pr.kv.bytes), int(mb(ctx)), max_ctx, crossover, curve)
+    return Context(setup=su, batch=batch, context=ctx, kv_bytes_per_token=kv_bytes_per_token(m, pr.kv.bytes),
+                   max_batch_at_context=int(mb(ctx)), max_context_at_batch=max_ctx, crossover_context=crossover,
+                   curve=curve)

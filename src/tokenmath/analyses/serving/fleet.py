@@ -10,36 +10,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.base import units as u
-from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.base.validators import finite, int_arg, pos_float
+from tokenmath.engine.economics import megawatts, request_cost_per_mtok, usd_per_s, usd_per_year
+from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
+from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.grid import up_to, meeting_speed
 
-HOURS_PER_YEAR = 8760
 
-
-@dataclass
+@dataclass(frozen=True)
 class Fleet:
     setup: Setup
-    result: dict
+    result: dict    # the JSON answer: replica, replicas, chips, domains, MW, $ per year
 
     def to_dict(self):
         return self.result
-
-    def explain(self):
-        r = self.result
-        L = [f"Fleet for {r['demand_output_tokens_per_s']:,.3g} output tokens/s of {r['model']} on {r['hardware']} "
-             f"(>= {r['min_tokens_per_s_per_user']:g} tok/s per user, {r['input_len']:,} in / {r['output_len']:,} out)"]
-        L.append(f"  replica: {r['replica_chips']} chips ({r['layout']}), batch {r['batch']}, "
-                 f"{r['replica_output_tokens_per_s']:,.0f} output tok/s, {r['tokens_per_s_per_user']:,.1f} tok/s per user")
-        L.append(f"  replicas = ceil({r['demand_output_tokens_per_s']:,.4g} / {r['replica_output_tokens_per_s']:,.0f}) = "
-                 f"{r['replicas']:,}; chips = {r['chips']:,}; scale-up domains of {r['domain_size']}: {r['domains']:,}")
-        if r["megawatts"] is not None:
-            L.append(f"  power = {r['chips']:,} x {self.setup.hardware.tdp_w:g} W x PUE {r['pue']:g} = {r['megawatts']:,.2f} MW")
-        if r["usd_per_year"] is not None:
-            L.append(f"  cost = {r['chips']:,} chips x ${self.setup.hardware.price_usd_per_hour}/h x {HOURS_PER_YEAR} h = "
-                     f"${r['usd_per_year']:,.0f} per year (${r['cost_per_mtok_output_usd']:.4g} per Mtok output)")
-        return "\n".join(L)
 
 
 def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=1024, output_len=256,
@@ -51,7 +35,7 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     hw = su.hardware
     top = int_arg(max_chips if max_chips is not None else max(hw.scaleup_domain, 8) if hw.scaleup_domain <= 72 else 64,
-                  "max_chips", 1, 4096)
+                  "max_chips", 1, MAX_SEARCH_CHIPS)
     g = up_to(su, top, input_len, output_len)
     meets = meeting_speed(g, target, top, hw.id)
     per_chip = np.where(meets, g.output_tokens_per_s_per_chip, -np.inf)
@@ -61,8 +45,11 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     rep_tput = float(g.output_tokens_per_s[li, bi])
     replicas = math.ceil(demand / rep_tput)
     chips = replicas * rep_chips
-    mw = chips * hw.tdp_w * pue / 1e6 if hw.tdp_w else None
-    usd_year = chips * hw.price_usd_per_hour * HOURS_PER_YEAR if hw.price_usd_per_hour is not None else None
+    mw = megawatts(chips, hw.tdp_w, pue) if hw.tdp_w else None
+    priced = hw.price_usd_per_hour is not None
+    usd_year = usd_per_year(chips, hw.price_usd_per_hour) if priced else None
+    # the fleet runs all year for `demand` output tokens/s: its $ per second over those tokens
+    per_mtok = request_cost_per_mtok(usd_per_s(chips, hw.price_usd_per_hour), demand) if priced else None
     res = {"model": su.model.id, "hardware": hw.id, "demand_output_tokens_per_s": demand,
            "min_tokens_per_s_per_user": target, "input_len": input_len, "output_len": output_len,
            "input_tokens_per_s": demand * input_len / output_len,
@@ -72,10 +59,5 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
            "domain_size": hw.scaleup_domain, "domains": math.ceil(chips / hw.scaleup_domain),
            "pue": pue, "megawatts": finite(mw) if mw is not None else None,
            "usd_per_year": finite(usd_year) if usd_year is not None else None,
-           "cost_per_mtok_output_usd": (finite(usd_year / (demand * 3600 * HOURS_PER_YEAR) * 1e6)
-                                        if usd_year is not None else None)}
-    return Fleet(su, res)
-
-
-def fleet_text(f: Fleet) -> str:
-    return f.explain() + f"\n  ({u.rate(f.result['input_tokens_per_s'], 'tokens/s')} of input prefilled alongside)"
+           "cost_per_mtok_output_usd": finite(per_mtok) if per_mtok is not None else None}
+    return Fleet(setup=su, result=res)

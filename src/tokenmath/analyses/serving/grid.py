@@ -9,22 +9,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.engine.static_batch import serve
-from tokenmath.analyses.setup import Setup
-from tokenmath.mapping.candidates import as_layout
+from tokenmath.base.errors import InputError
+from tokenmath.base.validators import finite
+from tokenmath.engine.economics import chip_s_per_mtok, request_cost_per_mtok, usd_per_s
+from tokenmath.engine.static_batch import BatchCost, serve_batch
+from tokenmath.mapping.candidates import as_layout, layouts_for
+from tokenmath.specs.systems import System
+from tokenmath.analyses.setup import Setup, fmt_layout
 
 
-@dataclass
+@dataclass(frozen=True)
 class Grid:
     layouts: list[tuple[int, int, int, int]]
-    batch: np.ndarray          # (L, B)
-    chips: np.ndarray          # (L, 1)
-    fits: np.ndarray           # (L, B) bool
+    batch: np.ndarray            # (L, B)
+    chips: np.ndarray            # (L, 1)
+    fits: np.ndarray             # (L, B) bool
     ttft_s: np.ndarray
     step_s: np.ndarray
-    max_batch: np.ndarray      # (L, B) (same along batch)
-    bottleneck: np.ndarray
-    comm_share: np.ndarray     # communication share of the decode step
+    max_batch: np.ndarray        # (L, B) (same along batch)
+    bottleneck: np.ndarray       # of the decode step
+    comm_s: np.ndarray           # (L, B) exposed communication per decode step (collectives + PP hand-offs), s
+    comm_share: np.ndarray       # communication share of the decode step
+    kv_per_chip: np.ndarray      # (L, B) bytes
+    memory_per_chip: np.ndarray  # (L, B) bytes
+    domains_spanned: np.ndarray  # (L, 1) scale-up domains one replica spans
+    cost: BatchCost              # the engine's full answer (passes, prefill bottleneck, memory)
     input_len: int
     output_len: int
 
@@ -45,27 +54,63 @@ class Grid:
     def output_tokens_per_s_per_chip(self):
         return self.output_tokens_per_s / self.chips
 
-    def usd_per_mtok_output(self, usd_per_chip_s):
-        """Cost of the chip time spent per output token (prefill time included), $ per million."""
-        if usd_per_chip_s is None:
+    def usd_per_mtok_output(self, usd_per_chip_hour: float | None):
+        """Cost of the chip time spent per output token (prefill time included), $ per million; None unpriced."""
+        if usd_per_chip_hour is None:
             return None
-        return self.chips * usd_per_chip_s / self.output_tokens_per_s * 1e6
+        return request_cost_per_mtok(usd_per_s(self.chips, usd_per_chip_hour), self.output_tokens_per_s)
 
     def chip_s_per_mtok_output(self):
-        return self.chips / self.output_tokens_per_s * 1e6
+        return chip_s_per_mtok(self.chips, self.output_tokens_per_s)
 
 
-def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int) -> Grid:
+def links_for(hw) -> System | None:
+    """The system when its topology makes a group's bandwidth depend on the group (mesh, torus), else None."""
+    return hw if isinstance(hw, System) and hw.topology != "switch" else None
+
+
+def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep_imbalance: float = 1.0,
+             ep_overlap: bool = False, links: System | None = None) -> Grid:
+    """A (layouts x batches) grid in one engine call. `batches` is a vector shared by all layouts, or an (L, B)
+    array (a batch axis per layout). ep_imbalance, ep_overlap, links: see engine.forward.forward_pass (links: pass
+    links_for(su.hardware) to give mesh and torus groups their own bandwidth)."""
     lay = as_layout(layouts)
-    B = np.asarray(batches, float).reshape(1, -1)
-    sv = serve(su.model, su.hardware, lay, su.precision, su.efficiency, B, input_len, output_len, su.reserve)
+    B = np.asarray(batches, float)
+    if B.ndim <= 1:
+        B = B.reshape(1, -1)
+    sv = serve_batch(su.model, su.hardware, lay, su.precision, su.efficiency, B, input_len, output_len, su.reserve,
+                     ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, links=links)
     step = np.asarray(sv.decode_step_s, float)
-    comm = np.asarray(sv.decode.comm_s, float) + np.asarray(sv.pp_p2p_s, float)
     shape = step.shape
-    return Grid(list(layouts), np.broadcast_to(B, shape), np.asarray(lay.chips, float).reshape(-1, 1),
-                np.broadcast_to(np.asarray(sv.fits), shape), np.asarray(sv.ttft_s, float), step,
-                np.broadcast_to(np.asarray(sv.max_batch), shape), np.broadcast_to(np.asarray(sv.decode.bottleneck), shape),
-                comm / step, input_len, output_len)
+    comm = np.broadcast_to(np.asarray(sv.decode.comm_s, float) + np.asarray(sv.pp_p2p_s, float), shape)
+    span = np.asarray(lay.tp, float) * np.asarray(lay.ep, float) * np.asarray(lay.pp, float)
+    return Grid(layouts=list(layouts), batch=np.broadcast_to(B, shape),
+                chips=np.asarray(lay.chips, float).reshape(-1, 1), fits=np.broadcast_to(np.asarray(sv.fits), shape),
+                ttft_s=np.asarray(sv.ttft_s, float), step_s=step,
+                max_batch=np.broadcast_to(np.asarray(sv.max_batch), shape),
+                bottleneck=np.broadcast_to(np.asarray(sv.decode.bottleneck), shape), comm_s=comm,
+                comm_share=comm / step, kv_per_chip=np.broadcast_to(np.asarray(sv.memory.kv, float), shape),
+                memory_per_chip=np.broadcast_to(np.asarray(sv.memory.total, float), shape),
+                domains_spanned=np.ceil(span / su.hardware.scaleup_domain).reshape(-1, 1), cost=sv,
+                input_len=input_len, output_len=output_len)
+
+
+def point(g: Grid, li: int, bi: int, usd_per_chip_hour: float | None) -> dict:
+    """One (layout, batch) point of the grid as the JSON the plan and moe questions print."""
+    t = g.layouts[li]
+    cost = g.usd_per_mtok_output(usd_per_chip_hour)
+    return {"layout": fmt_layout(*t), "tp": int(t[0]), "pp": int(t[1]), "ep": int(t[2]), "dp": int(t[3]),
+            "batch": int(g.batch[li, bi]),
+            "cost_per_mtok_output_usd": None if cost is None else finite(cost[li, bi]),
+            "chip_s_per_mtok_output": finite(g.chip_s_per_mtok_output()[li, bi]),
+            "ttft_s": finite(g.ttft_s[li, bi]), "decode_step_s": finite(g.step_s[li, bi]),
+            "output_tokens_per_s_per_user": finite(g.tokens_per_s_per_user[li, bi]),
+            "output_tokens_per_s_per_chip": finite(g.output_tokens_per_s_per_chip[li, bi]),
+            "output_tokens_per_s": finite(g.output_tokens_per_s[li, bi]),
+            "communication_share": finite(g.comm_share[li, bi]), "communication_s": finite(g.comm_s[li, bi]),
+            "bottleneck": str(g.bottleneck[li, bi]),
+            "kv_per_chip_bytes": finite(g.kv_per_chip[li, bi]), "memory_per_chip_bytes": finite(g.memory_per_chip[li, bi]),
+            "domains_spanned": int(g.domains_spanned[li, 0])}
 
 
 def batch_axis(max_batch: int, points: int = 96) -> np.ndarray:
@@ -80,8 +125,6 @@ CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256, 512)
 
 def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 128) -> Grid:
     """Every admissible layout on 1, 2, 4, ... up to `top` chips, each over batches up to the largest that fits."""
-    from tokenmath.base.errors import InputError
-    from tokenmath.mapping.candidates import layouts_for
     counts = [c for c in CHIP_COUNTS if c <= top] or [top]
     lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=su.hardware.scaleup_domain)]
     probe = evaluate(su, lays, [1], input_len, output_len) if lays else None
@@ -94,7 +137,6 @@ def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 12
 
 def meeting_speed(g: Grid, target: float, top: int, hw_id: str) -> np.ndarray:
     """Mask of the points that fit and reach `target` tokens/s per user; a clear error when none does."""
-    from tokenmath.base.errors import InputError
     ok = np.asarray(g.fits) & (g.tokens_per_s_per_user >= target)
     if not ok.any():
         best = float(np.nanmax(np.where(np.asarray(g.fits), g.tokens_per_s_per_user, np.nan)))

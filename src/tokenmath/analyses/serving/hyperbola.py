@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.engine.static_batch import serve
 from tokenmath.base.errors import InputError
-from tokenmath.base import units as u
-from tokenmath.analyses.setup import Setup, setup
 from tokenmath.base.validators import finite, int_arg
+from tokenmath.engine.economics import decode_cost_per_mtok, usd_per_s
+from tokenmath.engine.memory import max_batch
+from tokenmath.engine.static_batch import serve_batch
+from tokenmath.analyses.setup import Setup, setup
 
 HUGE_BATCH = 2.0 ** 24   # per-token cost at this batch (memory ignored) is the floor the curve flattens onto
 
@@ -28,7 +29,7 @@ def batch_grid(bmax: int, dense_upto: int = 1024, points: int = 256) -> np.ndarr
     return np.unique(np.concatenate([np.arange(1, dense_upto + 1, dtype=float), geo, [float(bmax)]]))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Hyperbola:
     setup: Setup
     context: int
@@ -42,21 +43,31 @@ class Hyperbola:
     max_batch: int
     critical_batch: int | None
     critical_batch_fits: bool
-    floor_per_token_s: float
+    floor_step_s: float          # the decode step at floor_batch, memory ignored
+    floor_batch: float           # a batch large enough that step / batch has flattened onto its floor
     floor_bottleneck: str
     weight_fetch_s_b1: float
 
-    def cost_per_mtok(self, per_token_s):
-        r = self.setup.usd_per_chip_s
-        return None if r is None else np.asarray(per_token_s) * self.setup.chips * r * 1e6
+    @property
+    def floor_per_token_s(self) -> float:
+        return self.floor_step_s / self.floor_batch
+
+    def _usd_per_s(self) -> float | None:
+        return usd_per_s(self.setup.chips, self.setup.hardware.price_usd_per_hour)
 
     @property
-    def floor_cost_per_mtok_output_usd(self):
-        c = self.cost_per_mtok(self.floor_per_token_s)
-        return None if c is None else float(c)
+    def cost_per_mtok_output_usd(self) -> np.ndarray | None:
+        """Decode cost per million output tokens at each batch of the curve; None when the chip has no price."""
+        r = self._usd_per_s()
+        return None if r is None else decode_cost_per_mtok(r, self.step_s, self.batch)
+
+    @property
+    def floor_cost_per_mtok_output_usd(self) -> float | None:
+        r = self._usd_per_s()
+        return None if r is None else float(decode_cost_per_mtok(r, self.floor_step_s, self.floor_batch))
 
     def to_dict(self) -> dict:
-        cost = self.cost_per_mtok(self.per_token_s)
+        cost = self.cost_per_mtok_output_usd
         pts = []
         for i, b in enumerate(self.batch):
             p = {"batch": int(b), "step_s": finite(self.step_s[i]),
@@ -78,35 +89,6 @@ class Hyperbola:
                 "price_usd_per_chip_hour": su.hardware.price_usd_per_hour,
                 "points": pts}
 
-    def explain(self) -> str:
-        su = self.setup
-        m, hw = su.model, su.hardware
-        L = [f"Decode cost vs batch: {m.name} on {su.chips} x {hw.id}, context {self.context:,} tokens per sequence"]
-        L.append(f"  batch 1: weight fetch {u.seconds(self.weight_fetch_s_b1)} of a {u.seconds(float(self.step_s[0]))} step "
-                 f"({self.weight_share[0]:.0%} of it); every sequence added shares that fetch")
-        L.append(f"  per-token time = step / B: {u.seconds(float(self.per_token_s[0]))} at B=1, "
-                 f"{u.seconds(float(self.per_token_s[-1]))} at B={int(self.batch[-1])} (largest that fits)")
-        if self.critical_batch:
-            where = "inside" if self.critical_batch_fits else "beyond"
-            L.append(f"  critical batch ~{self.critical_batch}: the weight matmuls turn compute-bound "
-                     f"(FLOPs per weight byte reach the ridge; {where} what memory allows: max batch {self.max_batch})")
-        else:
-            L.append("  the weight matmuls never turn compute-bound")
-        if self.floor_bottleneck == "memory":
-            L.append("  at this context the whole step stays memory-bound: KV reads grow with the batch as fast as FLOPs")
-        L.append(f"  floor as B -> infinity: {u.seconds(self.floor_per_token_s)} per token ({self.floor_bottleneck}-bound)"
-                 + (f" = ${self.floor_cost_per_mtok_output_usd:.4g} per Mtok" if self.floor_cost_per_mtok_output_usd else ""))
-        if self.experts_touched is not None:
-            L.append(f"  MoE: experts read per layer {self.experts_touched[0]:.1f} at B=1, "
-                     f"{self.experts_touched[min(len(self.batch) - 1, 15)]:.1f} at B={int(self.batch[min(len(self.batch) - 1, 15)])}, "
-                     f"{self.experts_touched[-1]:.1f} at B={int(self.batch[-1])} of {m.n_experts} "
-                     "(E(1-(1-k/E)^B): small batches fetch few experts)")
-        cost = self.cost_per_mtok(self.per_token_s)
-        if cost is not None:
-            L.append(f"  $/Mtok = per-token time x {su.chips} chips x ${hw.price_usd_per_hour}/h / 3600 x 1e6: "
-                     f"${cost[0]:.4g} at B=1 -> ${cost[-1]:.4g} at B={int(self.batch[-1])}")
-        return "\n".join(L)
-
 
 def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, context=2048, weight_dtype=None,
               kv_dtype=None, efficiency=None, max_points: int = 256) -> Hyperbola:
@@ -115,10 +97,9 @@ def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None
     context = int_arg(context, "context")
     m, lay = su.model, su.layout
     # decode at `context` cached tokens: input_len = context, one output step
-    probe = serve(m, su.hardware, lay, su.precision, su.efficiency, 1, context, 1, su.reserve)
+    probe = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, 1, context, 1, su.reserve)
     bmax = int(np.asarray(probe.max_batch))
     if bmax < 1:
-        from tokenmath.engine.memory import max_batch
         ctxs = np.geomspace(1, max(context, 2), 64)
         ok = ctxs[max_batch(m, su.hardware.memory_bytes, lay, su.precision.weight.bytes, su.precision.expert.bytes,
                             su.precision.kv.bytes, ctxs, su.reserve) >= 1]
@@ -126,7 +107,7 @@ def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None
         raise InputError("context", f"no sequence of {context:,} tokens fits on {su.chips} x {su.hardware.id}",
                          f"{hint}; add chips or use a smaller --weight-dtype/--kv-dtype")
     B = batch_grid(bmax, points=max_points)
-    sv = serve(m, su.hardware, lay, su.precision, su.efficiency, B, context, 1, su.reserve)
+    sv = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, B, context, 1, su.reserve)
     dec = sv.decode
     step = np.asarray(sv.decode_step_s, float)
     bw = su.hardware.memory_bw * su.efficiency.memory_bw
@@ -138,14 +119,16 @@ def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None
         touched = m.n_experts * (1 - (1 - m.experts_per_token / m.n_experts) ** Tst)
     # critical batch and floor from an extended grid that ignores memory
     ext = np.unique(np.concatenate([np.round(np.geomspace(1, HUGE_BATCH, 400)), B]))
-    sx = serve(m, su.hardware, lay, su.precision, su.efficiency, ext, context, 1, su.reserve)
+    sx = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, ext, context, 1, su.reserve)
     # critical batch: the weight matmuls' FLOPs overtake their bytes (arithmetic intensity reaches the ridge);
     # for a dense bf16 model that is about peak/bandwidth x bytes-per-weight / 2 tokens (scaling book, ch. 7)
     comp = sum(op.count * op.compute_s for op in sx.decode.ops.values() if np.any(op.weight_bytes) and op.name != "embed")
     mem_ = sum(op.count * op.memory_s for op in sx.decode.ops.values() if np.any(op.weight_bytes) and op.name != "embed")
     crossed = np.nonzero(np.asarray(comp) >= np.asarray(mem_))[0]
     crit = int(ext[crossed[0]]) if crossed.size else None
-    floor = float(np.asarray(sx.decode_step_s)[-1] / ext[-1])
-    return Hyperbola(su, context, B, step, step / B, np.asarray(dec.bottleneck), w_share, kv_share, touched, bmax, crit,
-                     bool(crit is not None and crit <= bmax), floor, str(np.asarray(sx.decode.bottleneck)[-1]),
-                     float(w_share[0] * step[0]))
+    return Hyperbola(setup=su, context=context, batch=B, step_s=step, per_token_s=step / B,
+                     bottleneck=np.asarray(dec.bottleneck), weight_share=w_share, kv_share=kv_share,
+                     experts_touched=touched, max_batch=bmax, critical_batch=crit,
+                     critical_batch_fits=bool(crit is not None and crit <= bmax),
+                     floor_step_s=float(np.asarray(sx.decode_step_s)[-1]), floor_batch=float(ext[-1]),
+                     floor_bottleneck=str(np.asarray(sx.decode.bottleneck)[-1]), weight_fetch_s_b1=float(w_share[0] * step[0]))

@@ -1,30 +1,33 @@
 """How fast and how expensive is this model on this hardware: prefill (TTFT) and decode for a static batch.
 
-All physics comes from the engine (engine/step.py, engine/memory.py); this module picks the workload, calls it
-and derives the user-facing figures (throughput, $/Mtok, J/token), plus the napkin derivation for --explain.
+All physics comes from the engine (engine/forward.py, engine/memory.py); this module picks the workload, calls it
+and derives the user-facing figures (throughput, $/Mtok, J/token). Its --explain text is faces/explain_infer.py.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from tokenmath.base.validators import MAX_BATCH, finite, int_arg
+from tokenmath.engine.economics import decode_cost_per_mtok, energy_j_per_token, prefill_cost_per_mtok, usd_per_s
+from tokenmath.engine.forward import PassCost, Precision
+from tokenmath.engine.memory import Memory, max_batch, weight_bytes_total
+from tokenmath.engine.static_batch import serve_batch
+from tokenmath.mapping.layout import Layout
 from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import Efficiency
-from tokenmath.engine.memory import max_batch, weight_bytes_total
-from tokenmath.engine.static_batch import serve
-from tokenmath.engine.forward import PassCost, Precision
 from tokenmath.specs.hardware import Hardware
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
-from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 from tokenmath.analyses.setup import setup
-from tokenmath.base.validators import MAX_BATCH, int_arg
 
-@dataclass
+
+@dataclass(frozen=True)
 class InferResult:
+    """A static batch served: sizes in bytes, times in s; speeds and costs are None when it does not fit."""
     model: Model
     hardware: Hardware
     layout: Layout
@@ -37,16 +40,16 @@ class InferResult:
     params_active: float
     weights_bytes: float
     kv_bytes_per_token: float
-    memory: object
+    memory: Memory
     fits: bool
     prefill: PassCost | None
     decode: PassCost | None
-    ttft_s: float | None
-    decode_step_s: float | None
-    pp_p2p_s: float
-    decode_floor_s: float | None
-    advice: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    ttft_s: float | None = None
+    decode_step_s: float | None = None
+    pp_p2p_s: float = 0.0
+    decode_floor_s: float | None = None
+    advice: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def chips(self) -> int:
@@ -62,36 +65,33 @@ class InferResult:
     def output_tokens_per_s_per_user(self):
         return None if not self.fits else 1.0 / self.decode_step_s
 
-    def _usd_per_s(self):
-        p = self.hardware.price_usd_per_hour
-        return None if p is None else self.chips * p / 3600.0
+    @property
+    def chips_usd_per_s(self) -> float | None:
+        """$ per second of the layout's chips; None when the chip has no price."""
+        return usd_per_s(self.chips, self.hardware.price_usd_per_hour)
 
     @property
     def cost_per_mtok_input_usd(self):
-        r = self._usd_per_s()
+        r = self.chips_usd_per_s
         if r is None or not self.fits:
             return None
-        return r * self.ttft_s / (self.batch * self.input_len) * 1e6
+        return prefill_cost_per_mtok(r, self.ttft_s, self.batch, self.input_len)
 
     @property
     def cost_per_mtok_output_usd(self):
-        r = self._usd_per_s()
+        r = self.chips_usd_per_s
         if r is None or not self.fits:
             return None
-        return r * self.decode_step_s / self.batch * 1e6
+        return decode_cost_per_mtok(r, self.decode_step_s, self.batch)
 
     @property
     def energy_j_per_output_token(self):
         if self.hardware.tdp_w is None or not self.fits:
             return None
-        return self.chips * self.hardware.tdp_w * self.decode_step_s / self.batch
+        return energy_j_per_token(self.chips, self.hardware.tdp_w, self.decode_step_s, self.batch)
 
     def to_dict(self) -> dict:
-        def f(x):
-            if x is None:
-                return None
-            x = float(np.asarray(x))
-            return x if math.isfinite(x) else None
+        f = finite
         mem = self.memory
         return {
             "model": self.model.id, "hardware": self.hardware.id,
@@ -117,7 +117,7 @@ class InferResult:
             "price_usd_per_chip_hour": self.hardware.price_usd_per_hour,
             "efficiency": {"flops": self.efficiency.flops, "memory_bw": self.efficiency.memory_bw,
                            "link_bw": self.efficiency.link_bw, "source": self.efficiency.source},
-            "advice": self.advice, "notes": self.notes,
+            "advice": list(self.advice), "notes": list(self.notes),
         }
 
 
@@ -155,25 +155,23 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
         batch = int_arg(batch, "batch", 1, MAX_BATCH)
 
     P = count_params(m)
-    sv = serve(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve)
+    sv = serve_batch(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve)
     fits = batch >= 1 and bool(sv.memory.fits)
-    res = InferResult(m, hw, lay, prec, eff, batch, input_len, output_len, P.total, P.active,
-                      weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
-                      kv_bytes_per_token(m, prec.kv.bytes), sv.memory, fits, sv.prefill, sv.decode, None, None,
-                      0.0, None, notes=notes)
+    sizes = dict(model=m, hardware=hw, layout=lay, precision=prec, efficiency=eff, batch=batch, input_len=input_len,
+                 output_len=output_len, params_total=P.total, params_active=P.active,
+                 weights_bytes=weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
+                 kv_bytes_per_token=kv_bytes_per_token(m, prec.kv.bytes), memory=sv.memory, fits=fits,
+                 prefill=sv.prefill, decode=sv.decode)
     if not fits:
         # the bottlenecks stay informative when it does not fit; speeds are not reported
-        res.advice = _advice(m, hw, lay, prec, batch, ctx, bmax, reserve)
-        return res
-    res.ttft_s = _scalar(sv.ttft_s)
-    res.pp_p2p_s = _scalar(sv.pp_p2p_s)
-    res.decode_step_s = _scalar(sv.decode_step_s)
-    res.decode_floor_s = _scalar(sv.decode_floor_s)
+        return InferResult(**sizes, advice=tuple(_advice(m, hw, lay, prec, batch, ctx, bmax, reserve)),
+                           notes=tuple(notes))
     groups = int(lay.dp * lay.ep)
     if groups > 1 and batch % groups:
         notes.append(f"batch {batch} does not split evenly over {groups} replicas/attention groups; "
                      "the busiest group sets the pace")
-    return res
+    return InferResult(**sizes, ttft_s=_scalar(sv.ttft_s), decode_step_s=_scalar(sv.decode_step_s),
+                       pp_p2p_s=_scalar(sv.pp_p2p_s), decode_floor_s=_scalar(sv.decode_floor_s), notes=tuple(notes))
 
 
 def _advice(m, hw, lay, prec, batch, ctx, bmax, reserve) -> list[str]:

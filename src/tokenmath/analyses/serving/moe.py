@@ -8,7 +8,7 @@ side on the same chips.
    than the napkin sum.
 2. All-to-all: in decode each EP rank (tp = 1, attention data-parallel) holds batch / ep sequences, so it dispatches
    T x top-k x d_model activations (bf16) and combines the same back, per MoE layer:
-       t = 2 x all_to_all(T x k x d_model x 2 B, ep)          (engine/collectives.py)
+       t = 2 x all_to_all(T x k x d_model x 2 B, ep)          (payload: engine/forward.ep_dispatch_bytes)
    inside one domain (ep = domain), spread over every chip asked for (or two domains), and the same ep ranks split
    over two domains (the invariant: never faster than inside).
 3. Largest expert layer a domain hosts at this batch and context: per chip, usable - non-expert weights / tp - KV -
@@ -20,40 +20,39 @@ side on the same chips.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.base import units as u
-from tokenmath.specs.efficiency import Efficiency
-from tokenmath.engine import collectives as coll
-from tokenmath.engine.memory import CHUNK_TOKENS, activations_per_chip, kv_per_chip, memory_per_chip, weights_per_chip
-from tokenmath.engine.forward import ACT_BYTES
 from tokenmath.base.errors import InputError
-from tokenmath.specs.kv_cache import kv_bytes_per_sequence
+from tokenmath.base.validators import int_arg
+from tokenmath.engine import collectives as coll
+from tokenmath.engine.forward import ep_dispatch_bytes
+from tokenmath.engine.memory import CHUNK_TOKENS, activations_per_chip, kv_per_chip, memory_per_chip, weights_per_chip
+from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
 from tokenmath.mapping.layout import Layout
+from tokenmath.specs.efficiency import Efficiency
+from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.specs.model_catalog import model_ids, get_model
 from tokenmath.specs.params import count_params
-from tokenmath.analyses.setup import fmt_layout
-from tokenmath.base.validators import int_arg
-from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
-from tokenmath.analyses.serving.plan import check_options, evaluate_grid, links_for, point, system_setup
+from tokenmath.analyses.setup import Setup, check_ep_imbalance, fmt_layout, system_setup
+from tokenmath.analyses.serving.grid import evaluate, links_for, point
 
 
-@dataclass
+@dataclass(frozen=True)
 class MoeReport:
-    setup: object
+    setup: Setup
     chips: int
     batch: int
     context: int
     input_len: int
     output_len: int
-    fit: dict
-    all_to_all: dict
-    capacity: dict
-    rows: list
-    options: dict
-    notes: list = field(default_factory=list)
+    fit: dict                         # 1. fit inside one domain (bytes)
+    all_to_all: dict                  # 2. inside vs across domains (s, bytes)
+    capacity: dict                    # 3. largest expert layer a domain hosts (params)
+    rows: list[dict]                  # 4. TP vs EP vs PP, one grid point each
+    options: dict[str, float | bool]  # ep_imbalance, ep_overlap
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         su = self.setup
@@ -63,10 +62,7 @@ class MoeReport:
                 "kv_dtype": su.precision.kv.name,
                 "fits_in_one_domain": self.fit["fits_in_one_domain"], "fit": self.fit, "all_to_all": self.all_to_all,
                 "max_expert_params_per_domain": self.capacity["max_expert_params"], "capacity": self.capacity,
-                "layouts": self.rows, **self.options, "notes": self.notes}
-
-    def explain(self) -> str:
-        return moe_explain(self)
+                "layouts": self.rows, **self.options, "notes": list(self.notes)}
 
 
 def _largest(cands, ok) -> int:
@@ -108,7 +104,7 @@ def candidate_layouts(m, n: int, d: int) -> list[tuple[str, tuple[int, int, int,
 def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, weight_dtype=None, kv_dtype=None,
         ep_imbalance=1.0, ep_overlap=False, efficiency: Efficiency | None = None, reserve=None) -> MoeReport:
     """Expert layers against the scale-up domain of `system` for `batch` sequences of `context` tokens."""
-    imb = check_options(ep_imbalance)
+    imb = check_ep_imbalance(ep_imbalance)
     su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve)
     m, hw, prec, eff = su.model, su.hardware, su.precision, su.efficiency
     if not m.is_moe:
@@ -157,7 +153,7 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
 
     def a2a(p, h, group_span):
         T = math.ceil(batch / p)
-        payload = T * k * dm * ACT_BYTES * imb
+        payload = ep_dispatch_bytes(m, T) * imb
         bw = None if links is None else h.group_bw("all_to_all", min(group_span, h.scaleup_domain))
         return float(2 * coll.all_to_all(payload, p, h, eff.link_bw, up_bw=bw)), T, payload
 
@@ -200,97 +196,20 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
 
     # ---- 4. TP vs EP vs PP on the same chips, one engine call ----
     cands = candidate_layouts(m, n, d)
-    ev = evaluate_grid(su, [t for _, t in cands], [batch], input_len, output_len, ep_imbalance=imb,
-                       ep_overlap=bool(ep_overlap))
-    price = su.usd_per_chip_s
+    g = evaluate(su, [t for _, t in cands], [batch], input_len, output_len, ep_imbalance=imb,
+                 ep_overlap=bool(ep_overlap), links=links)
+    price = hw.price_usd_per_hour
     rows = []
     for i, (name, t) in enumerate(cands):
-        p = point(ev, i, 0, price)
+        p = point(g, i, 0, price)
         p["name"] = name
-        p["fits"] = bool(ev.grid.fits[i, 0])
+        p["fits"] = bool(g.fits[i, 0])
         rows.append(p)
     notes = list(notes_a2a)
     if batch % n:
         notes.append(f"batch {batch} does not split evenly over {n} chips; the busiest group sets the pace")
     if not any(r["fits"] for r in rows):
         notes.append(f"no layout of {n} chips holds batch {batch} at {context:,} tokens: lower --batch or add chips")
-    return MoeReport(su, n, batch, context, input_len, output_len, fit, a2a_d, capacity, rows,
-                     {"ep_imbalance": imb, "ep_overlap": bool(ep_overlap)}, notes)
-
-
-# ---- text --------------------------------------------------------------------------------------------------------
-def moe_table(r: MoeReport) -> str:
-    L = [f"{'layout':<26}{'tp/pp/ep/dp':>13} {'fits':>5} {'ms/token':>9} {'tok/s/user':>11} {'tok/s/chip':>11} "
-         f"{'comm':>6} {'KV/chip':>9} {'mem/chip':>9} {'domains':>8}"]
-    for p in r.rows:
-        lay = f"{p['tp']}/{p['pp']}/{p['ep']}/{p['dp']}"
-        if p["fits"]:
-            L.append(f"{p['name']:<26}{lay:>13} {'yes':>5} {p['decode_step_s'] * 1e3:>9.2f} "
-                     f"{p['output_tokens_per_s_per_user']:>11,.1f} {p['output_tokens_per_s_per_chip']:>11,.0f} "
-                     f"{p['communication_share']:>6.0%} {u.bytes_(p['kv_per_chip_bytes']):>9} "
-                     f"{u.bytes_(p['memory_per_chip_bytes']):>9} {p['domains_spanned']:>8}")
-        else:
-            L.append(f"{p['name']:<26}{lay:>13} {'no':>5} {'':>9} {'':>11} {'':>11} {'':>6} "
-                     f"{u.bytes_(p['kv_per_chip_bytes']):>9} {u.bytes_(p['memory_per_chip_bytes']):>9} "
-                     f"{p['domains_spanned']:>8}")
-    return "\n".join(L)
-
-
-def moe_text(r: MoeReport) -> str:
-    su = r.setup
-    hw, m = su.hardware, su.model
-    f, a, c = r.fit, r.all_to_all, r.capacity
-    L = [f"{m.name} on {r.chips} x {hw.chip} ({hw.id}, domains of {hw.scaleup_domain}): batch {r.batch}, "
-         f"context {r.context:,} ({r.input_len:,} in + {r.output_len:,} out)"]
-    L.append(f"1. one domain ({f['domain_size']} chips, {u.bytes_(f['domain_usable_bytes'])} usable): experts "
-             f"{u.bytes_(f['expert_weights_bytes'])} + other weights {u.bytes_(f['other_weights_bytes'])} + KV "
-             f"{u.bytes_(f['kv_bytes'])} = {u.bytes_(f['need_bytes'])} -> "
-             + ("fits" if f["fits_in_one_domain"] else f"does NOT fit (needs {f['domains_needed']} domains' HBM"
-                + (", and replicated attention weights push the best in-domain layout over" if f["napkin_fits"] else "") + ")")
-             + f"; best in-domain layout {f['domain_layout']}: {u.bytes_(f['memory_per_chip_bytes'])} of "
-             f"{u.bytes_(f['memory_usable_per_chip_bytes'])} per chip")
-    i = a["inside"]
-    L.append(f"2. all-to-all per MoE layer (dispatch + combine of T x {a['top_k']} x {a['d_model']} x 2 B per rank, "
-             f"{a['moe_layers']} MoE layers):")
-    L.append(f"   inside one domain  ep={i['ep']:<5} T={i['tokens_per_rank']:<6} {u.seconds(i['per_layer_s']):>9} per layer, "
-             f"{u.seconds(i['per_decode_step_s'])} per decode step")
-    if a["across"]:
-        x = a["across"]
-        L.append(f"   across {x['domains']} domains  ep={x['ep']:<5} T={x['tokens_per_rank']:<6} {u.seconds(x['per_layer_s']):>9} "
-                 f"per layer, {u.seconds(x['per_decode_step_s'])} per decode step")
-    if a["same_ranks_split_over_two_domains"]:
-        s = a["same_ranks_split_over_two_domains"]
-        L.append(f"   same {s['ep']} ranks split over 2 domains   {u.seconds(s['per_layer_s']):>9} per layer "
-                 f"({s['per_layer_s'] / i['per_layer_s']:.1f}x inside)")
-    L.append(f"3. largest expert layer one domain hosts at this batch and context: {u.count(c['max_expert_params'])} "
-             f"expert params ({u.count(c['max_expert_params_per_moe_layer'])} per MoE layer; this model has "
-             f"{u.count(c['model_expert_params'])}, {c['ratio_to_model']:.2f}x) in {c['expert_dtype']}, layout {c['layout']}")
-    L.append("4. TP vs EP vs PP on the same chips and batch (ms/token = decode step; tok/s/chip includes prefill):")
-    L.append(moe_table(r))
-    for n_ in r.notes:
-        L.append(f"note: {n_}")
-    return "\n".join(L)
-
-
-def moe_explain(r: MoeReport) -> str:
-    su = r.setup
-    hw = su.hardware
-    a = r.all_to_all
-    i = a["inside"]
-    L = [moe_text(r), "", "Derivations:"]
-    L.append(f"  KV per sequence = {u.bytes_(r.fit['kv_bytes_per_sequence'])} at {r.context:,} tokens; x batch {r.batch} = "
-             f"{u.bytes_(r.fit['kv_bytes'])}")
-    L.append(f"  all-to-all inside: each of {i['ep']} ranks holds ceil({r.batch} / {i['ep']}) = {i['tokens_per_rank']} "
-             f"tokens; payload = {i['tokens_per_rank']} x {a['top_k']} x {a['d_model']} x 2 B"
-             + (f" x imbalance {a['ep_imbalance']:g}" if a["ep_imbalance"] != 1 else "")
-             + f" = {u.bytes_(i['payload_bytes_per_rank'])}; (p-1)/p x payload / (scale-up {hw.scaleup_bw / 1e9:,.0f} GB/s x "
-             f"{su.efficiency.link_bw:g}) + latency, x 2 (dispatch + combine)")
-    if a["across"]:
-        L.append(f"  across: the share (p-d)/p of each rank's payload bound for other domains crosses the scale-out link "
-                 f"({(hw.scaleout_bw or 0) / 1e9:,.1f} GB/s per chip) while the rest moves on scale-up; + "
-                 f"{hw.scaleout_latency * 1e6:g} us")
-    L.append("  largest expert layer: (usable HBM - non-expert weights / tp - KV - activations) x domain chips / bytes "
-             "per expert parameter, best tp")
-    L.append("  table: one engine call over the layouts; communication share = exposed collectives + PP hand-offs over "
-             "the decode step")
-    return "\n".join(L)
+    return MoeReport(setup=su, chips=n, batch=batch, context=context, input_len=input_len, output_len=output_len,
+                     fit=fit, all_to_all=a2a_d, capacity=capacity, rows=rows,
+                     options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap)}, notes=tuple(notes))

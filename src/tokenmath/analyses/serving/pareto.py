@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.base.errors import InputError
-from tokenmath.base import units as u
-from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.base.validators import finite, int_arg
-from tokenmath.mapping.candidates import layouts_for
+from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS, layouts_for
+from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate
 
 
@@ -29,13 +28,13 @@ def frontier_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return keep
 
 
-@dataclass
+@dataclass(frozen=True)
 class Pareto:
     setup: Setup
     chips: int
     grid: Grid
-    points: list[dict]
-    frontier: list[dict]
+    points: list[dict]      # every (layout, batch) point that fits
+    frontier: list[dict]    # the points no other beats on both axes, most interactive first
 
     def to_dict(self):
         su = self.setup
@@ -44,26 +43,11 @@ class Pareto:
                 "frontier": self.frontier, "points_evaluated": len(self.points),
                 "layouts": [fmt_layout(*t) for t in self.grid.layouts]}
 
-    def explain(self) -> str:
-        f = self.frontier
-        L = [f"Pareto frontier on {self.chips} x {self.setup.hardware.id} for {self.setup.model.name} "
-             f"({len(self.points)} feasible (layout, batch) points, {len(f)} on the frontier)"]
-        L.append("  per user: 1 / decode step; per chip: batch x output / (TTFT + output x step) / chips")
-        if f:
-            a, b = f[0], f[-1]
-            L.append(f"  most interactive: {a['output_tokens_per_s_per_user']:,.0f} tok/s/user at "
-                     f"{a['output_tokens_per_s_per_chip']:,.0f} tok/s/chip ({a['layout']}, batch {a['batch']})")
-            L.append(f"  most productive: {b['output_tokens_per_s_per_chip']:,.0f} tok/s/chip at "
-                     f"{b['output_tokens_per_s_per_user']:,.1f} tok/s/user ({b['layout']}, batch {b['batch']})")
-            L.append("  moving along the frontier trades latency for cost: more concurrent sequences share each "
-                     "weight fetch until memory (KV) or compute runs out")
-        return "\n".join(L)
-
 
 def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None,
            efficiency=None, allow_pp: bool = False) -> Pareto:
     su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
-    chips = int_arg(chips if chips is not None else su0.hardware.scaleup_domain, "chips", 1, 4096)
+    chips = int_arg(chips if chips is not None else su0.hardware.scaleup_domain, "chips", 1, MAX_SEARCH_CHIPS)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     lays = layouts_for(su0.model, chips, allow_pp=allow_pp, max_tp=su0.hardware.scaleup_domain)
     if not lays:
@@ -78,7 +62,7 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
     ok = np.asarray(g.fits)
     x = np.where(ok, g.tokens_per_s_per_user, np.nan)
     y = np.where(ok, g.output_tokens_per_s_per_chip, np.nan)
-    cost = g.usd_per_mtok_output(su0.usd_per_chip_s)
+    cost = g.usd_per_mtok_output(su0.hardware.price_usd_per_hour)
     pts = []
     idx = np.argwhere(ok)
     for li, bi in idx:
@@ -94,15 +78,4 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
     ys = np.array([p["output_tokens_per_s_per_chip"] for p in pts])
     keep = frontier_mask(xs, ys) if pts else np.zeros(0, bool)
     front = sorted([p for p, k in zip(pts, keep) if k], key=lambda p: -p["output_tokens_per_s_per_user"])
-    return Pareto(su0, chips, g, pts, front)
-
-
-def pareto_text(p: Pareto) -> str:
-    rows = [f"{'tok/s/user':>11} {'tok/s/chip':>11} {'$/Mtok':>9}  layout               batch  bound"]
-    step = max(1, len(p.frontier) // 20)
-    shown = p.frontier[::step] + ([p.frontier[-1]] if (len(p.frontier) - 1) % step else [])
-    for f in shown:
-        rows.append(f"{f['output_tokens_per_s_per_user']:>11,.1f} {f['output_tokens_per_s_per_chip']:>11,.0f} "
-                    f"{u.usd(f['cost_per_mtok_output_usd']) if f['cost_per_mtok_output_usd'] is not None else 'n/a':>9}  "
-                    f"{f['layout']:<20} {f['batch']:>5}  {f['bottleneck']}")
-    return "\n".join(rows)
+    return Pareto(setup=su0, chips=chips, grid=g, points=pts, frontier=front)

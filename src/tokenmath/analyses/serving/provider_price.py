@@ -10,33 +10,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.base.errors import InputError
-from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.base.validators import finite, int_arg, pos_float
+from tokenmath.engine.economics import decode_cost_per_mtok, prefill_cost_per_mtok, usd_per_s
+from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
+from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.grid import up_to, meeting_speed
 
 
-@dataclass
+@dataclass(frozen=True)
 class PriceResult:
     setup: Setup
-    result: dict
+    result: dict    # the JSON answer: cheapest point meeting the target, its costs and the implied prices
 
     def to_dict(self):
         return self.result
-
-    def explain(self):
-        r = self.result
-        su = self.setup
-        return "\n".join([
-            f"Serving {su.model.name} on {su.hardware.id} at >= {r['min_tokens_per_s_per_user']:g} tokens/s per user "
-            f"({r['input_len']:,} in / {r['output_len']:,} out)",
-            f"  cheapest layout meeting the target: {r['layout']} on {r['chips']} chips, batch {r['batch']}, "
-            f"decode step {r['decode_step_s'] * 1e3:.3g} ms, TTFT {r['ttft_s'] * 1e3:.3g} ms",
-            f"  $/s = {r['chips']} x ${su.hardware.price_usd_per_hour}/h / 3600 = {r['chips'] * su.hardware.price_usd_per_hour / 3600:.5f}",
-            f"  output cost = $/s x step / batch x 1e6 = ${r['cost_per_mtok_output_usd']:.4g}/Mtok; "
-            f"input cost = $/s x TTFT / (batch x input) x 1e6 = ${r['cost_per_mtok_input_usd']:.4g}/Mtok",
-            f"  price = cost / (utilization {r['utilization']:g} x (1 - margin {r['margin']:g})): "
-            f"input ${r['price_per_mtok_input_usd']:.4g}, output ${r['price_per_mtok_output_usd']:.4g} per Mtok "
-            f"(output/input {r['output_input_ratio']:.2f}x)"])
 
 
 def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, output_len=500, margin=0.5,
@@ -50,12 +37,12 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
         raise InputError("margin", f"{margin!r} is not a gross margin", "a fraction in [0, 1), e.g. 0.5")
     utilization = pos_float(utilization, "utilization", 0.0, 1.0)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
-    top = int_arg(max_chips if max_chips is not None else min(su.hardware.scaleup_domain, 72), "max_chips", 1, 4096)
+    top = int_arg(max_chips if max_chips is not None else min(su.hardware.scaleup_domain, 72), "max_chips", 1, MAX_SEARCH_CHIPS)
     g = up_to(su, top, input_len, output_len)
     ok = meeting_speed(g, target, top, su.hardware.id)
-    usd_s = g.chips * su.usd_per_chip_s
-    out_cost = usd_s * g.step_s / g.batch * 1e6
-    in_cost = usd_s * g.ttft_s / (g.batch * input_len) * 1e6
+    usd_s = usd_per_s(g.chips, su.hardware.price_usd_per_hour)
+    out_cost = decode_cost_per_mtok(usd_s, g.step_s, g.batch)
+    in_cost = prefill_cost_per_mtok(usd_s, g.ttft_s, g.batch, input_len)
     li, bi = np.unravel_index(np.argmin(np.where(ok, out_cost, np.inf)), out_cost.shape)
     t = g.layouts[li]
     scale = 1.0 / (utilization * (1.0 - margin))
@@ -68,4 +55,4 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
            "margin": margin, "utilization": utilization,
            "price_per_mtok_input_usd": finite(c_in * scale), "price_per_mtok_output_usd": finite(c_out * scale),
            "output_input_ratio": finite(c_out / c_in)}
-    return PriceResult(su, res)
+    return PriceResult(setup=su, result=res)

@@ -11,40 +11,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.base import units as u
-from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.base.validators import finite, int_arg, pos_float
+from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
+from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.grid import up_to
 
 DEFAULT_BUDGETS_MS = (2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000)
+WHY_SATURATION = ("beyond the saturation budget the cheapest point already runs the largest batch memory allows (or "
+                  "compute saturates): each step still fetches all weights once, and only more concurrent sequences, "
+                  "not more waiting, amortize that fetch")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SlowMode:
     setup: Setup
-    rows: list[dict]
-    saturation_budget_s: float | None
-    per_request: bool
+    rows: list[dict]                    # one per budget: the cheapest feasible point, or why none is
+    saturation_budget_s: float | None   # the budget beyond which waiting buys nothing
+    per_request: bool                   # budgets per request (TTFT + all decode steps), else per output token
 
     def to_dict(self):
         su = self.setup
         return {"model": su.model.id, "hardware": su.hardware.id, "per_request": self.per_request,
-                "rows": self.rows, "saturation_budget_s": self.saturation_budget_s,
-                "why": ("beyond the saturation budget the cheapest point already runs the largest batch memory "
-                        "allows (or compute saturates): each step still fetches all weights once, and only more "
-                        "concurrent sequences, not more waiting, amortize that fetch")}
-
-    def explain(self):
-        kind = "per request" if self.per_request else "per output token"
-        L = [f"Slow mode for {self.setup.model.name} on {self.setup.hardware.id}: cheapest cost for a latency budget {kind}"]
-        for r in self.rows:
-            if r["feasible"]:
-                L.append(f"  budget {u.seconds(r['budget_s']):>8}: {r['cost_label']} with {r['chips']} chips ({r['layout']}), "
-                         f"batch {r['batch']}{' (memory-limited)' if r['memory_limited'] else ''}, step {u.seconds(r['decode_step_s'])}")
-            else:
-                L.append(f"  budget {u.seconds(r['budget_s']):>8}: infeasible: {r['reason']}")
-        if self.saturation_budget_s:
-            L.append(f"  beyond ~{u.seconds(self.saturation_budget_s)} waiting buys nothing: {self.to_dict()['why']}")
-        return "\n".join(L)
+                "rows": self.rows, "saturation_budget_s": self.saturation_budget_s, "why": WHY_SATURATION}
 
 
 def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_chips=None, input_len=1024,
@@ -54,10 +42,10 @@ def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_
     budgets = np.array([pos_float(b, "budget") for b in (budgets_s or [b / 1e3 for b in DEFAULT_BUDGETS_MS])])
     if per_request and budgets_s is None:
         budgets = budgets * output_len
-    top = int_arg(max_chips if max_chips is not None else su.hardware.scaleup_domain, "max_chips", 1, 4096)
+    top = int_arg(max_chips if max_chips is not None else su.hardware.scaleup_domain, "max_chips", 1, MAX_SEARCH_CHIPS)
     g = up_to(su, top, input_len, output_len)
     latency = g.ttft_s + output_len * g.step_s if per_request else g.step_s
-    price = su.usd_per_chip_s
+    price = su.hardware.price_usd_per_hour
     cost = g.usd_per_mtok_output(price) if price is not None else g.chip_s_per_mtok_output()
     ok = np.asarray(g.fits)
     rows, best_costs = [], []
@@ -91,4 +79,4 @@ def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_
         floor = np.nanmin(bc)
         hit = np.nonzero(fin & (bc <= floor * 1.01))[0]
         sat = float(budgets[hit[0]]) if hit.size else None
-    return SlowMode(su, rows, sat, per_request)
+    return SlowMode(setup=su, rows=rows, saturation_budget_s=sat, per_request=per_request)

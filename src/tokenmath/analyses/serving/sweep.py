@@ -32,11 +32,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from tokenmath.specs.efficiency import default_for
-from tokenmath.engine.memory import RESERVE_FRACTION, weight_bytes_total
-from tokenmath.engine.static_batch import serve
-from tokenmath.engine.forward import BOTTLENECKS
 from tokenmath.base.errors import InputError
+from tokenmath.engine.economics import decode_cost_per_mtok, prefill_cost_per_mtok, usd_per_s
+from tokenmath.engine.forward import BOTTLENECKS
+from tokenmath.engine.memory import RESERVE_FRACTION, weight_bytes_total
+from tokenmath.engine.static_batch import serve_batch
+from tokenmath.specs.efficiency import default_for
 from tokenmath.specs.hardware import catalog as hardware_catalog
 from tokenmath.specs.hardware import get_hardware
 from tokenmath.specs.kv_cache import kv_bytes_per_token
@@ -185,7 +186,7 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
     in the axis order `perm`, and write every column through views of those rows in the same order."""
     b, li, lo, tp, pp, ep, dp = box
     lay = Layout(tp, pp, ep, dp)
-    sv = serve(m, hw, lay, prec, eff, b, li, lo, reserve, decode_only=decode_only)
+    sv = serve_batch(m, hw, lay, prec, eff, b, li, lo, reserve, decode_only=decode_only)
 
     def view(col):
         return col[sl].reshape(bshape).transpose(perm)
@@ -207,9 +208,9 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
     put("decode_step_s", step)
     put("decode_floor_s", sv.decode_floor_s)
     put("output_tokens_per_s_per_user", 1 / step)
-    usd_s = None if hw.price_usd_per_hour is None else lay.chips * (hw.price_usd_per_hour / 3600)
+    usd_s = usd_per_s(lay.chips, hw.price_usd_per_hour)
     if usd_s is not None:
-        put("cost_per_mtok_output_usd", usd_s * step / b * 1e6)
+        put("cost_per_mtok_output_usd", decode_cost_per_mtok(usd_s, step, b))
     else:
         out["cost_per_mtok_output_usd"].fill(np.nan)
     view(codes["bottleneck_decode"])[...] = sv.decode.bottleneck_code
@@ -222,7 +223,7 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
     put("ttft_s", ttft)
     put("output_tokens_per_s", b * lo / (ttft + lo * step))
     if usd_s is not None:
-        put("cost_per_mtok_input_usd", usd_s * ttft / (b * li) * 1e6)
+        put("cost_per_mtok_input_usd", prefill_cost_per_mtok(usd_s, ttft, b, li))
     else:
         out["cost_per_mtok_input_usd"].fill(np.nan)
     view(codes["bottleneck_prefill"])[...] = sv.prefill.bottleneck_code

@@ -11,12 +11,8 @@ Costs in USD (SI units inside: FLOPs, tokens, USD, seconds):
   MFU default 0.40: PaLM 540B trained at 46.2% MFU (Chowdhery et al. 2022, Table 3 / App. B) and Llama 3 405B at
   38-43% (Llama 3 paper, Table 4); 6ND over reported H100-hours gives ~35% for Llama 3 405B
   (reference/scaling_laws.md Sec. 7), so 0.40 is the middle of the published range for large dense runs.
-- inference, engine-based (default): the cost of a token from the serving engine, not 2N FLOPs. For each N a
-  dense Llama-3-style model is built (see `dense_model`), and `tokenmath.analyses.serving.infer.infer` prices it: chips
-  are powers of two from the smallest that holds the weights and one sequence, tensor-parallel inside the scale-up
-  domain and pipeline-parallel across domains beyond it; for each chip count every power-of-two batch up to the
-  largest that fits (and that largest itself) is tried, and the cheapest $/output token whose decode step meets
-  the per-user speed target wins. Output tokens are priced by the decode step, input tokens by prefill; lifetime
+- inference, engine-based (default): the cost of a token from the serving engine, not 2N FLOPs
+  (inference_cost.serve_cost: a dense Llama-3-style model per N, served at the per-user speed target). Lifetime
   inference tokens split input:output by `input_output_ratio`; RL rollout tokens are generated tokens, priced as
   output (decode) tokens (their prompts are not counted).
   The engine runs at a set of model sizes (nodes) and log(cost/token) is interpolated linearly in log N between
@@ -34,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenmath.base.errors import InputError
+from tokenmath.analyses.training.inference_cost import VOCAB, ServingCost, serve_cost
 from tokenmath.analyses.training.scaling_laws import (
     FLOPS_PER_PARAM_TOKEN,
     Fit,
@@ -47,6 +43,11 @@ from tokenmath.analyses.training.scaling_laws import (
     positive_number,
     tokens_for_loss,
 )
+from tokenmath.base.errors import InputError
+from tokenmath.base.validators import finite
+from tokenmath.engine.economics import usd_per_s
+from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES, get_dtype
+from tokenmath.specs.hardware import Hardware, get_hardware
 
 DEFAULT_MFU = 0.40
 MFU_SOURCE = ("0.40: PaLM 540B 46.2% MFU (Chowdhery et al. 2022, App. B); Llama 3 405B 38-43% MFU on H100 "
@@ -58,203 +59,24 @@ ZERO_DEMAND_SWEEP = (1e10, 1e11, 1e12, 1e13)  # absolute demands when the base d
 EXTREME_TOKENS_PER_PARAM = 1000.0
 MIN_ENGINE_PARAMS = 3e8     # below this a 128256-token vocabulary is most of the model
 
-# ---- the architecture rule -------------------------------------------------------------------------------------
-# A dense Llama-3-style decoder (Llama 3 paper, Table 3; HF LlamaForCausalLM): head_dim 128, GQA with 8 KV heads,
-# SwiGLU FFN width 3.5 d_model rounded to 256 (Llama 3 8B/70B: 14336 = 3.5 x 4096, 28672 = 3.5 x 8192),
-# vocab 128256, untied embeddings, RMSNorm.
-# Shape: d_model ~= 128 x n_layers (Llama 3 8B: 4096/32 = 128; 405B: 16384/126 = 130; 70B: 8192/80 = 102). Kaplan
-# et al. 2020 (Sec. 3.1, Fig. 5) found the loss changes by only a few percent over a wide range of aspect ratios,
-# so the scaling law does not depend on the choice; serving does (KV bytes per token grow with n_layers).
-# The rule, monotone in N: for each n_layers solve params(n_layers, d) = N for a continuous d; keep the n_layers
-# whose d is closest to 128 n_layers (log ratio); round d to a multiple of 128 (the count closest to N among the
-# neighbours). n_heads = d_model/128 rounded to a multiple of the 8 KV heads (so the query width n_heads x 128 is
-# within 512 of d_model, as in Qwen3/Gemma where it differs). The count is exact (tokenmath.specs.params), within ~3%
-# of N above ~1B parameters; below that the 128256-token embeddings dominate.
-HEAD_DIM = 128
-KV_HEADS = 8
-VOCAB = 128256
-ASPECT = 128.0
-FFN_RATIO = 3.5
-_D_STEP = 128
-_L_CHOICES = np.arange(1, 1025, dtype=float)
-
-
-def _ffn_width(d):
-    return np.maximum(np.round(FFN_RATIO * np.asarray(d, dtype=float) / 256.0), 1) * 256
-
-
-def _heads(d):
-    return np.maximum(np.round(np.asarray(d, dtype=float) / (HEAD_DIM * KV_HEADS)), 1) * KV_HEADS
-
-
-def dense_params(n_layers, d_model):
-    """Parameter count of the rule's architecture (the same terms as tokenmath.specs.params.count_params), vectorized:
-    per layer q and o (d x n_heads x 128 each), k and v (d x 8 x 128 each), SwiGLU 3 x d x ffn, two RMSNorms (2d);
-    plus embeddings and lm_head (vocab x d each) and the final norm (d)."""
-    L = np.asarray(n_layers, dtype=float)
-    d = np.asarray(d_model, dtype=float)
-    per_layer = 2 * d * _heads(d) * HEAD_DIM + 2 * d * KV_HEADS * HEAD_DIM + 3 * d * _ffn_width(d) + 2 * d
-    return L * per_layer + 2 * VOCAB * d + d
-
-
-def dense_shape(N: float) -> tuple[int, int, float]:
-    """(n_layers, d_model, exact params) of the rule's architecture for a target parameter count N."""
-    # continuous d for each layer count: L (12.5 d^2 + 2050 d) + (2V + 1) d = N  (q,o ~ 2d^2, SwiGLU 10.5 d^2)
-    a2 = 12.5 * _L_CHOICES
-    a1 = 2050.0 * _L_CHOICES + 2 * VOCAB + 1
-    d_cont = (-a1 + np.sqrt(a1 * a1 + 4 * a2 * N)) / (2 * a2)
-    i = int(np.argmin(np.abs(np.log(d_cont / (ASPECT * _L_CHOICES)))))
-    L = _L_CHOICES[i]
-    base = max(round(d_cont[i] / _D_STEP), 1) * _D_STEP
-    cands = np.array([d for d in (base - _D_STEP, base, base + _D_STEP) if d >= _D_STEP], dtype=float)
-    P = dense_params(L, cands)
-    j = int(np.argmin(np.abs(np.log(P / N))))
-    return int(L), int(cands[j]), float(P[j])
-
-
-def dense_model(N: float):
-    """A tokenmath Model of about N parameters by the rule above (its parameter count is exact, not N)."""
-    from tokenmath.specs.model import Model
-    L, d, _ = dense_shape(N)
-    return Model(id=f"dense-{L}x{d}", name=f"dense {L} layers x d_model {d} (Llama-3-style)", n_layers=L,
-                 d_model=d, n_heads=int(_heads(d)), n_kv_heads=KV_HEADS, head_dim=HEAD_DIM, vocab_size=VOCAB,
-                 ffn_intermediate=int(_ffn_width(d)), ffn_gated=True, max_context=131072,
-                 source="tokenmath.analyses.training.overtrain architecture rule")
-
-
-# ---- inference cost per token from the serving engine ----------------------------------------------------------
 
 @dataclass(frozen=True)
-class Serving:
-    """The cheapest way found to serve one architecture at the latency target."""
-    n_layers: int
-    d_model: int
-    params: float
-    feasible: bool
-    chips: int = 0
-    tp: int = 0
-    pp: int = 0
-    batch: int = 0
-    max_batch: int = 0
-    decode_step_s: float = math.inf
-    usd_per_output_token: float = math.inf
-    usd_per_input_token: float = math.inf
-    bottleneck_decode: str = ""
-    reason: str = ""
-
-    def to_dict(self) -> dict:
-        fin = lambda x: x if math.isfinite(x) else None
-        return {"n_layers": self.n_layers, "d_model": self.d_model, "params": self.params, "feasible": self.feasible,
-                "chips": self.chips, "tp": self.tp, "pp": self.pp, "batch": self.batch, "max_batch": self.max_batch,
-                "decode_step_s": fin(self.decode_step_s),
-                "output_tokens_per_s_per_user": fin(1.0 / self.decode_step_s) if self.feasible else None,
-                "usd_per_mtok_output": fin(self.usd_per_output_token * 1e6),
-                "usd_per_mtok_input": fin(self.usd_per_input_token * 1e6),
-                "bottleneck_decode": self.bottleneck_decode, "reason": self.reason}
-
-
-_SERVE_CACHE: dict = {}
-MAX_CHIPS = 4096
-
-
-def _largest_fast_batch(m, hw, chips, tp, pp, bmax, r_max, min_tps, input_len, output_len, weight_dtype, kv_dtype):
-    """(batch, its infer result): the largest of the powers of two up to bmax (and bmax) whose decode step gives
-    >= min_tps tokens/s per user; (0, the batch-1 result) when even batch 1 is too slow.
-
-    The decode step grows with the batch, and $/token = chips x price x step / batch falls with it (every op's
-    max(FLOPs, bytes) time is affine in the batch with a non-negative intercept), so the cheapest batch meeting the
-    speed target is the largest one that meets it: a binary search."""
-    from tokenmath.analyses.serving.infer import infer
-    batches = sorted({2 ** k for k in range(int(math.log2(bmax)) + 1)} | {bmax})
-    runs = {bmax: r_max}
-
-    def fast(b):
-        if b not in runs:
-            runs[b] = infer(m, hw, chips=chips, tp=tp, pp=pp, batch=b, input_len=input_len, output_len=output_len,
-                            weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-        return 1.0 / runs[b].decode_step_s >= min_tps
-
-    if not fast(batches[0]):
-        return 0, runs[batches[0]]
-    lo, hi = 0, len(batches) - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fast(batches[mid]):
-            lo = mid
-        else:
-            hi = mid - 1
-    return batches[lo], runs[batches[lo]]
-
-
-def serve_cost(N: float, hw, min_tps: float, input_len: int, output_len: int, weight_dtype=None,
-               kv_dtype=None) -> Serving:
-    """Cheapest $/output token for the rule's model of ~N params on `hw` at >= min_tps tokens/s per user."""
-    from tokenmath.analyses.serving.infer import infer
-    L, d, P = dense_shape(N)
-    key = (L, d, repr(hw), float(min_tps), int(input_len), int(output_len), weight_dtype, kv_dtype)
-    if key in _SERVE_CACHE:
-        return _SERVE_CACHE[key]
-    m = dense_model(N)
-    heads = m.n_heads
-    dom = hw.scaleup_domain
-    best = None
-    reason = ""
-    chips, fitted_at = 1, None
-    while chips <= MAX_CHIPS:
-        # tensor-parallel inside the scale-up domain (a power of two dividing the heads), pipeline beyond it
-        tp = 1
-        while tp * 2 <= min(chips, dom) and heads % (tp * 2) == 0:
-            tp *= 2
-        pp = chips // tp
-        if pp > m.n_layers:
-            reason = reason or f"needs more pipeline stages than its {m.n_layers} layers"
-            break
-        r = infer(m, hw, chips=chips, tp=tp, pp=pp, batch="max", input_len=input_len, output_len=output_len,
-                  weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-        bmax = int(r.batch) if r.fits else 0
-        if bmax >= 1:
-            fitted_at = fitted_at or chips
-            b, rb = _largest_fast_batch(m, hw, chips, tp, pp, bmax, r, min_tps, input_len, output_len,
-                                        weight_dtype, kv_dtype)
-            if b:
-                usd_s = chips * hw.price_usd_per_hour / 3600.0
-                out = usd_s * rb.decode_step_s / b
-                if best is None or out < best.usd_per_output_token:
-                    best = Serving(L, d, P, True, chips, tp, pp, b, bmax, float(rb.decode_step_s), float(out),
-                                   float(usd_s * rb.ttft_s / (b * input_len)), str(rb.decode.bottleneck))
-            elif chips >= dom:
-                # more chips beyond the domain add pipeline stages, which do not shorten a decode step
-                reason = (f"batch 1 decodes at {1.0 / rb.decode_step_s:,.1f} tokens/s per user on {chips} x "
-                          f"{hw.id}, below the {min_tps:g} tokens/s target")
-                break
-        if fitted_at is not None and chips >= max(dom, 2 * fitted_at):
-            break  # up to the larger of the scale-up domain and twice the first fit (more HBM, larger batch)
-        chips *= 2
-    if best is None:
-        best = Serving(L, d, P, False, reason=reason or f"does not fit on up to {MAX_CHIPS} x {hw.id}")
-    _SERVE_CACHE[key] = best
-    return best
-
-
-# ---- the optimisation --------------------------------------------------------------------------------------------
-
-@dataclass
 class Point:
-    """One (N, D) on the loss constraint with its costs."""
+    """One (N, D) on the loss constraint with its costs (parameters, tokens, USD, FLOPs)."""
     params: float
     tokens: float
     training_usd: float
     inference_usd: float
     training_flops: float
     inference_flops: float
-    serving: Serving | None = None
+    serving: ServingCost | None = None    # the engine's serving of N (None when FLOP-only)
 
     @property
     def total_usd(self) -> float:
         return self.training_usd + self.inference_usd
 
     def to_dict(self) -> dict:
-        fin = lambda x: x if math.isfinite(x) else None
+        fin = finite
         d = {"params": self.params, "tokens": self.tokens, "tokens_per_param": self.tokens / self.params,
              "training_usd": fin(self.training_usd), "inference_usd": fin(self.inference_usd),
              "total_usd": fin(self.total_usd), "training_flops": self.training_flops,
@@ -264,8 +86,9 @@ class Point:
         return d
 
 
-@dataclass
+@dataclass(frozen=True)
 class OvertrainResult:
+    """The optimum and the Chinchilla point at the target loss, the cost curve over N and the demand sweep (USD)."""
     fit: Fit
     target_loss: float
     target_from_compute: float | None
@@ -273,7 +96,7 @@ class OvertrainResult:
     rl_rollout_tokens: float
     input_output_ratio: float
     flop_only: bool
-    hardware: object
+    hardware: Hardware
     mfu: float
     min_tokens_per_s_per_user: float
     input_len: int
@@ -282,9 +105,9 @@ class OvertrainResult:
     optimum: Point
     chinchilla: Point
     params_min: float
-    curve: dict                      # N grid and cost arrays (for plots)
-    nodes: list                      # engine evaluations (Serving), ascending N
-    demand_sweep: list
+    curve: dict[str, np.ndarray]     # N grid and cost arrays (for plots)
+    nodes: list[ServingCost]         # engine evaluations, ascending N
+    demand_sweep: list[dict[str, float | None]]
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -296,7 +119,7 @@ class OvertrainResult:
         return self.saving_usd / self.chinchilla.total_usd
 
     def to_dict(self) -> dict:
-        fin = lambda x: x if (x is not None and math.isfinite(x)) else None
+        fin = finite
         hw = self.hardware
         opt = self.optimum.to_dict()
         return {
@@ -339,13 +162,14 @@ def _nonneg(v, field: str) -> float:
 class _Costs:
     """Cost of a (N, D) pair: training and inference (engine nodes interpolated, or FLOP-only)."""
 
-    def __init__(self, hw, usd_per_flop, flop_only, min_tps, input_len, output_len, weight_dtype, kv_dtype):
+    def __init__(self, hw: Hardware, *, usd_per_flop: float, flop_only: bool, min_tps: float, input_len: int,
+                 output_len: int, weight_dtype: str | None, kv_dtype: str | None):
         self.hw, self.usd_per_flop, self.flop_only = hw, usd_per_flop, flop_only
         self.min_tps, self.input_len, self.output_len = min_tps, input_len, output_len
         self.weight_dtype, self.kv_dtype = weight_dtype, kv_dtype
-        self.nodes: dict[float, Serving] = {}
+        self.nodes: dict[float, ServingCost] = {}
 
-    def add_node(self, N: float) -> Serving:
+    def add_node(self, N: float) -> ServingCost:
         if N not in self.nodes:
             self.nodes[N] = serve_cost(N, self.hw, self.min_tps, self.input_len, self.output_len,
                                        self.weight_dtype, self.kv_dtype)
@@ -376,8 +200,9 @@ class _Costs:
         c_out, c_in = (float(x) for x in self.per_token(N))
         tr = FLOPS_PER_PARAM_TOKEN * N * D
         inf_usd = float(_inference_usd(out_tokens, c_out, in_tokens, c_in, N))
-        return Point(N, D, tr * self.usd_per_flop, inf_usd, tr, 2.0 * N * (out_tokens + in_tokens),
-                     None if self.flop_only else self.nodes.get(N))
+        return Point(params=N, tokens=D, training_usd=tr * self.usd_per_flop, inference_usd=inf_usd,
+                     training_flops=tr, inference_flops=2.0 * N * (out_tokens + in_tokens),
+                     serving=None if self.flop_only else self.nodes.get(N))
 
 
 def _inference_usd(out_tok, c_out, in_tok, c_in, like):
@@ -390,7 +215,7 @@ def _inference_usd(out_tok, c_out, in_tok, c_in, like):
     return total
 
 
-def _unique_arch(nodes: list) -> list:
+def _unique_arch(nodes: list[ServingCost]) -> list[ServingCost]:
     seen, out = set(), []
     for s in nodes:
         if (s.n_layers, s.d_model) not in seen:
@@ -399,7 +224,7 @@ def _unique_arch(nodes: list) -> list:
     return sorted(out, key=lambda s: s.params)
 
 
-def _split(inference_tokens, rl_tokens, ratio):
+def split_demand(inference_tokens: float, rl_tokens: float, ratio: float) -> tuple[float, float]:
     """(output tokens, input tokens): lifetime tokens split input:output = ratio:1; RL rollouts are all output."""
     out = inference_tokens / (1.0 + ratio) + rl_tokens
     return out, inference_tokens - inference_tokens / (1.0 + ratio)
@@ -416,7 +241,6 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     target. inference_tokens: lifetime tokens served (input + output, split by input_output_ratio = input per
     output token); rl_rollout_tokens: generated RL tokens (priced as output). See the module doc for the costs.
     """
-    from tokenmath.specs.hardware import get_hardware
     f = get_fit(fit)
     if (target_loss is None) == (compute is None):
         raise InputError("target_loss", "give exactly one of a target loss or a training compute budget",
@@ -449,12 +273,11 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
         raise InputError("hardware", f"{hw.id} has no price", "a catalog chip with a price, or a file with "
                          "price_usd_per_hour")
     # check the dtypes once, up front, in both modes: a bad option is an error even where it goes unused
-    from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES, get_dtype
     if weight_dtype is not None:
         get_dtype(weight_dtype, "weight_dtype", WEIGHT_DTYPES)
     if kv_dtype is not None:
         get_dtype(kv_dtype, "kv_dtype", KV_DTYPES)
-    usd_per_flop = hw.price_usd_per_hour / 3600.0 / (hw.peak_flops("bf16") * mfu)
+    usd_per_flop = usd_per_s(1, hw.price_usd_per_hour) / (hw.peak_flops("bf16") * mfu)
 
     n_chin, d_chin = (float(x) for x in optimal_for_loss(ell, f))
     n_min = float(min_params_for_loss(ell, f))
@@ -467,7 +290,8 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     grid = np.unique(np.concatenate([np.geomspace(lo, hi, grid_points), [n_chin]]))
     D_grid = tokens_for_loss(grid, ell, f)
 
-    costs = _Costs(hw, usd_per_flop, flop_only, min_tps, input_len, output_len, weight_dtype, kv_dtype)
+    costs = _Costs(hw, usd_per_flop=usd_per_flop, flop_only=flop_only, min_tps=min_tps, input_len=input_len,
+                   output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     notes: list[str] = []
     if not flop_only:
         e_lo = max(lo, MIN_ENGINE_PARAMS)
@@ -494,12 +318,12 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
                              f"{min_tps:g} tokens/s per user on {hw.id}", "a lower speed target or faster hardware")
         return i
 
-    out_tok, in_tok = _split(D_inf, D_rl, ratio)
+    out_tok, in_tok = split_demand(D_inf, D_rl, ratio)
     if D_inf + D_rl > 0:
         sweep_demands = [(k * D_inf, k * D_rl, k) for k in demand_factors]
     else:
         sweep_demands = [(x, 0.0, None) for x in ZERO_DEMAND_SWEEP]
-    splits = [(out_tok, in_tok)] + [_split(di, dr, ratio) for di, dr, _ in sweep_demands]
+    splits = [(out_tok, in_tok)] + [split_demand(di, dr, ratio) for di, dr, _ in sweep_demands]
     if not flop_only:
         # every reported optimum must be an engine run, not an interpolation: add a node where the interpolated
         # curve puts an optimum and solve again, until all optima (main and sweep) sit on nodes. All demands then
@@ -546,115 +370,8 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
                      "input tokens by prefill; RL rollouts as output tokens")
     else:
         notes.append("FLOP-only: 2N FLOPs per inference token at the training MFU (Sardana et al. 2023)")
-    return OvertrainResult(f, ell, C_target, D_inf, D_rl, ratio, flop_only, hw, mfu, min_tps, input_len, output_len,
-                           usd_per_flop, opt, chin, n_min, curve, _unique_arch(list(costs.nodes.values())), sweep, notes)
-
-
-# ---- faces helpers -----------------------------------------------------------------------------------------------
-
-def explain_overtrain(r: OvertrainResult) -> str:
-    from tokenmath.base import units as u
-    f, hw = r.fit, r.hardware
-    o, c = r.optimum, r.chinchilla
-    pk = hw.peak_flops("bf16")
-    L = [f"Over-training: minimise training + lifetime inference cost at loss {r.target_loss:.4f} "
-         f"(fit {f.name!r}: E={f.E:.4g}, A={f.A:.6g}, B={f.B:.6g}, alpha={f.alpha:.5g}, beta={f.beta:.5g})", ""]
-    L.append("1. Target")
-    if r.target_from_compute:
-        L.append(f"  budget C = {r.target_from_compute:.4g} FLOPs at Chinchilla-optimal gives l = {r.target_loss:.4f}")
-    x = (r.target_loss - f.E) * f.beta / (f.alpha + f.beta)
-    L.append(f"  Chinchilla point (alpha A/N^alpha = beta B/D^beta): A/N^alpha = (l-E) beta/(alpha+beta) = {x:.4f}"
-             f" -> N = {u.count(c.params)}, D = {u.count(c.tokens)} ({c.tokens / c.params:.1f} tokens/param)")
-    L.append(f"  on the constraint D(N) = (B / (l - E - A/N^alpha))^(1/beta); N must exceed "
-             f"(A/(l-E))^(1/alpha) = {u.count(r.params_min)}")
-    L.append("")
-    L.append("2. Training cost")
-    L.append(f"  $/FLOP = ${hw.price_usd_per_hour:g}/h / 3600 / ({u.rate(pk, 'FLOP/s')} bf16 x MFU {r.mfu:g})"
-             f" = ${r.usd_per_flop * 1e18:.4g} per EFLOP")
-    L.append(f"  MFU {MFU_SOURCE}")
-    L.append("")
-    out_tok, in_tok = _split(r.inference_tokens, r.rl_rollout_tokens, r.input_output_ratio)
-    L.append("3. Inference demand")
-    L.append(f"  {r.inference_tokens:.4g} lifetime tokens at {r.input_output_ratio:g} input per output token"
-             f" + {r.rl_rollout_tokens:.4g} RL rollout tokens (decode) = {out_tok:.4g} output + {in_tok:.4g} input tokens")
-    if r.flop_only:
-        L.append(f"  FLOP-only: cost/token = 2N x $/FLOP = 2N x {r.usd_per_flop:.4g} (same for input and output)")
-    else:
-        L.append(f"  engine: dense Llama-3-style model per N (d_model ~ {ASPECT:g} x layers, heads of {HEAD_DIM}, "
-                 f"{KV_HEADS} KV heads, SwiGLU {FFN_RATIO:g} d_model, vocab {VOCAB:,}), bf16 unless set, "
-                 f"{r.input_len} in / {r.output_len} out per request, >= {r.min_tokens_per_s_per_user:g} tokens/s per user")
-        L.append(f"  {'N':>9} {'arch':>12} {'chips':>5} {'tp x pp':>7} {'batch':>6} {'tok/s/user':>10} "
-                 f"{'$/Mtok out':>10} {'$/Mtok in':>10} {'2N-FLOP $/Mtok':>14}")
-        for s in r.nodes:
-            fl = 2 * s.params * r.usd_per_flop * 1e6
-            if s.feasible:
-                L.append(f"  {u.count(s.params):>9} {f'{s.n_layers}x{s.d_model}':>12} {s.chips:>5} "
-                         f"{f'{s.tp}x{s.pp}':>7} {s.batch:>6} {1 / s.decode_step_s:>10.1f} "
-                         f"{s.usd_per_output_token * 1e6:>10.4g} {s.usd_per_input_token * 1e6:>10.4g} {fl:>14.4g}")
-            else:
-                L.append(f"  {u.count(s.params):>9} {f'{s.n_layers}x{s.d_model}':>12}  cannot serve: {s.reason}")
-    L.append("")
-    L.append("4. Minimise total(N) = 6 N D(N) x $/FLOP + inference $ over a log grid of N")
-
-    def row(name, p):
-        return (f"  {name:<12} N = {u.count(p.params):>7}  D = {u.count(p.tokens):>7}  "
-                f"({p.tokens / p.params:,.0f} tok/param)  train ${p.training_usd:,.4g} + inference "
-                f"${p.inference_usd:,.4g} = ${p.total_usd:,.4g}")
-    L.append(row("optimum", o))
-    L.append(row("Chinchilla", c))
-    if math.isfinite(r.saving_usd):
-        L.append(f"  saving = ${r.saving_usd:,.4g} ({100 * r.saving_fraction:.1f}% of the Chinchilla total)")
-    if o.serving is not None and o.serving.feasible:
-        s = o.serving
-        L.append(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} ({u.count(s.params)} params) on "
-                 f"{s.chips} x {hw.id} (tp {s.tp}, pp {s.pp}) at batch {s.batch}: "
-                 f"{1 / s.decode_step_s:.1f} tokens/s per user, decode {s.bottleneck_decode}-bound")
-    L.append("")
-    L.append("5. As demand grows")
-    for row_ in r.demand_sweep:
-        sv = row_["saving_fraction"]
-        L.append(f"  demand {row_['inference_tokens']:.3g} (+RL {row_['rl_rollout_tokens']:.3g}): N = "
-                 f"{u.count(row_['params'])}, {row_['tokens_per_param']:,.0f} tok/param, total ${row_['total_usd']:,.4g}"
-                 + (f", saving {100 * sv:.1f}%" if sv is not None else ""))
-    if r.notes:
-        L += ["", *("note: " + n for n in r.notes)]
-    return "\n".join(L)
-
-
-def plot_overtrain(r: OvertrainResult, path: str) -> str:
-    """Total, training and inference cost vs N (log-log), Chinchilla point and optimum marked."""
-    from tokenmath.faces.plots import pyplot, save_figure
-    plt = pyplot()   # the charts' shared setup: Agg backend, a clear error when matplotlib is missing
-    cv = r.curve
-    N = cv["params"]
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    ok = np.isfinite(cv["total_usd"])
-    ax.plot(N[ok], cv["total_usd"][ok], lw=2, color="k", label="total")
-    ax.plot(N, cv["training_usd"], color="C0", label="training (6ND at MFU)")
-    if np.any(cv["inference_usd"][ok] > 0):
-        ax.plot(N[ok], cv["inference_usd"][ok], color="C1",
-                label="inference (2N FLOPs)" if r.flop_only else "inference (serving engine)")
-        if not r.flop_only:
-            ax.plot(N, cv["total_usd_flop_only"], ls="--", color="grey", lw=1, label="total, FLOP-only inference")
-    o, c = r.optimum, r.chinchilla
-    ax.plot([o.params], [o.total_usd], "o", color="C3", ms=8,
-            label=f"optimum: {o.params / 1e9:.3g}B params, {o.tokens / o.params:,.0f} tok/param")
-    if math.isfinite(c.total_usd):
-        ax.plot([c.params], [c.total_usd], "s", color="C2", ms=8,
-                label=f"Chinchilla: {c.params / 1e9:.3g}B params, {c.tokens / c.params:,.0f} tok/param")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    top = np.nanmax(cv["total_usd"][ok]) if ok.any() else 1
-    ax.set_ylim(max(o.total_usd / 20, 1e-9), min(top, o.total_usd * 30))
-    from matplotlib.ticker import FuncFormatter
-    billions = FuncFormatter(lambda x, _: f"{x / 1e9:.3g}")
-    ax.xaxis.set_major_formatter(billions)
-    ax.xaxis.set_minor_formatter(billions)
-    ax.tick_params(axis="x", which="minor", labelsize=7)
-    ax.set_xlabel("model parameters N (billions)")
-    ax.set_ylabel("cost (USD)")
-    ax.set_title(f"loss {r.target_loss:.4f} ({r.fit.name} fit), {r.inference_tokens + r.rl_rollout_tokens:.3g} "
-                 f"inference tokens, {r.hardware.id}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    return save_figure(fig, path)
+    return OvertrainResult(fit=f, target_loss=ell, target_from_compute=C_target, inference_tokens=D_inf,
+                           rl_rollout_tokens=D_rl, input_output_ratio=ratio, flop_only=flop_only, hardware=hw,
+                           mfu=mfu, min_tokens_per_s_per_user=min_tps, input_len=input_len, output_len=output_len,
+                           usd_per_flop=usd_per_flop, optimum=opt, chinchilla=chin, params_min=n_min, curve=curve,
+                           nodes=_unique_arch(list(costs.nodes.values())), demand_sweep=sweep, notes=notes)

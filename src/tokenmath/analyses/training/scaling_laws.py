@@ -192,8 +192,9 @@ def numeric_optimum(C: float, fit="epoch", tol: float = 1e-12) -> tuple[float, f
 
 # ---- the `chinchilla` analysis -----------------------------------------------------------------------------------
 
-@dataclass
+@dataclass(frozen=True)
 class ChinchillaResult:
+    """One point of the law (FLOPs, parameters, tokens, nats/token) and the compute-optimal split of its compute."""
     fit: Fit
     mode: str                 # "compute-optimal" | "point" | "loss-target"
     compute: float
@@ -289,69 +290,6 @@ def chinchilla(compute=None, params=None, tokens=None, loss_target=None, fit="ep
                      "(Sardana et al. 2023, arXiv:2401.00448)")
     if f.name == "hoffmann-rounded":
         notes.append("the rounded Hoffmann constants bias the optimum; prefer --fit epoch (or hoffmann)")
-    return ChinchillaResult(f, mode, C, N, D, float(loss(N, D, f)), n_opt, d_opt, float(loss(n_opt, d_opt, f)),
-                            n_num, d_num, notes)
-
-
-def explain_chinchilla(r: ChinchillaResult) -> str:
-    from tokenmath.base import units as u
-    f = r.fit
-    t = r.loss_terms
-    L = [f"Chinchilla scaling law, fit {f.name!r}: L(N, D) = E + A/N^alpha + B/D^beta",
-         f"  E = {f.E:.5g}, A = {f.A:.6g}, B = {f.B:.6g}, alpha = {f.alpha:.5g}, beta = {f.beta:.5g}",
-         f"  source: {f.source}", ""]
-    if r.mode == "loss-target":
-        x = t["params_term"]
-        L += ["1. Cheapest model reaching the loss (tangency alpha A/N^alpha = beta B/D^beta)",
-              f"  A/N^alpha = (l - E) x beta/(alpha+beta) = ({r.loss:.4f} - {f.E:.4f}) x {f.beta / (f.alpha + f.beta):.4f}"
-              f" = {x:.4f}",
-              f"  N = (A / {x:.4f})^(1/alpha) = {u.count(r.params)};  B/D^beta = (alpha/beta) x {x:.4f} = "
-              f"{t['data_term']:.4f} -> D = {u.count(r.tokens)} tokens",
-              f"  C = 6 N D = 6 x {r.params:.4g} x {r.tokens:.4g} = {r.compute:.4g} FLOPs", ""]
-    else:
-        L += ["1. Training compute",
-              "  C = 6 N D" + (f" = 6 x {r.params:.4g} x {r.tokens:.4g}" if r.mode == "point" else "")
-              + f" = {r.compute:.4g} FLOPs", ""]
-    L += ["2. Compute-optimal split of C (minimise L on the line 6ND = C)",
-          f"  G = (alpha A / (beta B))^(1/(alpha+beta)) = ({f.alpha:.5g} x {f.A:.6g} / ({f.beta:.5g} x {f.B:.6g}))"
-          f"^(1/{f.alpha + f.beta:.5g}) = {f.G:.5g}",
-          f"  a = beta/(alpha+beta) = {f.a:.4f},  b = alpha/(alpha+beta) = {f.b:.4f}",
-          f"  N_opt = G (C/6)^a = {f.G:.5g} x ({r.compute / 6:.4g})^{f.a:.4f} = {u.count(r.optimum_params)} parameters",
-          f"  D_opt = (C/6)^b / G = ({r.compute / 6:.4g})^{f.b:.4f} / {f.G:.5g} = {u.count(r.optimum_tokens)} tokens"
-          f"  ({r.optimum_tokens / r.optimum_params:.1f} tokens/param)",
-          f"  check: golden-section search on 6ND = C finds N = {u.count(r.numeric_params)} "
-          f"(relative difference {abs(r.numeric_params / r.optimum_params - 1):.1e})",
-          f"  L(N_opt, D_opt) = {r.optimum_loss:.4f}", ""]
-    L += [f"3. Loss of N = {u.count(r.params)}, D = {u.count(r.tokens)} ({r.tokens_per_param:,.1f} tokens/param)",
-          f"  L = {f.E:.4f} + {f.A:.6g}/{r.params:.4g}^{f.alpha:.5g} + {f.B:.6g}/{r.tokens:.4g}^{f.beta:.5g}",
-          f"    = {f.E:.4f} + {t['params_term']:.4f} + {t['data_term']:.4f} = {r.loss:.4f} nats/token"]
-    if r.mode == "point":
-        L.append(f"  vs compute-optimal at the same C: {r.loss - r.optimum_loss:+.4f}")
-    if r.notes:
-        L += ["", *("note: " + n for n in r.notes)]
-    return "\n".join(L)
-
-
-def plot_chinchilla(r: ChinchillaResult, path: str) -> str:
-    """IsoFLOP curves (loss vs N at fixed C = 6ND) at C/10, C, 10C, each optimum marked; the asked point too."""
-    from tokenmath.faces.plots import pyplot, save_figure
-    plt = pyplot()   # the charts' shared setup: Agg backend, a clear error when matplotlib is missing
-    f = r.fit
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for k, C in ((0.1, r.compute / 10), (1, r.compute), (10, r.compute * 10)):
-        n_opt, _ = compute_optimal(C, f)
-        N = np.logspace(np.log10(n_opt) - 1.5, np.log10(n_opt) + 1.5, 300)
-        ax.plot(N, loss(N, C / (6 * N), f), lw=2 if k == 1 else 1, alpha=1 if k == 1 else 0.5,
-                label=f"C = {C:.3g} FLOPs")
-        ax.plot([n_opt], [loss(n_opt, C / (6 * n_opt), f)], "o", color="k" if k == 1 else "grey")
-    ax.annotate(f"optimum {r.optimum_params / 1e9:.3g}B params,\n{r.optimum_tokens / 1e12:.3g}T tokens",
-                (r.optimum_params, r.optimum_loss), textcoords="offset points", xytext=(10, -30))
-    if r.mode == "point":
-        ax.plot([r.params], [r.loss], "s", color="C3", label=f"asked: N={r.params:.3g}, D={r.tokens:.3g}")
-    ax.set_xscale("log")
-    ax.set_xlabel("model parameters N")
-    ax.set_ylabel("predicted loss L(N, D = C/6N) (nats/token)")
-    ax.set_title(f"IsoFLOP curves, Chinchilla fit '{f.name}'")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    return save_figure(fig, path)
+    return ChinchillaResult(fit=f, mode=mode, compute=C, params=N, tokens=D, loss=float(loss(N, D, f)),
+                            optimum_params=n_opt, optimum_tokens=d_opt, optimum_loss=float(loss(n_opt, d_opt, f)),
+                            numeric_params=n_num, numeric_tokens=d_num, notes=notes)

@@ -16,8 +16,9 @@ def chinchilla(compute, params, tokens, loss_target, fit, as_json, explain, plot
     """Chinchilla scaling law: loss L(N, D), compute-optimal N and D for a budget (C = 6ND)."""
     from tokenmath.base import units as u
     from tokenmath.analyses.training.scaling_laws import chinchilla as run
-    from tokenmath.analyses.training.scaling_laws import explain_chinchilla, plot_chinchilla
     from tokenmath.faces.commands.common import plot_then_json
+    from tokenmath.faces.explain_training import explain_chinchilla
+    from tokenmath.faces.plots_training import plot_chinchilla
     r = run(compute=compute, params=params, tokens=tokens, loss_target=loss_target, fit=fit)
     if plot_then_json(r, as_json, plot_file, plot_chinchilla):
         return

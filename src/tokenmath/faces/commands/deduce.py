@@ -80,7 +80,8 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
     if as_json:
         emit_json(d.to_dict())
     else:
-        click.echo(d.explain())
+        from tokenmath.faces.explain_inverse import explain_deduction
+        click.echo(explain_deduction(d))
 
 
 @click.command()
@@ -105,4 +106,5 @@ def price(model, hardware, min_tokens_per_s_per_user, input_len, output_len, mar
     if as_json:
         emit_json(r.to_dict())
     else:
-        click.echo(r.explain())
+        from tokenmath.faces.explain_serving import explain_price
+        click.echo(explain_price(r))

@@ -23,7 +23,8 @@ def hyperbola(model, hardware, chips, tp, pp, ep, dp, context, weight_dtype, kv_
         emit_json(h.to_dict())
         return
     if explain:
-        click.echo(h.explain())
+        from tokenmath.faces.explain_serving import explain_hyperbola
+        click.echo(explain_hyperbola(h))
         return
     from tokenmath.faces.tables import hyperbola_table
     hyperbola_table(h)

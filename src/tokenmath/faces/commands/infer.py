@@ -30,8 +30,8 @@ def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_l
     if as_json:
         emit_json(r.to_dict())
     elif explain:
-        from tokenmath.faces.explain_infer import explain as ex
-        click.echo(ex(r))
+        from tokenmath.faces.explain_infer import explain_infer
+        click.echo(explain_infer(r))
     else:
         from tokenmath.faces.tables import infer_table
         infer_table(r)

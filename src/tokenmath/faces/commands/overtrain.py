@@ -33,9 +33,10 @@ def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, fit, ha
               plot_file):
     """Train smaller and longer: minimise training + lifetime inference cost at a target loss."""
     from tokenmath.base import units as u
-    from tokenmath.analyses.training.overtrain import explain_overtrain, plot_overtrain
     from tokenmath.analyses.training.overtrain import overtrain as run
     from tokenmath.faces.commands.common import plot_then_json
+    from tokenmath.faces.explain_training import explain_overtrain
+    from tokenmath.faces.plots_training import plot_overtrain
     r = run(target_loss=target_loss, compute=compute, inference_tokens=inference_tokens,
             rl_rollout_tokens=rl_rollout_tokens, fit=fit, hardware=hardware, mfu=mfu, flop_only=flop_only,
             min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_output_ratio=input_output_ratio,
@@ -62,7 +63,7 @@ def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, fit, ha
             s = o.serving
             click.echo(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} on {s.chips} x {r.hardware.id}"
                        f" at batch {s.batch}: {1 / s.decode_step_s:.1f} tok/s/user, "
-                       f"${s.usd_per_output_token * 1e6:.3g}/Mtok out, ${s.usd_per_input_token * 1e6:.3g}/Mtok in")
+                       f"${s.usd_per_mtok_output:.3g}/Mtok out, ${s.usd_per_mtok_input:.3g}/Mtok in")
         click.echo("  as demand grows:")
         for row in r.demand_sweep:
             sv = row["saving_fraction"]

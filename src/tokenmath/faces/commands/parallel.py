@@ -37,7 +37,8 @@ def _ep_options(f):
 def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, output_len, disaggregated, ep_imbalance,
          ep_overlap, weight_dtype, kv_dtype, as_json, explain, plot_file):
     """Best layout (TP, EP, PP, DP, batch) on a system: cheapest $/Mtok meeting the targets, runner-ups, frontier."""
-    from tokenmath.analyses.serving.plan import plan as run, plan_text
+    from tokenmath.analyses.serving.plan import plan as run
+    from tokenmath.faces.explain_parallel import explain_plan, plan_text
     r = run(model, system, chips=chips, ttft_ms=ttft_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
             input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
             ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated)
@@ -47,7 +48,7 @@ def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, ou
     if as_json:
         emit_json(r.to_dict())
     else:
-        click.echo(r.explain() if explain else plan_text(r))
+        click.echo(explain_plan(r) if explain else plan_text(r))
         if plot_file:
             click.echo(f"chart written to {plot_file}")
 
@@ -68,7 +69,8 @@ def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, ou
 def moe(model, system, chips, batch, context, output_len, ep_imbalance, ep_overlap, weight_dtype, kv_dtype, as_json,
         explain, plot_file):
     """Expert layers vs the rack: fit in one domain, all-to-all inside vs across, TP vs EP vs PP side by side."""
-    from tokenmath.analyses.serving.moe import moe as run, moe_text
+    from tokenmath.analyses.serving.moe import moe as run
+    from tokenmath.faces.explain_parallel import explain_moe, moe_text
     r = run(model, system, chips=chips, batch=batch, context=context, output_len=output_len, weight_dtype=weight_dtype,
             kv_dtype=kv_dtype, ep_imbalance=ep_imbalance, ep_overlap=ep_overlap)
     if plot_file:
@@ -77,7 +79,7 @@ def moe(model, system, chips, batch, context, output_len, ep_imbalance, ep_overl
     if as_json:
         emit_json(r.to_dict())
     else:
-        click.echo(r.explain() if explain else moe_text(r))
+        click.echo(explain_moe(r) if explain else moe_text(r))
         if plot_file:
             click.echo(f"chart written to {plot_file}")
 

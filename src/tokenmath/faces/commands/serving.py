@@ -5,13 +5,14 @@ from tokenmath.faces.commands.common import (dtype_options, emit_json, guarded, 
                      with_plot)
 
 
-def _out(result, as_json, explain, plot_file, plot_fn, text_fn=None):
+def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None):
+    """--json: the result's dict; --explain: explain_fn's text; else text_fn's (explain_fn's when there is none)."""
     if plot_file:
         plot_fn(result, plot_file)
     if as_json:
         emit_json(result.to_dict())
     else:
-        click.echo(text_fn(result) if (text_fn and not explain) else result.explain())
+        click.echo(text_fn(result) if (text_fn and not explain) else explain_fn(result))
         if plot_file:
             click.echo(f"chart written to {plot_file}")
 
@@ -43,10 +44,11 @@ def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, outp
              as_json, explain, plot_file):
     """Cheapest cost for a latency budget, across batch sizes and chip counts (and where waiting stops helping)."""
     from tokenmath.analyses.serving.slowmode import slowmode as run
+    from tokenmath.faces.explain_serving import explain_slowmode
     from tokenmath.faces.plots import slowmode_plot
     r = run(model, hardware, budgets_s=[b / 1e3 for b in budget_ms] if budget_ms else None, per_request=per_request,
             max_chips=max_chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    _out(r, as_json, explain, plot_file, slowmode_plot)
+    _out(r, as_json, explain, plot_file, slowmode_plot, explain_slowmode)
 
 
 @click.command()
@@ -60,11 +62,12 @@ def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, outp
 @guarded
 def pareto(model, hardware, chips, allow_pp, input_len, output_len, weight_dtype, kv_dtype, as_json, explain, plot_file):
     """Throughput per chip against tokens/s per user over batches and layouts: the Pareto frontier, with $/Mtok."""
-    from tokenmath.analyses.serving.pareto import pareto as run, pareto_text
+    from tokenmath.analyses.serving.pareto import pareto as run
+    from tokenmath.faces.explain_serving import explain_pareto, pareto_text
     from tokenmath.faces.plots import pareto_plot
     r = run(model, hardware, chips=chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype,
             kv_dtype=kv_dtype, allow_pp=allow_pp)
-    _out(r, as_json, explain, plot_file, pareto_plot, lambda p: p.explain() + "\n" + pareto_text(p))
+    _out(r, as_json, explain, plot_file, pareto_plot, explain_pareto, pareto_text)
 
 
 @click.command()
@@ -82,11 +85,12 @@ def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, 
            as_json, explain, plot_file):
     """Cost per input vs output token across context lengths, their ratio, and a cached input token."""
     from tokenmath.analyses.serving.input_vs_output import prices as run
+    from tokenmath.faces.explain_serving import explain_prices
     from tokenmath.faces.plots import prices_plot
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp,
             contexts=[int(c) for c in contexts] if contexts else None, output_len=output_len, batch=batch,
             cache_ttl_s=cache_ttl_s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    _out(r, as_json, explain, plot_file, prices_plot)
+    _out(r, as_json, explain, plot_file, prices_plot, explain_prices)
 
 
 @click.command()
@@ -100,10 +104,11 @@ def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, 
 def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype, kv_dtype, as_json, explain, plot_file):
     """KV bytes per token, max context/batch, and the context where KV reads equal weight reads."""
     from tokenmath.analyses.serving.context import context as run
+    from tokenmath.faces.explain_serving import explain_context
     from tokenmath.faces.plots import context_plot
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch, context=context,
             weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    _out(r, as_json, explain, plot_file, context_plot)
+    _out(r, as_json, explain, plot_file, context_plot, explain_context)
 
 
 @click.command()
@@ -122,6 +127,7 @@ def fleet(model, hardware, demand, min_tokens_per_s_per_user, input_len, output_
           kv_dtype, as_json, explain, plot_file):
     """Chips, racks, megawatts and $/year to serve a demand in tokens/s at a per-user speed."""
     from tokenmath.analyses.serving.fleet import fleet as run
+    from tokenmath.faces.explain_serving import explain_fleet
     kw = dict(min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_len=input_len, output_len=output_len,
               max_chips=max_chips, pue=pue, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     r = run(model, hardware, demand=demand, **kw)
@@ -129,4 +135,4 @@ def fleet(model, hardware, demand, min_tokens_per_s_per_user, input_len, output_
         from tokenmath.faces.plots import fleet_plot
         sweep = [run(model, hardware, demand=demand * f, **kw).to_dict() for f in (0.01, 0.1, 1, 10, 100)]
         fleet_plot(sweep, plot_file)
-    _out(r, as_json, explain, None, None)
+    _out(r, as_json, explain, None, None, explain_fleet)

@@ -39,30 +39,32 @@ DEFAULT_CHIPS = 8
 def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, recompute, zero, dtype,
           tokens, overlap, peak, do_search, as_json, explain):
     """Training step time, MFU, memory per chip, and the time/cost/energy of a run; --search ranks layouts."""
-    from tokenmath.analyses.training import train as T
-    from tokenmath.specs.efficiency import PEAK
+    from tokenmath.analyses.training.train import train as run
+    from tokenmath.analyses.training.train_search import search
     from tokenmath.faces.commands.common import emit_json
+    from tokenmath.faces.explain_training import explain_train
+    from tokenmath.specs.efficiency import PEAK
     eff = PEAK if peak else None
     if chips is None and dp is None:
         chips = DEFAULT_CHIPS
     if do_search:
-        r = T.search(model, system, chips=chips if chips is not None else _product(tp, pp, dp, ep, cp),
-                     seq_len=seq_len, global_batch_tokens=global_batch_tokens, cp=cp, dtype=dtype, tokens=tokens,
-                     overlap=overlap, efficiency=eff)
+        r = search(model, system, chips=chips if chips is not None else _product(tp, pp, dp, ep, cp),
+                   seq_len=seq_len, global_batch_tokens=global_batch_tokens, cp=cp, dtype=dtype, tokens=tokens,
+                   overlap=overlap, efficiency=eff)
         if as_json:
             emit_json(r.to_dict())
         else:
             _search_table(r)
             if explain and r.top:
-                click.echo(T.explain(r.top[0]))
+                click.echo(explain_train(r.top[0]))
         return
-    r = T.train(model, system, chips=chips, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, seq_len=seq_len,
-                global_batch_tokens=global_batch_tokens, micro_batch=micro_batch, recompute=recompute, zero=int(zero),
-                dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff)
+    r = run(model, system, chips=chips, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, seq_len=seq_len,
+            global_batch_tokens=global_batch_tokens, micro_batch=micro_batch, recompute=recompute, zero=int(zero),
+            dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff)
     if as_json:
         emit_json(r.to_dict())
     elif explain:
-        click.echo(T.explain(r))
+        click.echo(explain_train(r))
     else:
         _table(r)
 

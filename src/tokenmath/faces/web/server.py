@@ -19,7 +19,10 @@ from importlib import resources
 from urllib.parse import parse_qsl, urlsplit
 
 from tokenmath.base.errors import InputError
-from tokenmath.faces.web.api import PARAMS_MAX_BYTES, UPLOAD_MAX_BYTES, Api, dumps
+from tokenmath.faces.web.api import Api
+from tokenmath.faces.web.params import PARAMS_MAX_BYTES
+from tokenmath.faces.web.payload import dumps
+from tokenmath.faces.web.uploads import UPLOAD_MAX_BYTES
 
 STATIC = {  # the only files served: name -> content type
     "index.html": "text/html; charset=utf-8",

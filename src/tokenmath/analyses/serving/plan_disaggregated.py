@@ -1,0 +1,74 @@
+"""Disaggregated serving for a plan: a prefill pool and a decode pool (Splitwise, DistServe, Mooncake).
+
+The decode pool runs the decode-only point with the most output tokens/s per chip meeting the per-user target; it
+completes requests at r = batch / step / output_len per second, whose prompts arrive at r x input_len tokens/s. The
+prefill pool runs the prefill point with the most prompt tokens/s per chip meeting the TTFT target, and is sized to
+that traffic: prefill chips = r x input_len / (prefill tokens/s per chip). The ratio prefill : decode chips
+follows, with the KV each request carries from one pool to the other over the scale-out network.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tokenmath.base.errors import InputError
+from tokenmath.base.validators import finite
+from tokenmath.engine.economics import chip_s_per_mtok, request_cost_per_mtok, usd_per_s
+from tokenmath.specs.kv_cache import kv_bytes_per_sequence
+from tokenmath.analyses.setup import Setup, fmt_layout
+from tokenmath.analyses.serving.grid import Grid, evaluate, point
+
+
+def disaggregate(su: Setup, n: int, lays, g: Grid, B, input_len: int, output_len: int, ttft_s: float | None,
+                 tps_user: float | None, opts: dict, colocated: dict) -> dict:
+    """Size the two pools for the traffic of `n` decode chips. g: the colocated grid over layouts `lays` and
+    batches B; opts: the evaluation options (ep_imbalance, ep_overlap, links); colocated: the plan's best point.
+    Times in s, bytes, $ per million output tokens."""
+    m, hw, prec = su.model, su.hardware, su.precision
+    price = hw.price_usd_per_hour
+    # decode pool: decode-only throughput (prefill happens elsewhere)
+    dec_tps_chip = g.batch / g.step_s / g.chips
+    dok = np.array(g.fits, bool)
+    if tps_user is not None:
+        dok &= g.tokens_per_s_per_user >= tps_user
+    if not dok.any():
+        raise InputError("min_tokens_per_s_per_user", "no decode layout meets the per-user target", None)
+    di, dj = np.unravel_index(np.argmax(np.where(dok, dec_tps_chip, -1.0)), dok.shape)
+    dpt = point(g, di, dj, price)
+    dec_tps = float(g.batch[di, dj] / g.step_s[di, dj])          # output tokens/s of one decode instance
+    # prefill pool: prompts only (KV of the prompt held), TTFT = prefill of its batch
+    pg = evaluate(su, lays, B, input_len, 1, **opts)
+    pre_tps_chip = pg.batch * input_len / pg.ttft_s / pg.chips
+    pok = np.array(pg.fits, bool)
+    if ttft_s is not None:
+        pok &= pg.ttft_s <= ttft_s
+    if not pok.any():
+        raise InputError("ttft_ms", "no prefill layout meets the TTFT target", None)
+    pi, pj = np.unravel_index(np.argmax(np.where(pok, pre_tps_chip, -1.0)), pok.shape)
+    t = pg.layouts[pi]
+    req_s = dec_tps / output_len
+    prompt_tps = req_s * input_len
+    p_chip = float(pre_tps_chip[pi, pj])
+    prefill_chips = prompt_tps / p_chip
+    kv_req = float(kv_bytes_per_sequence(m, input_len, prec.kv.bytes))
+    out_bw = hw.scaleout_bw * su.efficiency.link_bw if hw.scaleout_bw else None
+    transfer_s = kv_req / (n * out_bw) if out_bw else None
+    total = n + prefill_chips
+    cost = None if price is None else request_cost_per_mtok(usd_per_s(total, price), dec_tps)
+    return {
+        "decode": {**dpt, "decode_output_tokens_per_s": dec_tps,
+                   "decode_output_tokens_per_s_per_chip": float(dec_tps_chip[di, dj])},
+        "prefill": {"layout": fmt_layout(*t), "tp": int(t[0]), "pp": int(t[1]), "ep": int(t[2]), "dp": int(t[3]),
+                    "batch": int(pg.batch[pi, pj]), "ttft_s": finite(pg.ttft_s[pi, pj]),
+                    "prompt_tokens_per_s_per_chip": p_chip,
+                    "bottleneck": str(np.broadcast_to(np.asarray(pg.cost.prefill.bottleneck), pg.batch.shape)[pi, pj])},
+        "requests_per_s_per_decode_instance": req_s, "prompt_tokens_per_s": prompt_tps,
+        "decode_chips": n, "prefill_chips": prefill_chips, "prefill_to_decode_chip_ratio": prefill_chips / n,
+        "kv_bytes_per_request": kv_req, "kv_transfer_bytes_per_s": req_s * kv_req,
+        "kv_transfer_share_of_scaleout": (req_s * kv_req / (n * out_bw)) if out_bw else None,
+        "kv_transfer_s": transfer_s,
+        "ttft_s": finite(pg.ttft_s[pi, pj] + (transfer_s or 0.0)),
+        "cost_per_mtok_output_usd": finite(cost) if cost is not None else None,
+        "chip_s_per_mtok_output": chip_s_per_mtok(total, dec_tps),
+        "colocated_chip_s_per_mtok_output": colocated["chip_s_per_mtok_output"],
+        "colocated_cost_per_mtok_output_usd": colocated["cost_per_mtok_output_usd"],
+    }

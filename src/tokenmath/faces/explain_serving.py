@@ -1,0 +1,160 @@
+"""The --explain texts of the serving-economics questions: one `explain_<result>` per analysis result (hyperbola,
+slowmode, pareto, input vs output prices, context, fleet, provider price), read from the result alone."""
+from __future__ import annotations
+
+from tokenmath.base import units as u
+from tokenmath.engine.economics import HOURS_PER_YEAR, usd_per_s
+from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
+from tokenmath.analyses.serving.context import Context
+from tokenmath.analyses.serving.fleet import Fleet
+from tokenmath.analyses.serving.hyperbola import Hyperbola
+from tokenmath.analyses.serving.input_vs_output import Prices
+from tokenmath.analyses.serving.pareto import Pareto
+from tokenmath.analyses.serving.provider_price import PriceResult
+from tokenmath.analyses.serving.slowmode import WHY_SATURATION, SlowMode
+
+
+def explain_hyperbola(h: Hyperbola) -> str:
+    su = h.setup
+    m, hw = su.model, su.hardware
+    L = [f"Decode cost vs batch: {m.name} on {su.chips} x {hw.id}, context {h.context:,} tokens per sequence"]
+    L.append(f"  batch 1: weight fetch {u.seconds(h.weight_fetch_s_b1)} of a {u.seconds(float(h.step_s[0]))} step "
+             f"({h.weight_share[0]:.0%} of it); every sequence added shares that fetch")
+    L.append(f"  per-token time = step / B: {u.seconds(float(h.per_token_s[0]))} at B=1, "
+             f"{u.seconds(float(h.per_token_s[-1]))} at B={int(h.batch[-1])} (largest that fits)")
+    if h.critical_batch:
+        where = "inside" if h.critical_batch_fits else "beyond"
+        L.append(f"  critical batch ~{h.critical_batch}: the weight matmuls turn compute-bound "
+                 f"(FLOPs per weight byte reach the ridge; {where} what memory allows: max batch {h.max_batch})")
+    else:
+        L.append("  the weight matmuls never turn compute-bound")
+    if h.floor_bottleneck == "memory":
+        L.append("  at this context the whole step stays memory-bound: KV reads grow with the batch as fast as FLOPs")
+    floor_cost = h.floor_cost_per_mtok_output_usd
+    L.append(f"  floor as B -> infinity: {u.seconds(h.floor_per_token_s)} per token ({h.floor_bottleneck}-bound)"
+             + (f" = ${floor_cost:.4g} per Mtok" if floor_cost else ""))
+    if h.experts_touched is not None:
+        mid = min(len(h.batch) - 1, 15)
+        L.append(f"  MoE: experts read per layer {h.experts_touched[0]:.1f} at B=1, "
+                 f"{h.experts_touched[mid]:.1f} at B={int(h.batch[mid])}, "
+                 f"{h.experts_touched[-1]:.1f} at B={int(h.batch[-1])} of {m.n_experts} "
+                 "(E(1-(1-k/E)^B): small batches fetch few experts)")
+    cost = h.cost_per_mtok_output_usd
+    if cost is not None:
+        L.append(f"  $/Mtok = per-token time x {su.chips} chips x ${hw.price_usd_per_hour}/h / 3600 x 1e6: "
+                 f"${cost[0]:.4g} at B=1 -> ${cost[-1]:.4g} at B={int(h.batch[-1])}")
+    return "\n".join(L)
+
+
+def explain_slowmode(s: SlowMode) -> str:
+    kind = "per request" if s.per_request else "per output token"
+    L = [f"Slow mode for {s.setup.model.name} on {s.setup.hardware.id}: cheapest cost for a latency budget {kind}"]
+    for r in s.rows:
+        if r["feasible"]:
+            L.append(f"  budget {u.seconds(r['budget_s']):>8}: {r['cost_label']} with {r['chips']} chips ({r['layout']}), "
+                     f"batch {r['batch']}{' (memory-limited)' if r['memory_limited'] else ''}, step {u.seconds(r['decode_step_s'])}")
+        else:
+            L.append(f"  budget {u.seconds(r['budget_s']):>8}: infeasible: {r['reason']}")
+    if s.saturation_budget_s:
+        L.append(f"  beyond ~{u.seconds(s.saturation_budget_s)} waiting buys nothing: {WHY_SATURATION}")
+    return "\n".join(L)
+
+
+def explain_pareto(p: Pareto) -> str:
+    f = p.frontier
+    L = [f"Pareto frontier on {p.chips} x {p.setup.hardware.id} for {p.setup.model.name} "
+         f"({len(p.points)} feasible (layout, batch) points, {len(f)} on the frontier)"]
+    L.append("  per user: 1 / decode step; per chip: batch x output / (TTFT + output x step) / chips")
+    if f:
+        a, b = f[0], f[-1]
+        L.append(f"  most interactive: {a['output_tokens_per_s_per_user']:,.0f} tok/s/user at "
+                 f"{a['output_tokens_per_s_per_chip']:,.0f} tok/s/chip ({a['layout']}, batch {a['batch']})")
+        L.append(f"  most productive: {b['output_tokens_per_s_per_chip']:,.0f} tok/s/chip at "
+                 f"{b['output_tokens_per_s_per_user']:,.1f} tok/s/user ({b['layout']}, batch {b['batch']})")
+        L.append("  moving along the frontier trades latency for cost: more concurrent sequences share each "
+                 "weight fetch until memory (KV) or compute runs out")
+    return "\n".join(L)
+
+
+def pareto_text(p: Pareto) -> str:
+    """The default text: the explanation, then the frontier as a table (about 20 rows)."""
+    rows = [f"{'tok/s/user':>11} {'tok/s/chip':>11} {'$/Mtok':>9}  layout               batch  bound"]
+    step = max(1, len(p.frontier) // 20)
+    shown = p.frontier[::step] + ([p.frontier[-1]] if (len(p.frontier) - 1) % step else [])
+    for f in shown:
+        rows.append(f"{f['output_tokens_per_s_per_user']:>11,.1f} {f['output_tokens_per_s_per_chip']:>11,.0f} "
+                    f"{u.usd(f['cost_per_mtok_output_usd']) if f['cost_per_mtok_output_usd'] is not None else 'n/a':>9}  "
+                    f"{f['layout']:<20} {f['batch']:>5}  {f['bottleneck']}")
+    return explain_pareto(p) + "\n" + "\n".join(rows)
+
+
+def explain_prices(p: Prices) -> str:
+    su = p.setup
+    L = [f"Cost of input vs output tokens: {su.model.name} on {su.chips} x {su.hardware.id}"]
+    for r in p.rows:
+        if not r["fits"]:
+            L.append(f"  context {r['input_len']:>7,}: does not fit at batch 1")
+            continue
+        L.append(f"  context {r['input_len']:>7,}, batch {r['batch']:>4}: input {r['input_label']}, output {r['output_label']}"
+                 f" -> output/input = {r['output_input_ratio']:.1f}x; cached input {r['cached_label']}")
+    L.append("  why: prefill runs each weight against B x L tokens (compute-bound); decode fetches every weight "
+             "for B tokens per step (memory-bound), so each output token holds the chip far longer.")
+    L.append(f"  cached input = KV bytes per token x TTL {p.cache_ttl_s:g} s x chip $/s / chip HBM bytes "
+             "(the HBM it occupies until reuse), vs recomputing it at the input price")
+    return "\n".join(L)
+
+
+def explain_context(c: Context) -> str:
+    su = c.setup
+    m = su.model
+    how = (f"MLA latent (kv_lora {m.kv_lora_rank} + rope {m.qk_rope_head_dim})" if m.is_mla
+           else f"2 x {m.kv_heads} KV heads x {m.hd}")
+    L = [f"Context costs for {m.name} on {su.chips} x {su.hardware.id} ({su.precision.kv.name} KV)"]
+    L.append(f"  KV per token = {how} = {kv_values_per_token_per_layer(m)} values x {m.n_layers} layers x "
+             f"{su.precision.kv.bytes:g} B = {u.bytes_(c.kv_bytes_per_token)}"
+             + (f"; {m.n_sliding_layers} sliding layers stop growing at {m.sliding_window} tokens" if m.n_sliding_layers else ""))
+    mc = (f"at most {c.max_context_at_batch:,} tokens of context" if c.max_context_at_batch
+          else "any context (every layer's KV is capped by its window)")
+    L.append(f"  at {c.context:,} tokens: at most {c.max_batch_at_context} sequences fit; at batch {c.batch}: {mc}")
+    if c.crossover_context:
+        beyond = c.max_context_at_batch and c.crossover_context > c.max_context_at_batch
+        L.append(f"  KV read per decode step equals the weight read at ~{c.crossover_context:,} tokens of context "
+                 f"(batch {c.batch}): beyond it, context, not model size, drives the cost"
+                 + (" (beyond what fits at this batch)" if beyond else ""))
+    else:
+        L.append(f"  KV reads stay below weight reads at batch {c.batch} over the range evaluated")
+    return "\n".join(L)
+
+
+def explain_fleet(f: Fleet) -> str:
+    r = f.result
+    hw = f.setup.hardware
+    L = [f"Fleet for {r['demand_output_tokens_per_s']:,.3g} output tokens/s of {r['model']} on {r['hardware']} "
+         f"(>= {r['min_tokens_per_s_per_user']:g} tok/s per user, {r['input_len']:,} in / {r['output_len']:,} out)"]
+    L.append(f"  replica: {r['replica_chips']} chips ({r['layout']}), batch {r['batch']}, "
+             f"{r['replica_output_tokens_per_s']:,.0f} output tok/s, {r['tokens_per_s_per_user']:,.1f} tok/s per user")
+    L.append(f"  replicas = ceil({r['demand_output_tokens_per_s']:,.4g} / {r['replica_output_tokens_per_s']:,.0f}) = "
+             f"{r['replicas']:,}; chips = {r['chips']:,}; scale-up domains of {r['domain_size']}: {r['domains']:,}")
+    if r["megawatts"] is not None:
+        L.append(f"  power = {r['chips']:,} x {hw.tdp_w:g} W x PUE {r['pue']:g} = {r['megawatts']:,.2f} MW")
+    if r["usd_per_year"] is not None:
+        L.append(f"  cost = {r['chips']:,} chips x ${hw.price_usd_per_hour}/h x {HOURS_PER_YEAR} h = "
+                 f"${r['usd_per_year']:,.0f} per year (${r['cost_per_mtok_output_usd']:.4g} per Mtok output)")
+    return "\n".join(L)
+
+
+def explain_price(p: PriceResult) -> str:
+    r = p.result
+    su = p.setup
+    return "\n".join([
+        f"Serving {su.model.name} on {su.hardware.id} at >= {r['min_tokens_per_s_per_user']:g} tokens/s per user "
+        f"({r['input_len']:,} in / {r['output_len']:,} out)",
+        f"  cheapest layout meeting the target: {r['layout']} on {r['chips']} chips, batch {r['batch']}, "
+        f"decode step {r['decode_step_s'] * 1e3:.3g} ms, TTFT {r['ttft_s'] * 1e3:.3g} ms",
+        f"  $/s = {r['chips']} x ${su.hardware.price_usd_per_hour}/h / 3600 = "
+        f"{usd_per_s(r['chips'], su.hardware.price_usd_per_hour):.5f}",
+        f"  output cost = $/s x step / batch x 1e6 = ${r['cost_per_mtok_output_usd']:.4g}/Mtok; "
+        f"input cost = $/s x TTFT / (batch x input) x 1e6 = ${r['cost_per_mtok_input_usd']:.4g}/Mtok",
+        f"  price = cost / (utilization {r['utilization']:g} x (1 - margin {r['margin']:g})): "
+        f"input ${r['price_per_mtok_input_usd']:.4g}, output ${r['price_per_mtok_output_usd']:.4g} per Mtok "
+        f"(output/input {r['output_input_ratio']:.2f}x)"])

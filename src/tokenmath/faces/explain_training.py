@@ -1,0 +1,252 @@
+"""The napkin derivations of the training questions (train, overtrain, chinchilla), with numbers and units, from
+the analyses' own terms."""
+from __future__ import annotations
+
+import math
+
+from tokenmath.analyses.training.inference_cost import ASPECT, FFN_RATIO, HEAD_DIM, KV_HEADS, VOCAB
+from tokenmath.analyses.training.overtrain import MFU_SOURCE, OvertrainResult, split_demand
+from tokenmath.analyses.training.scaling_laws import ChinchillaResult
+from tokenmath.analyses.training.train import TrainResult
+from tokenmath.base import units as u
+from tokenmath.base.validators import finite
+from tokenmath.engine.economics import per_mtok
+from tokenmath.engine.train_memory import activation_bytes_per_layer
+from tokenmath.engine.train_step import matmul_params
+from tokenmath.specs.params import count_params
+
+
+def explain_train(r: TrainResult) -> str:
+    """train's --explain: FLOPs, one micro-batch op by op, pipeline, data parallel, step, memory, the run."""
+    m, hw, lay, s = r.model, r.hardware, r.layout, r.step
+    f = finite
+    tp, pp, dp, ep, cp = (int(x) for x in (lay.tp, lay.pp, lay.dp, lay.ep, lay.cp))
+    P = count_params(m)
+    N = matmul_params(m)
+    G, L, b = r.global_batch_tokens, r.seq_len, r.micro_batch
+    mb = f(s.micro_batches)
+    T = s.terms
+    out = []
+    out.append(f"{m.name} on {r.chips} x {hw.name}: tp={tp} pp={pp} dp={dp} ep={ep} cp={cp}; {r.dtype} matmuls, "
+               f"recompute {r.recompute}, ZeRO-{r.zero}, overlap {'on' if r.overlap else 'off'}")
+    out.append(f"Model: {m.describe()}; {u.count(P.total)} parameters, {u.count(P.active)} active, "
+               f"N = {u.count(N)} in matmuls (lm_head counted, embedding lookup not)")
+    out.append(f"Batch: {G:,} tokens per step = {G // L:,} sequences of {L:,}; micro-batch {b} sequence(s)")
+    out.append("")
+    out.append("1. FLOPs per step")
+    out.append(f"  model: 6 x N x tokens = 6 x {u.count(N)} x {G:,} = {u.flops(f(s.model_flops))}"
+               f"  (+ PaLM's attention term 12 x layers x heads x head_dim per attended key, causal: "
+               f"{u.flops(f(s.attention_model_flops))})")
+    out.append(f"  executed (causal attention, training lm_head, recompute {r.recompute}) = "
+               f"{u.flops(f(s.hardware_flops))}")
+    out.append("")
+    out.append(f"2. One micro-batch on the slowest stage (per chip: {b} x {L // cp:,} tokens, {m.n_layers // pp} "
+               f"of {m.n_layers} layers)")
+    out.append(f"  {'op':<16}{'x':>6}  {'FLOPs/chip':>12} {'bytes/chip':>11}  {'compute':>9} {'memory':>9}  "
+               f"{'total':>9}  bound")
+    for op in s.forward.ops.values():
+        if op.name in ("tp_allreduce", "ep_alltoall", "lm_head"):
+            continue
+        cnt = op.count / pp if op.name not in ("embed",) else op.count
+        c_, m_ = f(op.compute_s), f(op.memory_s)
+        out.append(f"  {op.name:<16}{cnt:>6.3g}  {u.flops(f(op.flops)):>12} {u.bytes_(f(op.bytes)):>11}  "
+                   f"{u.seconds(c_):>9} {u.seconds(m_):>9}  {u.seconds(cnt * max(c_, m_)):>9}  "
+                   f"{'compute' if c_ >= m_ else 'memory'}")
+    h = s.head
+    out.append(f"  {'lm_head (train)':<16}{1:>6}  {u.flops(f(h['flops'])):>12} {u.bytes_(f(h['bytes'])):>11}  "
+               f"{u.seconds(f(h['compute_s'])):>9} {u.seconds(f(h['memory_s'])):>9}  {u.seconds(f(h['time_s'])):>9}  "
+               f"{'compute' if f(h['compute_s']) >= f(h['memory_s']) else 'memory'}   (logits for every token)")
+    out.append(f"  forward F = layers {u.seconds(f(T['layer_fwd_s']))} / pp {pp} + "
+               + ("embed + lm_head" if pp == 1 else "max(embed, lm_head)") + f" {u.seconds(f(T['extra_s']))} = "
+               f"{u.seconds(f(s.fwd_s))}")
+    out.append(f"  backward B = 2 x F = {u.seconds(f(s.bwd_s))}; recompute ({r.recompute}) R = "
+               f"{u.seconds(f(s.recompute_s))}")
+    passes = 3 if r.recompute == "full" else 2
+    if tp > 1:
+        per = f(T["tp_allreduce_fwd_s"]) / (2 * m.n_layers)
+        act = u.bytes_(f(T["tokens_per_chip_mb"]) * m.d_model * 2)
+        out.append(f"  TP: {passes} x 2 all-reduces x {m.n_layers // pp} layers of {act}"
+                   f" over {tp} chips, {u.seconds(per)} each = {u.seconds(f(s.tp_comm_mb_s))}"
+                   "  (sequence parallel: reduce-scatter + all-gather, same bytes)")
+    if ep > 1:
+        out.append(f"  EP: dispatch + combine all-to-all per MoE layer, x{passes} = {u.seconds(f(s.ep_comm_mb_s))}")
+    if cp > 1:
+        out.append(f"  CP: K,V all-gather over {cp} chips {u.seconds(f(T['cp_allgather_s']))} per layer pass, "
+                   f"total {u.seconds(f(s.cp_comm_mb_s))}, exposed {u.seconds(f(s.cp_exposed_mb_s))}")
+    if pp > 1:
+        out.append(f"  PP: 2 point-to-point hand-offs of {u.bytes_(f(T['p2p_bytes']))} = {u.seconds(f(s.pp_p2p_mb_s))}")
+    out.append(f"  per micro-batch t_mb = {u.seconds(f(s.microbatch_s))}")
+    out.append("")
+    out.append("3. Pipeline")
+    out.append(f"  micro-batches m = tokens / (L x b x dp x ep) = {G:,} / ({L} x {b} x {dp} x {ep}) = {mb:,.6g}")
+    out.append(f"  (m + pp - 1) x t_mb = ({mb:,.6g} + {pp - 1}) x {u.seconds(f(s.microbatch_s))} = "
+               f"{u.seconds((mb + pp - 1) * f(s.microbatch_s))}; bubble (pp-1)/(m+pp-1) = {f(s.bubble_fraction):.1%}"
+               f" = {u.seconds(f(s.pp_bubble_s))}")
+    out.append("")
+    out.append("4. Data parallel and optimizer")
+    out.append(f"  per chip {u.count(f(T['params_ne_per_chip']))} non-expert params over {int(f(T['dp_group']))} chips"
+               + (f", {u.count(f(T['params_e_per_chip']))} expert params over {int(f(T['expert_dp_group']))}"
+                  if m.is_moe else ""))
+    what = {0: "all-reduce of the gradients", 1: "all-reduce of the gradients (reduce-scatter + all-gather)",
+            2: "reduce-scatter of the gradients per micro-batch + all-gather of the weights per step",
+            3: "per micro-batch: 2 all-gathers of the weights + a reduce-scatter of the gradients"}[r.zero]
+    out.append(f"  ZeRO-{r.zero}: {what}: {u.seconds(f(s.dp_comm_total_s))} per step, exposed "
+               f"{u.seconds(f(s.dp_comm_exposed_s))}" + (" (overlapped with backward)" if r.overlap else ""))
+    out.append(f"  Adam update: {f(T['opt_bytes_per_param']):g} B/param moved at "
+               f"{u.rate(hw.memory_bw * r.efficiency.memory_bw, 'B/s')}"
+               f" = {u.seconds(f(s.optimizer_s))}")
+    out.append("")
+    out.append("5. Step")
+    out.append(f"  step = pipeline + exposed DP + optimizer = {u.seconds(f(s.step_time_s))}"
+               f"  (compute {u.seconds(f(s.compute_s))}, TP {u.seconds(f(s.tp_comm_s))},"
+               f" EP {u.seconds(f(s.ep_comm_s))},"
+               f" CP {u.seconds(f(s.cp_comm_s))}, bubble {u.seconds(f(s.pp_bubble_s))}, p2p {u.seconds(f(s.pp_p2p_s))},"
+               f" DP {u.seconds(f(s.dp_comm_exposed_s))}, optimizer {u.seconds(f(s.optimizer_s))})")
+    out.append(f"  pure roofline of the same stage's work (100% of peaks) = {u.seconds(f(s.floor_s))}")
+    pk = s.peak_flops
+    out.append(f"  MFU = 6NG / (step x chips x peak) = {u.flops(f(s.model_flops))} / ({u.seconds(f(s.step_time_s))} x "
+               f"{r.chips} x {u.rate(pk, 'FLOP/s')}) = {f(s.mfu):.1%}; with attention {f(s.mfu_with_attention):.1%};"
+               f" HFU {f(s.hfu):.1%}")
+    out.append(f"  model TFLOP/s per chip = {f(s.tflops_per_chip) / 1e12:,.1f}; "
+               f"executed {f(s.hardware_flops_per_chip) / 1e12:,.1f}")
+    out.append("")
+    mem = s.memory
+    out.append("6. Memory per chip (worst pipeline stage)")
+    out.append(f"  model states: 2 B weights + {f(T['grad_bytes']):g} B grads + 12 B Adam (fp32 master, m, v) per param"
+               f" over tp x pp" + (" (experts also over ep)" if m.is_moe else "")
+               + f", ZeRO-{r.zero}: weights {u.bytes_(f(mem.weights))}, gradients {u.bytes_(f(mem.gradients))},"
+               f" optimizer {u.bytes_(f(mem.optimizer))}"
+               + (f", gather buffers {u.bytes_(f(mem.buffers))}" if r.zero == 3 else ""))
+    per_layer = f(activation_bytes_per_layer(m, L, b, tp, cp, r.recompute))
+    form = {"none": "sbh(34 + 5as/h)/t", "selective": "34 sbh/t", "full": "2 sbh/t"}[r.recompute]
+    inflight = min(pp, max(mb, 1))
+    out.append(f"  activations (Korthikanti et al. 2022, {form} for a GPT-shaped layer): {u.bytes_(per_layer)} "
+               f"per layer per micro-batch x {m.n_layers // pp} layers x {inflight:g} in flight "
+               "(+ fp32 logits on the last stage)"
+               f" = {u.bytes_(f(mem.activations))}")
+    out.append(f"  total {u.bytes_(f(mem.total))} of {u.bytes_(mem.usable)} usable -> "
+               f"{'fits' if r.fits else 'DOES NOT FIT'}")
+    if r.tokens is not None and r.fits:
+        out.append("")
+        out.append("7. The whole run")
+        out.append(f"  steps = {r.tokens:,.0f} / {G:,} = {r.steps:,.1f}; time = steps x step = "
+                   f"{r.train_time_s / 86400:,.2f} days")
+        out.append(f"  chip-hours = {r.chips} x time = {r.chip_hours:,.0f}; cost = "
+                   + (f"{r.chip_hours:,.0f} x ${hw.price_usd_per_hour:g} = {u.usd(r.cost_usd)}"
+                      if r.cost_usd is not None else "n/a (no price)")
+                   + "; energy = " + (f"{hw.tdp_w:g} W x {r.chips} x time = {r.energy_kwh:,.0f} kWh"
+                                      if r.energy_kwh is not None else "n/a (no TDP)"))
+    for a in r.advice:
+        out.append(f"advice: {a}")
+    for n_ in r.notes:
+        out.append(f"note: {n_}")
+    return "\n".join(out)
+
+
+def explain_overtrain(r: OvertrainResult) -> str:
+    """overtrain's --explain: the target, $/FLOP, the engine's $/Mtok per model size, the optimum, the demand
+    sweep."""
+    f, hw = r.fit, r.hardware
+    o, c = r.optimum, r.chinchilla
+    pk = hw.peak_flops("bf16")
+    L = [f"Over-training: minimise training + lifetime inference cost at loss {r.target_loss:.4f} "
+         f"(fit {f.name!r}: E={f.E:.4g}, A={f.A:.6g}, B={f.B:.6g}, alpha={f.alpha:.5g}, beta={f.beta:.5g})", ""]
+    L.append("1. Target")
+    if r.target_from_compute:
+        L.append(f"  budget C = {r.target_from_compute:.4g} FLOPs at Chinchilla-optimal gives l = {r.target_loss:.4f}")
+    x = (r.target_loss - f.E) * f.beta / (f.alpha + f.beta)
+    L.append(f"  Chinchilla point (alpha A/N^alpha = beta B/D^beta): A/N^alpha = (l-E) beta/(alpha+beta) = {x:.4f}"
+             f" -> N = {u.count(c.params)}, D = {u.count(c.tokens)} ({c.tokens / c.params:.1f} tokens/param)")
+    L.append(f"  on the constraint D(N) = (B / (l - E - A/N^alpha))^(1/beta); N must exceed "
+             f"(A/(l-E))^(1/alpha) = {u.count(r.params_min)}")
+    L.append("")
+    L.append("2. Training cost")
+    L.append(f"  $/FLOP = ${hw.price_usd_per_hour:g}/h / 3600 / ({u.rate(pk, 'FLOP/s')} bf16 x MFU {r.mfu:g})"
+             f" = ${r.usd_per_flop * 1e18:.4g} per EFLOP")
+    L.append(f"  MFU {MFU_SOURCE}")
+    L.append("")
+    out_tok, in_tok = split_demand(r.inference_tokens, r.rl_rollout_tokens, r.input_output_ratio)
+    L.append("3. Inference demand")
+    L.append(f"  {r.inference_tokens:.4g} lifetime tokens at {r.input_output_ratio:g} input per output token"
+             f" + {r.rl_rollout_tokens:.4g} RL rollout tokens (decode) = {out_tok:.4g} output + {in_tok:.4g} input tokens")
+    if r.flop_only:
+        L.append(f"  FLOP-only: cost/token = 2N x $/FLOP = 2N x {r.usd_per_flop:.4g} (same for input and output)")
+    else:
+        L.append(f"  engine: dense Llama-3-style model per N (d_model ~ {ASPECT:g} x layers, heads of {HEAD_DIM}, "
+                 f"{KV_HEADS} KV heads, SwiGLU {FFN_RATIO:g} d_model, vocab {VOCAB:,}), bf16 unless set, "
+                 f"{r.input_len} in / {r.output_len} out per request, >= {r.min_tokens_per_s_per_user:g} tokens/s per user")
+        L.append(f"  {'N':>9} {'arch':>12} {'chips':>5} {'tp x pp':>7} {'batch':>6} {'tok/s/user':>10} "
+                 f"{'$/Mtok out':>10} {'$/Mtok in':>10} {'2N-FLOP $/Mtok':>14}")
+        for s in r.nodes:
+            fl = per_mtok(2 * s.params * r.usd_per_flop)     # Sardana et al.'s 2N FLOPs per token
+            if s.feasible:
+                L.append(f"  {u.count(s.params):>9} {f'{s.n_layers}x{s.d_model}':>12} {s.chips:>5} "
+                         f"{f'{s.tp}x{s.pp}':>7} {s.batch:>6} {1 / s.decode_step_s:>10.1f} "
+                         f"{s.usd_per_mtok_output:>10.4g} {s.usd_per_mtok_input:>10.4g} {fl:>14.4g}")
+            else:
+                L.append(f"  {u.count(s.params):>9} {f'{s.n_layers}x{s.d_model}':>12}  cannot serve: {s.reason}")
+    L.append("")
+    L.append("4. Minimise total(N) = 6 N D(N) x $/FLOP + inference $ over a log grid of N")
+
+    def row(name, p):
+        return (f"  {name:<12} N = {u.count(p.params):>7}  D = {u.count(p.tokens):>7}  "
+                f"({p.tokens / p.params:,.0f} tok/param)  train ${p.training_usd:,.4g} + inference "
+                f"${p.inference_usd:,.4g} = ${p.total_usd:,.4g}")
+    L.append(row("optimum", o))
+    L.append(row("Chinchilla", c))
+    if math.isfinite(r.saving_usd):
+        L.append(f"  saving = ${r.saving_usd:,.4g} ({100 * r.saving_fraction:.1f}% of the Chinchilla total)")
+    if o.serving is not None and o.serving.feasible:
+        s = o.serving
+        L.append(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} ({u.count(s.params)} params) on "
+                 f"{s.chips} x {hw.id} (tp {s.tp}, pp {s.pp}) at batch {s.batch}: "
+                 f"{1 / s.decode_step_s:.1f} tokens/s per user, decode {s.bottleneck_decode}-bound")
+    L.append("")
+    L.append("5. As demand grows")
+    for row_ in r.demand_sweep:
+        sv = row_["saving_fraction"]
+        L.append(f"  demand {row_['inference_tokens']:.3g} (+RL {row_['rl_rollout_tokens']:.3g}): N = "
+                 f"{u.count(row_['params'])}, {row_['tokens_per_param']:,.0f} tok/param, total ${row_['total_usd']:,.4g}"
+                 + (f", saving {100 * sv:.1f}%" if sv is not None else ""))
+    if r.notes:
+        L += ["", *("note: " + n for n in r.notes)]
+    return "\n".join(L)
+
+
+def explain_chinchilla(r: ChinchillaResult) -> str:
+    """chinchilla's --explain: the fit, the compute-optimal split (closed form and its numeric check), the loss."""
+    f = r.fit
+    t = r.loss_terms
+    L = [f"Chinchilla scaling law, fit {f.name!r}: L(N, D) = E + A/N^alpha + B/D^beta",
+         f"  E = {f.E:.5g}, A = {f.A:.6g}, B = {f.B:.6g}, alpha = {f.alpha:.5g}, beta = {f.beta:.5g}",
+         f"  source: {f.source}", ""]
+    if r.mode == "loss-target":
+        x = t["params_term"]
+        L += ["1. Cheapest model reaching the loss (tangency alpha A/N^alpha = beta B/D^beta)",
+              f"  A/N^alpha = (l - E) x beta/(alpha+beta) = ({r.loss:.4f} - {f.E:.4f}) x {f.beta / (f.alpha + f.beta):.4f}"
+              f" = {x:.4f}",
+              f"  N = (A / {x:.4f})^(1/alpha) = {u.count(r.params)};  B/D^beta = (alpha/beta) x {x:.4f} = "
+              f"{t['data_term']:.4f} -> D = {u.count(r.tokens)} tokens",
+              f"  C = 6 N D = 6 x {r.params:.4g} x {r.tokens:.4g} = {r.compute:.4g} FLOPs", ""]
+    else:
+        L += ["1. Training compute",
+              "  C = 6 N D" + (f" = 6 x {r.params:.4g} x {r.tokens:.4g}" if r.mode == "point" else "")
+              + f" = {r.compute:.4g} FLOPs", ""]
+    L += ["2. Compute-optimal split of C (minimise L on the line 6ND = C)",
+          f"  G = (alpha A / (beta B))^(1/(alpha+beta)) = ({f.alpha:.5g} x {f.A:.6g} / ({f.beta:.5g} x {f.B:.6g}))"
+          f"^(1/{f.alpha + f.beta:.5g}) = {f.G:.5g}",
+          f"  a = beta/(alpha+beta) = {f.a:.4f},  b = alpha/(alpha+beta) = {f.b:.4f}",
+          f"  N_opt = G (C/6)^a = {f.G:.5g} x ({r.compute / 6:.4g})^{f.a:.4f} = {u.count(r.optimum_params)} parameters",
+          f"  D_opt = (C/6)^b / G = ({r.compute / 6:.4g})^{f.b:.4f} / {f.G:.5g} = {u.count(r.optimum_tokens)} tokens"
+          f"  ({r.optimum_tokens / r.optimum_params:.1f} tokens/param)",
+          f"  check: golden-section search on 6ND = C finds N = {u.count(r.numeric_params)} "
+          f"(relative difference {abs(r.numeric_params / r.optimum_params - 1):.1e})",
+          f"  L(N_opt, D_opt) = {r.optimum_loss:.4f}", ""]
+    L += [f"3. Loss of N = {u.count(r.params)}, D = {u.count(r.tokens)} ({r.tokens_per_param:,.1f} tokens/param)",
+          f"  L = {f.E:.4f} + {f.A:.6g}/{r.params:.4g}^{f.alpha:.5g} + {f.B:.6g}/{r.tokens:.4g}^{f.beta:.5g}",
+          f"    = {f.E:.4f} + {t['params_term']:.4f} + {t['data_term']:.4f} = {r.loss:.4f} nats/token"]
+    if r.mode == "point":
+        L.append(f"  vs compute-optimal at the same C: {r.loss - r.optimum_loss:+.4f}")
+    if r.notes:
+        L += ["", *("note: " + n for n in r.notes)]
+    return "\n".join(L)

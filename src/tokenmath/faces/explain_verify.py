@@ -1,0 +1,28 @@
+"""The --explain text of a verify result: the prediction's terms per batch, with numbers and units."""
+from __future__ import annotations
+
+from tokenmath.local.verify_result import Verification
+
+
+def explain(v: Verification) -> str:
+    hw, L = v.hardware, []
+    L.append(f"Verify: {v.model_name} ({v.params_total / 1e6:,.0f}M params, {v.weights_bytes / 1e9:.3g} GB "
+             f"fp32) decoding on {v.device}, context {v.context} tokens")
+    L.append(f"  hardware ({v.hardware_source}): {hw.memory_bw / 1e9:.3g} GB/s, "
+             + ", ".join(f"{k} {x / 1e9:.3g} GFLOP/s" for k, x in hw.flops.items()) + ", used at 100%")
+    L.append(f"  weight read per step = {v.weights_bytes / 1e9:.3g} GB / {hw.memory_bw / 1e9:.3g} GB/s = "
+             f"{v.weights_bytes / hw.memory_bw * 1e3:.3g} ms; FLOPs per token = "
+             f"{v.rows[0].flops / v.rows[0].batch / 1e9:.3g} GFLOP at {hw.peak_flops('fp32') / 1e9:.3g} GFLOP/s")
+    L.append(f"  overhead: {v.overhead_per_layer_s * 1e6:.0f} us per layer x {v.n_layers} layers = "
+             f"{v.overhead_per_layer_s * v.n_layers * 1e3:.3g} ms per step (tiny-width probe of the same model)")
+    for r in v.rows:
+        L.append(f"  B={r.batch:<4d} predicted {r.predicted_roofline_s * 1e3:8.2f} ms roofline "
+                 f"(weights {r.weight_bytes / 1e6:,.0f} MB, KV {r.kv_bytes / 1e6:,.1f} MB, {r.flops / 1e9:,.1f} GFLOP) "
+                 f"+ {r.predicted_overhead_s * 1e3:.2f} ms overhead = {r.predicted_step_s * 1e3:8.2f} ms "
+                 f"({r.bottleneck}); measured {r.measured_step_s * 1e3:8.2f} ms; error {r.error:+.0%}")
+        if r.predicted_kernel_step_s is not None:
+            L.append(f"         with the decode-shaped matmul reaching {r.kernel_efficiency:.0%} of the roofline at "
+                     f"{r.batch} rows: {r.predicted_kernel_step_s * 1e3:8.2f} ms; error {r.kernel_error:+.0%}")
+    for n in v.notes:
+        L.append(f"  note: {n}")
+    return "\n".join(L)

@@ -1,0 +1,101 @@
+"""Terminal tables (rich) for `tokenmath measure` and `tokenmath verify`, built from their results only."""
+from __future__ import annotations
+
+from tokenmath.base.units import seconds
+from tokenmath.local.measurement import Measurement
+from tokenmath.local.verify_result import Verification
+
+
+def _wide_console():
+    """A terminal keeps its own width; a pipe or file gets 150 columns so the table is not folded."""
+    from rich.console import Console
+    c = Console()
+    return c if c.is_terminal else Console(width=150)
+
+
+def measure_table(m: Measurement, written: str | None) -> None:
+    """Every figure (best and median), the hardware file's headline figures, the notes, and where it was written."""
+    from rich.table import Table
+    c = _wide_console()
+    t = Table(title=f"{m.name}: measured {m.date}", header_style="bold")
+    for col, j in (("figure", "left"), ("best", "right"), ("median", "right"), ("how", "left")):
+        t.add_column(col, justify=j)
+    for k, v in m.bandwidth.items():
+        t.add_row(f"bandwidth {k}", f"{v['best']:,.1f} GB/s", f"{v['median']:,.1f} GB/s",
+                  f"{v['kernel']}; arrays of {v['array_bytes'] / 2**20:,.0f} MiB")
+    for k, v in m.matmul.items():
+        if v.get("error"):
+            t.add_row(f"matmul {k}", "n/a", "n/a", v["error"][:60])
+        else:
+            t.add_row(f"matmul {k}", f"{v['best'] * 1e3:,.3g} GFLOP/s", f"{v['median'] * 1e3:,.3g} GFLOP/s",
+                      f"{v['n']} x {v['n']} x {v['n']}")
+    for k, v in m.overhead.items():
+        t.add_row(f"per-call overhead {k}", seconds(v["best_us"] * 1e-6), seconds(v["median_us"] * 1e-6), v["op"])
+    t.add_row("memory", f"{m.memory_bytes / 1e9:,.1f} GB", "", "total" + (" (MemTotal)" if m.device == "cpu" else ""))
+    c.print(t)
+    rec = m.record()
+    c.print(f"hardware file: memory_bw_tbs = {rec['memory_bw_tbs']:.4g} (best {m.headline_bw_kernel}), tflops = "
+            + ", ".join(f"{k} {v:.4g}" for k, v in rec["tflops"].items()))
+    for n in m.notes:
+        c.print(f"[dim]note: {n}[/]")
+    if written:
+        c.print(f"written to {written}: use it as --hardware {written}")
+    else:
+        c.print("[dim]--out FILE writes it as a hardware file[/]")
+
+
+def _pct(e: float | None) -> str:
+    """A signed error in percent, green within 25%, yellow within 50%, red beyond."""
+    if e is None:
+        return "n/a"
+    colour = "green" if abs(e) <= 0.25 else ("yellow" if abs(e) <= 0.5 else "red")
+    return f"[{colour}]{e:+.1%}[/]"
+
+
+def verify_table(v: Verification) -> None:
+    """The model and prediction in a line each, measured vs predicted per batch, the error summary, the notes."""
+    from rich.table import Table
+    c = _wide_console()
+    hw = v.hardware
+    c.print(f"[bold]{v.model_name}[/]: {v.params_total / 1e6:,.0f}M params, {v.weights_bytes / 1e9:.3g} GB fp32, "
+            f"KV {v.kv_bytes_per_token / 1e3:.3g} kB/token; transformers {v.versions['transformers']}, "
+            f"torch {v.versions['torch']} on {v.device} ({v.threads} threads)")
+    c.print(f"prediction: tokenmath engine on {hw.name} ({v.hardware_source}) at 100%: "
+            f"{hw.memory_bw / 1e9:.3g} GB/s, fp32 {hw.peak_flops('fp32') / 1e9:.3g} GFLOP/s, "
+            f"+ overhead {v.overhead_per_layer_s * 1e6:.0f} us/layer x {v.n_layers} layers = "
+            f"{v.overhead_per_layer_s * v.n_layers * 1e3:.3g} ms/step (measured by a tiny-width probe)")
+    t = Table(title=f"decode step at context {v.context} (median of {v.steps} steps after {v.warmup} warm-up)",
+              header_style="bold")
+    kern = any(r.predicted_kernel_step_s is not None for r in v.rows)
+    cols = ["batch", "measured", "predicted", "= roofline", "+ overhead", "error", "measured /token",
+            "predicted /token", "bound"]
+    if kern:
+        cols += ["matmul eff.", "predicted (eff.)", "error (eff.)"]
+    for col in cols:
+        t.add_column(col, justify="right")
+    for r in v.rows:
+        cells = [str(r.batch), f"{r.measured_step_s * 1e3:.2f} ms", f"{r.predicted_step_s * 1e3:.2f} ms",
+                 f"{r.predicted_roofline_s * 1e3:.2f} ms", f"{r.predicted_overhead_s * 1e3:.2f} ms", _pct(r.error),
+                 f"{r.measured_step_s / r.batch * 1e3:.3g} ms", f"{r.predicted_step_s / r.batch * 1e3:.3g} ms",
+                 r.bottleneck]
+        if kern:
+            cells += [f"{r.kernel_efficiency:.0%}" if r.kernel_efficiency else "n/a",
+                      f"{r.predicted_kernel_step_s * 1e3:.2f} ms" if r.predicted_kernel_step_s else "n/a",
+                      _pct(r.kernel_error)]
+        t.add_row(*cells)
+    c.print(t)
+    s = v.summary()
+    c.print(f"error (predicted - measured) / measured, at 100% of the hardware file: median |error| "
+            f"{s['median_abs_error']:.1%}, max {s['max_abs_error']:.1%}; {s['within_25pct']} of {s['rows']} batches "
+            "within 25%")
+    if "kernel_median_abs_error" in s:
+        c.print(f"with the decode-shaped matmul efficiency `measure` recorded (same engine, its FLOP/s and bandwidth "
+                f"scaled by that fraction at each batch): median |error| {s['kernel_median_abs_error']:.1%}, "
+                f"max {s['kernel_max_abs_error']:.1%}; {s['kernel_within_25pct']} of {s['rows']} within 25%")
+    if s["measured_knee_batch"] and s["predicted_knee_batch"]:
+        c.print(f"hyperbola flattens (step(1) / floor per token) at batch ~{s['measured_knee_batch']:.3g} measured, "
+                f"~{s['predicted_knee_batch']:.3g} predicted (ratio {s['knee_ratio']:.2f})"
+                + (f", ~{s['kernel_knee_batch']:.3g} with the matmul efficiency" if s.get("kernel_knee_batch") else "")
+                + (f"; engine's critical batch (weight matmuls compute-bound) {v.critical_batch}" if v.critical_batch else ""))
+    for n in v.notes:
+        c.print(f"[dim]note: {n}[/]")

@@ -1,0 +1,305 @@
+"""The analysis endpoints: each one's parameters (names and defaults of the Python function it mirrors) and the
+response it builds: the analysis' own `to_dict()`, its --explain text and, where a chart needs arrays the dict
+leaves out, a small `chart` object. No physics here."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from functools import cache, partial
+from typing import TYPE_CHECKING, NamedTuple
+
+from tokenmath.base.errors import InputError
+from tokenmath.base.validators import MAX_BATCH, MAX_TOKENS
+from tokenmath.faces.web.charts import overtrain_chart, pareto_chart, roofline
+from tokenmath.faces.web.params import Param
+
+if TYPE_CHECKING:
+    from tokenmath.specs.efficiency import Efficiency
+    from tokenmath.specs.model import Model
+
+ModelLookup = Callable[[str], "Model"]   # a catalog id or an uploaded config's id -> its Model
+
+MAX_DEDUCE_SAMPLES = 400_000
+MAX_LAYOUT = 100_000               # chips or a parallel degree: beyond it, a typo
+MAX_TRAIN_LAYOUT = 65_536          # chips or a parallel degree of a training run
+MAX_PARETO_CHIPS = 4096
+DEFAULT_TRAIN_CHIPS = 8            # when neither chips nor dp is given
+
+
+class Endpoint(NamedTuple):
+    params: tuple[Param, ...]
+    handler: Callable[[dict], dict]   # coerced parameters -> the response dict
+    python: str                       # the Python function it mirrors
+
+
+MODEL = Param("model", "model", "llama-3.1-8b", "catalog id (GET /api/models) or an uploaded config's id")
+HARDWARE = Param("hardware", "hardware", "h100-sxm", "hardware catalog id (GET /api/hardware)")
+LAYOUT = (Param("chips", "int", None, "total chips = tp x pp x ep x dp", 1, MAX_LAYOUT),
+          Param("tp", "int", None, "tensor-parallel degree", 1, MAX_LAYOUT),
+          Param("pp", "int", None, "pipeline stages", 1, MAX_LAYOUT),
+          Param("ep", "int", None, "expert-parallel degree (MoE)", 1, MAX_LAYOUT),
+          Param("dp", "int", None, "replicas", 1, MAX_LAYOUT))
+
+
+@cache
+def dtype_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The weight dtypes and the KV-cache dtypes a request may name."""
+    from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES
+    return tuple(WEIGHT_DTYPES), tuple(KV_DTYPES)
+
+
+@cache
+def fit_names() -> tuple[str, ...]:
+    """The scaling-law fits a request may name."""
+    from tokenmath.analyses.training.scaling_laws import FITS
+    return tuple(FITS)
+
+
+def dtype_params() -> tuple[Param, Param]:
+    w, kv = dtype_choices()
+    return (Param("weight_dtype", "choice", None, "weights (default: the checkpoint's)", choices=w),
+            Param("kv_dtype", "choice", None, "KV cache (default bf16)", choices=kv))
+
+
+def chosen_efficiency(peak: bool, calibrated: bool, hardware: str) -> Efficiency | None:
+    """PEAK for peak=true, the fitted efficiencies for calibrated=true, else None (the analysis' default)."""
+    from tokenmath.specs.efficiency import PEAK
+    if peak:
+        return PEAK
+    if calibrated:
+        from tokenmath.specs.efficiency import calibrated as cal
+        return cal(hardware)
+    return None
+
+
+def layout(a: dict) -> dict:
+    return {k: a[k] for k in ("chips", "tp", "pp", "ep", "dp")}
+
+
+# ---- responses: coerced parameters in, the analysis' dict (+ explain, chart) out --------------------------------
+
+def infer_response(model: ModelLookup, a: dict) -> dict:
+    from tokenmath.analyses.serving.infer import infer
+    from tokenmath.faces.explain_infer import explain_infer
+    r = infer(model(a["model"]), a["hardware"], **layout(a), batch=a["batch"],
+              input_len=a["input_len"], output_len=a["output_len"], weight_dtype=a["weight_dtype"],
+              kv_dtype=a["kv_dtype"], efficiency=chosen_efficiency(a["peak"], a["calibrated"], a["hardware"]))
+    d = r.to_dict()
+    d["model_name"] = r.model.name
+    d["hardware_name"] = r.hardware.name
+    d["explain"] = explain_infer(r)
+    d["roofline"] = roofline(r)
+    return d
+
+
+def hyperbola_response(model: ModelLookup, a: dict) -> dict:
+    from tokenmath.analyses.serving.hyperbola import hyperbola
+    from tokenmath.faces.explain_serving import explain_hyperbola
+    h = hyperbola(model(a["model"]), a["hardware"], **layout(a), context=a["context"],
+                  weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+    d = h.to_dict()
+    d["explain"] = explain_hyperbola(h)
+    return d
+
+
+def pareto_response(model: ModelLookup, a: dict) -> dict:
+    from tokenmath.analyses.serving.pareto import pareto
+    from tokenmath.faces.explain_serving import pareto_text
+    p = pareto(model(a["model"]), a["hardware"], chips=a["chips"], input_len=a["input_len"],
+               output_len=a["output_len"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"],
+               allow_pp=a["allow_pp"])
+    d = p.to_dict()
+    d["explain"] = pareto_text(p)   # the explanation, then the frontier as a table
+    d["chart"] = pareto_chart(p)
+    return d
+
+
+def context_response(model: ModelLookup, a: dict) -> dict:
+    from tokenmath.analyses.serving.context import context
+    from tokenmath.faces.explain_serving import explain_context
+    c = context(model(a["model"]), a["hardware"], **layout(a), batch=a["batch"], context=a["context"],
+                weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+    d = c.to_dict()
+    d["explain"] = explain_context(c)
+    return d
+
+
+def prices_response(model: ModelLookup, a: dict) -> dict:
+    from tokenmath.analyses.serving.input_vs_output import prices
+    from tokenmath.faces.explain_serving import explain_prices
+    r = prices(model(a["model"]), a["hardware"], **layout(a), contexts=a["contexts"],
+               output_len=a["output_len"], batch=a["batch"], cache_ttl_s=a["cache_ttl_s"],
+               weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+    d = r.to_dict()
+    d["explain"] = explain_prices(r)
+    return d
+
+
+def deduce_response(a: dict) -> dict:
+    from tokenmath.analyses.inverse.deduce import Priors, deduce
+    from tokenmath.faces.explain_inverse import explain_deduction
+    pr = Priors(price_noise=a["noise"], samples=a["samples"], seed=a["seed"])
+    if a["hardware"]:
+        pr = replace(pr, hardware=tuple((h, 1.0 / len(a["hardware"])) for h in a["hardware"]))
+    for name, key in (("margin", "margin"), ("utilization", "utilization"), ("batch", "batch"),
+                      ("chip_cost_factor", "chip_cost")):
+        if a[key] is not None:
+            pr = replace(pr, **{name: a[key]})
+    if not (0 <= pr.margin[0] and pr.margin[1] < 1):
+        raise InputError("margin", f"{pr.margin} is not within [0, 1)", "e.g. 0.2,0.6")
+    if not (0 < pr.utilization[0] and pr.utilization[1] <= 1):
+        raise InputError("utilization", f"{pr.utilization} is not within (0, 1]", "e.g. 0.3,0.8")
+    if not pr.batch[0] >= 1:
+        raise InputError("batch", f"{pr.batch} starts below 1", "e.g. 4,512")
+    if not pr.chip_cost_factor[0] > 0:
+        raise InputError("chip_cost", f"{pr.chip_cost_factor} starts at or below 0", "e.g. 0.4,1.2")
+    r = deduce(a["input_price"], a["output_price"], cached_input_price=a["cached_input_price"],
+               long_context_threshold=a["long_context_threshold"], long_input_price=a["long_input_price"],
+               long_output_price=a["long_output_price"], output_speed=a["output_speed"], priors=pr)
+    d = dict(r.to_dict())
+    d["explain"] = explain_deduction(r)
+    return d
+
+
+def train_response(model: ModelLookup, a: dict) -> dict:
+    from tokenmath.analyses.training.train import train
+    from tokenmath.analyses.training.train_search import search
+    from tokenmath.faces.explain_training import explain_train
+    from tokenmath.specs.efficiency import PEAK
+    eff = PEAK if a["peak"] else None
+    chips = a["chips"]
+    if chips is None and a["dp"] is None:
+        chips = DEFAULT_TRAIN_CHIPS
+    m = model(a["model"])
+    if a["search"]:
+        n = chips
+        if n is None:
+            n = 1
+            for k in ("tp", "pp", "dp", "ep", "cp"):
+                n *= a[k] or 1
+        r = search(m, a["hardware"], chips=n, seq_len=a["seq_len"], global_batch_tokens=a["global_batch_tokens"],
+                     cp=a["cp"], dtype=a["dtype"], tokens=a["tokens"], overlap=a["overlap"], efficiency=eff)
+        d = r.to_dict()
+        d["explain"] = explain_train(r.top[0]) if r.top else "no layout fits"
+        return d
+    r = train(m, a["hardware"], chips=chips, tp=a["tp"], pp=a["pp"], dp=a["dp"], ep=a["ep"], cp=a["cp"],
+              seq_len=a["seq_len"], global_batch_tokens=a["global_batch_tokens"], micro_batch=a["micro_batch"],
+              recompute=a["recompute"], zero=int(a["zero"]), dtype=a["dtype"], tokens=a["tokens"],
+              overlap=a["overlap"], efficiency=eff)
+    d = r.to_dict()
+    d["explain"] = explain_train(r)
+    return d
+
+
+def overtrain_response(a: dict) -> dict:
+    from tokenmath.analyses.training.overtrain import overtrain
+    from tokenmath.faces.explain_training import explain_overtrain
+    r = overtrain(target_loss=a["target_loss"], compute=a["compute"], inference_tokens=a["inference_tokens"],
+                  rl_rollout_tokens=a["rl_rollout_tokens"], fit=a["fit"], hardware=a["hardware"], mfu=a["mfu"],
+                  flop_only=a["flop_only"], min_tokens_per_s_per_user=a["min_tokens_per_s_per_user"],
+                  input_output_ratio=a["input_output_ratio"], output_len=a["output_len"],
+                  weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+    d = r.to_dict()
+    d["explain"] = explain_overtrain(r)
+    d["chart"] = overtrain_chart(r)
+    return d
+
+
+def chinchilla_response(a: dict) -> dict:
+    from tokenmath.analyses.training.scaling_laws import chinchilla
+    from tokenmath.faces.explain_training import explain_chinchilla
+    r = chinchilla(compute=a["compute"], params=a["params"], tokens=a["tokens"], loss_target=a["loss"], fit=a["fit"])
+    d = r.to_dict()
+    d["explain"] = explain_chinchilla(r)
+    return d
+
+
+# ---- the table ---------------------------------------------------------------------------------------------------
+
+def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
+    """Every analysis endpoint by name; `model` resolves a request's model id (catalog or upload)."""
+    D = dtype_params()
+    return {
+        "infer": Endpoint(
+            (MODEL, HARDWARE, *LAYOUT,
+             Param("batch", "batch", 1, "concurrent sequences, or 'max'", 1, MAX_BATCH),
+             Param("input_len", "int", 1024, "prompt tokens per sequence", 1, MAX_TOKENS),
+             Param("output_len", "int", 256, "generated tokens per sequence", 1, MAX_TOKENS),
+             *D, Param("peak", "bool", False, "100% of every peak (pure roofline)"),
+             Param("calibrated", "bool", False, "efficiencies fitted on published measurements")),
+            partial(infer_response, model), "tokenmath.analyses.serving.infer.infer (+ explain, roofline)"),
+        "hyperbola": Endpoint(
+            (MODEL, HARDWARE, *LAYOUT,
+             Param("context", "int", 2048, "tokens in each sequence's KV cache", 1, MAX_TOKENS), *D),
+            partial(hyperbola_response, model), "tokenmath.analyses.serving.hyperbola.hyperbola"),
+        "pareto": Endpoint(
+            (MODEL, HARDWARE,
+             Param("chips", "int", None, "chips (default: one scale-up domain)", 1, MAX_PARETO_CHIPS),
+             Param("input_len", "int", 1024, "", 1, MAX_TOKENS),
+             Param("output_len", "int", 256, "", 1, MAX_TOKENS), *D,
+             Param("allow_pp", "bool", False, "also pipeline-parallel layouts")),
+            partial(pareto_response, model), "tokenmath.analyses.serving.pareto.pareto"),
+        "context": Endpoint(
+            (MODEL, HARDWARE, *LAYOUT, Param("batch", "int", 1, "", 1, MAX_BATCH),
+             Param("context", "int", 8192, "", 1, MAX_TOKENS), *D),
+            partial(context_response, model), "tokenmath.analyses.serving.context.context"),
+        "prices": Endpoint(
+            (MODEL, HARDWARE, *LAYOUT,
+             Param("contexts", "intlist", None, "input lengths (default 256..131072)", 1, MAX_TOKENS),
+             Param("output_len", "int", 256, "", 1, MAX_TOKENS),
+             Param("batch", "int", None, "batch (default: the largest that fits at each context)", 1, MAX_BATCH),
+             Param("cache_ttl_s", "float", 300.0, "seconds a cached prompt's KV waits in HBM", 1e-9, 1e9), *D),
+            partial(prices_response, model), "tokenmath.analyses.serving.input_vs_output.prices"),
+        "deduce": Endpoint(
+            (Param("input_price", "float", None, "$ per million input tokens", 0.0),
+             Param("output_price", "float", None, "$ per million output tokens", 0.0),
+             Param("cached_input_price", "float", None, "", 0.0),
+             Param("long_context_threshold", "float", None, "tokens above which the long tier applies", 0.0),
+             Param("long_input_price", "float", None, "", 0.0),
+             Param("long_output_price", "float", None, "", 0.0),
+             Param("output_speed", "float", None, "measured output tokens/s per user", 0.0),
+             Param("hardware", "hwlist", None, "chip ids replacing the hardware prior"),
+             Param("margin", "range", None, "gross margin LOW,HIGH (default 0,0.75)"),
+             Param("utilization", "range", None, "LOW,HIGH (default 0.3,0.8)"),
+             Param("batch", "range", None, "decode batch LOW,HIGH (default 4,512)"),
+             Param("chip_cost", "range", None, "multiplier on catalog $/h, LOW,HIGH (default 0.4,1.2)"),
+             Param("noise", "float", 0.30, "log-sd between a price and its cost", 1e-6, 10.0),
+             Param("samples", "int", 200_000, "Monte Carlo samples", 1000, MAX_DEDUCE_SAMPLES),
+             Param("seed", "int", 0, "", 0, 2 ** 32 - 1)),
+            deduce_response, "tokenmath.analyses.inverse.deduce.deduce"),
+        "train": Endpoint(
+            (MODEL, HARDWARE,
+             Param("chips", "int", None, "total chips (default 8 without dp)", 1, MAX_TRAIN_LAYOUT),
+             Param("tp", "int", None, "", 1, MAX_TRAIN_LAYOUT), Param("pp", "int", None, "", 1, MAX_TRAIN_LAYOUT),
+             Param("dp", "int", None, "", 1, MAX_TRAIN_LAYOUT), Param("ep", "int", None, "", 1, MAX_TRAIN_LAYOUT),
+             Param("cp", "int", None, "", 1, MAX_TRAIN_LAYOUT),
+             Param("seq_len", "int", 4096, "", 1, MAX_TOKENS),
+             Param("global_batch_tokens", "int", 4_194_304, "tokens per optimizer step", 1, 10 ** 12),
+             Param("micro_batch", "int", 1, "sequences per micro-batch", 1, 1_000_000),
+             Param("recompute", "choice", "selective", "", choices=("none", "selective", "full")),
+             Param("zero", "choice", "1", "ZeRO stage", choices=("0", "1", "2", "3")),
+             Param("dtype", "choice", "bf16", "", choices=("bf16", "fp8")),
+             Param("tokens", "float", None, "training tokens: the whole run's time and cost", 0.0),
+             Param("overlap", "bool", True, "overlap DP communication with backward"),
+             Param("peak", "bool", False, ""),
+             Param("search", "bool", False, "rank the layouts of `chips` that fit")),
+            partial(train_response, model), "tokenmath.analyses.training.train.train / search"),
+        "overtrain": Endpoint(
+            (Param("target_loss", "float", None, "nats/token (or give compute)"),
+             Param("compute", "float", None, "training budget (FLOPs) setting the target loss"),
+             Param("inference_tokens", "float", 0.0, "lifetime tokens served", 0.0),
+             Param("rl_rollout_tokens", "float", 0.0, "", 0.0),
+             Param("fit", "choice", "epoch", "", choices=fit_names()),
+             HARDWARE,
+             Param("mfu", "float", 0.4, "training MFU"),
+             Param("flop_only", "bool", False, "inference at 2N FLOPs/token"),
+             Param("min_tokens_per_s_per_user", "float", 20.0, ""),
+             Param("input_output_ratio", "float", 1.0, ""),
+             Param("output_len", "int", 512, "", 1, MAX_TOKENS), *D),
+            overtrain_response, "tokenmath.analyses.training.overtrain.overtrain"),
+        "chinchilla": Endpoint(
+            (Param("compute", "float", None, "FLOPs"), Param("params", "float", None, ""),
+             Param("tokens", "float", None, ""), Param("loss", "float", None, "target loss"),
+             Param("fit", "choice", "epoch", "", choices=fit_names())),
+            chinchilla_response, "tokenmath.analyses.training.scaling_laws.chinchilla"),
+    }

@@ -1,0 +1,166 @@
+"""Endpoint parameters: their declaration (Param) and the coercion of a query-string string or a JSON value into
+the type an analysis takes. Bad input raises tokenmath.base.errors.InputError naming the parameter."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tokenmath.base.errors import InputError, closest, unknown_name
+
+PARAMS_MAX_BYTES = 64 * 1024       # a JSON body of parameters
+MAX_LIST = 64                      # values of an intlist parameter
+MAX_HARDWARE_LIST = 32             # ids of a hwlist parameter
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an endpoint: its name (the analysis' keyword), kind, default (used when absent or blank),
+    help text and, for numbers, the inclusive range [lo, hi] in the parameter's own unit."""
+    name: str
+    kind: str                      # model | hardware | int | float | batch | bool | choice | range | hwlist | intlist
+    default: Any = None
+    help: str = ""
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def describe(self) -> dict:
+        d = {"name": self.name, "type": self.kind, "default": self.default, "help": self.help}
+        if self.choices:
+            d["choices"] = list(self.choices)
+        if self.lo is not None:
+            d["min"] = self.lo
+        if self.hi is not None:
+            d["max"] = self.hi
+        return d
+
+
+def _blank(v) -> bool:
+    return v is None or (isinstance(v, str) and v.strip() == "")
+
+
+def _number(v) -> float:
+    """float of a JSON number or of a string ("1_000" and surrounding spaces allowed); TypeError/ValueError else."""
+    return float(str(v).strip().replace("_", "")) if isinstance(v, str) else float(v)
+
+
+def _as_int(v, p: Param) -> int:
+    lo = int(p.lo) if p.lo is not None else -(2 ** 62)
+    hi = int(p.hi) if p.hi is not None else 2 ** 62
+    valid = f"an integer from {lo:,} to {hi:,}"
+    if isinstance(v, bool):
+        raise InputError(p.name, f"{v!r} is not a whole number", valid)
+    try:
+        f = _number(v)
+    except (TypeError, ValueError):
+        raise InputError(p.name, f"{v!r} is not a whole number", valid) from None
+    if not math.isfinite(f) or f != int(f):
+        raise InputError(p.name, f"{v!r} is not a whole number", valid)
+    if not lo <= f <= hi:
+        raise InputError(p.name, f"{int(f):,} is out of range", valid)
+    return int(f)
+
+
+def _as_float(v, p: Param) -> float:
+    valid = "a number" + (f" from {p.lo:g}" if p.lo is not None else "") + (f" to {p.hi:g}" if p.hi is not None else "")
+    if isinstance(v, bool):
+        raise InputError(p.name, f"{v!r} is not a number", valid)
+    try:
+        f = _number(v)
+    except (TypeError, ValueError):
+        raise InputError(p.name, f"{v!r} is not a number", valid) from None
+    if not math.isfinite(f) or (p.lo is not None and f < p.lo) or (p.hi is not None and f > p.hi):
+        raise InputError(p.name, f"{v!r} is out of range", valid)
+    return f
+
+
+def _as_bool(v, p: Param) -> bool:
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off"):
+        return False
+    raise InputError(p.name, f"{v!r} is not true or false", "true or false (1 or 0)")
+
+
+def _as_list(v, p: Param) -> list:
+    if isinstance(v, (list, tuple)):
+        return list(v)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return [v]
+    if isinstance(v, str):
+        return [x.strip() for x in v.split(",") if x.strip()]
+    raise InputError(p.name, f"{v!r} is not a list", "comma-separated values")
+
+
+def _as_choice(v, p: Param) -> str:
+    s = str(v).strip().lower()
+    if s not in p.choices:
+        near = closest(s, p.choices)
+        raise InputError(p.name, f"{v!r} is not one of the choices",
+                         (f"did you mean {', '.join(near)}? " if near else "") + f"one of {', '.join(p.choices)}")
+    return s
+
+
+def _as_range(v, p: Param) -> tuple[float, float]:
+    xs = _as_list(v, p)
+    if len(xs) != 2:
+        raise InputError(p.name, f"{v!r} is not LOW,HIGH", "two numbers, e.g. 0.2,0.6")
+    lo, hi = (_as_float(x, p) for x in xs)
+    if lo > hi:
+        raise InputError(p.name, f"LOW {lo:g} exceeds HIGH {hi:g}", "LOW <= HIGH")
+    return (lo, hi)
+
+
+def coerce(p: Param, v):
+    """One parameter from a query-string string or a JSON value to the type the analysis takes (None: absent)."""
+    if _blank(v):
+        return p.default
+    k = p.kind
+    if k == "int":
+        return _as_int(v, p)
+    if k == "float":
+        return _as_float(v, p)
+    if k == "bool":
+        return _as_bool(v, p)
+    if k == "batch":
+        if isinstance(v, str) and v.strip().lower() == "max":
+            return "max"
+        return _as_int(v, p)
+    if k == "choice":
+        return _as_choice(v, p)
+    if k == "range":
+        return _as_range(v, p)
+    if k == "intlist":
+        xs = [_as_int(x, p) for x in _as_list(v, p)]
+        if not xs or len(xs) > MAX_LIST:
+            raise InputError(p.name, f"needs 1 to {MAX_LIST} values", "comma-separated integers, e.g. 1024,8192")
+        return tuple(xs)
+    if k == "hardware":
+        return hardware_id(v, p.name)
+    if k == "hwlist":
+        xs = _as_list(v, p)
+        if not xs or len(xs) > MAX_HARDWARE_LIST:
+            raise InputError(p.name, f"needs 1 to {MAX_HARDWARE_LIST} catalog ids",
+                             "comma-separated ids, e.g. h100-sxm,h200")
+        return tuple(hardware_id(x, p.name) for x in xs)
+    if k == "model":
+        if not isinstance(v, str):
+            raise InputError(p.name, f"{v!r} is not a name", "a catalog id or an uploaded config's id")
+        return v.strip()
+    raise AssertionError(k)
+
+
+def hardware_id(v, field: str = "hardware") -> str:
+    """A hardware catalog id (never a path: the web API reads no files named by a request)."""
+    from tokenmath.specs.hardware import catalog
+    if not isinstance(v, str) or not v.strip():
+        raise InputError(field, f"{v!r} is not a name", "a hardware catalog id such as h100-sxm")
+    key = v.strip().lower()
+    cat = catalog()
+    if key not in cat:
+        raise unknown_name(field, v.strip(), cat)
+    return key

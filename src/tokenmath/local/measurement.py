@@ -1,0 +1,131 @@
+"""The result of `tokenmath measure`: the raw tables, the headline figures read from them, and the hardware record
+(catalog schema, humane units) they make."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tokenmath.local.bandwidth import BandwidthTable
+from tokenmath.local.decode_matmul import DecodeTable, decode_efficiency
+from tokenmath.local.hardware_file import write_hardware_file
+from tokenmath.local.matmul import MIN_TFLOPS, MatmulTable
+from tokenmath.local.overhead import OverheadTable
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Figures in the units of their tables: GB/s (1e9 bytes/s), TFLOP/s, microseconds; memory in bytes."""
+    device: str                       # "cpu" or "cuda"
+    name: str
+    memory_bytes: float
+    bandwidth: BandwidthTable         # kernel -> {"best" GB/s, "median" GB/s, "array_bytes", "traffic_bytes", ...}
+    matmul: MatmulTable               # impl_dtype -> {"best" TFLOP/s, "median", "n", "dtype", ...}
+    overhead: OverheadTable           # impl -> {"best_us", "median_us", "calls"}
+    decode_matmul: DecodeTable        # "m<rows>" -> decode-shaped matmul timing (see decode_matmul.decode_row)
+    cache_bytes: int | None
+    threads: int
+    date: str                         # ISO 8601, local time with its offset
+    versions: dict[str, str]
+    quick: bool
+    seconds: float = 0.0              # wall time of the whole measurement
+    notes: tuple[str, ...] = ()
+
+    # headline figures ------------------------------------------------------------------------------------------
+    @property
+    def headline_bw_kernel(self) -> str:
+        triads = {k: v for k, v in self.bandwidth.items() if k.endswith("triad")}
+        pool = triads or self.bandwidth
+        return max(pool, key=lambda k: pool[k]["best"])
+
+    @property
+    def memory_bw(self) -> float:
+        """bytes/s: the best triad of any implementation."""
+        return self.bandwidth[self.headline_bw_kernel]["best"] * 1e9
+
+    @property
+    def flops(self) -> dict[str, float]:
+        """dtype -> best FLOP/s over implementations (figures below the schema's floor are left out)."""
+        out: dict[str, float] = {}
+        for r in self.matmul.values():
+            v = r["best"] * 1e12
+            if r["best"] >= MIN_TFLOPS and v > out.get(r["dtype"], 0.0):
+                out[r["dtype"]] = v
+        return out
+
+    @property
+    def overhead_s(self) -> float | None:
+        """Per-call latency of a tiny op in the framework a model would run in (torch when measured, else numpy)."""
+        for k in ("torch", "numpy"):
+            if k in self.overhead:
+                return self.overhead[k]["median_us"] * 1e-6
+        return None
+
+    def decode_efficiency(self) -> dict[int, float]:
+        """rows -> fraction of this file's headline figures a decode-shaped fp32 matmul reaches."""
+        fp32 = self.flops.get("fp32")
+        return decode_efficiency(self.decode_matmul, self.memory_bw, fp32) if fp32 else {}
+
+    # the hardware file -----------------------------------------------------------------------------------------
+    def record(self) -> dict:
+        """The hardware file (catalog schema, humane units)."""
+        fl = self.flops
+        kern = self.headline_bw_kernel
+        mm = ", ".join(f"{d} {v / 1e12:.4g} TFLOP/s" for d, v in fl.items())
+        rec = {
+            "id": f"measured-{self.device}",
+            "name": f"{self.name} (measured)",
+            "kind": "cpu" if self.device == "cpu" else "gpu",
+            "memory_gb": round(self.memory_bytes / 1e9, 3),
+            "memory_bw_tbs": self.memory_bw / 1e12,
+            "tflops": {d: v / 1e12 for d, v in fl.items()},
+            "scaleup_domain": 1,
+            "notes": (f"Measured on this machine by `tokenmath measure` on {self.date}: sustained figures, not datasheet "
+                      f"peaks (use them at 100%: --peak). Bandwidth = best {kern} ({self.bandwidth[kern]['best']:.3g} GB/s, "
+                      f"median {self.bandwidth[kern]['median']:.3g}); matmul: {mm}."
+                      + (" --quick: small arrays and few repetitions." if self.quick else "")),
+            "sources": {
+                "memory": "tokenmath measure: " + ("/proc/meminfo MemTotal" if self.device == "cpu"
+                                                   else "torch.cuda.get_device_properties().total_memory"),
+                "bandwidth": f"tokenmath measure: STREAM-style {kern}, best of {self.bandwidth[kern]['reps']} reps",
+                "flops": "tokenmath measure: best square matmul per dtype (numpy / torch)",
+            },
+            "measured": self.measured_table(),
+        }
+        return rec
+
+    def measured_table(self) -> dict:
+        """The record's [measured] section: every raw figure, so the file says how it was made."""
+        t = {"date": self.date, "device": self.device, "quick": self.quick, "threads": self.threads,
+             "seconds": round(self.seconds, 2), "versions": dict(self.versions)}
+        if self.cache_bytes:
+            t["cache_bytes"] = int(self.cache_bytes)
+        t["bandwidth_gbs"] = {k: _clean(v) for k, v in self.bandwidth.items()}
+        t["matmul_tflops"] = {k: _clean(v) for k, v in self.matmul.items()}
+        t["overhead_us"] = {k: _clean(v) for k, v in self.overhead.items()}
+        t["decode_matmul"] = {k: _clean(v) for k, v in self.decode_matmul.items()}
+        eff = self.decode_efficiency()
+        if eff:
+            t["decode_matmul_efficiency"] = {f"m{k}": v for k, v in eff.items()}
+        if self.overhead_s is not None:
+            t["per_call_overhead_s"] = self.overhead_s
+        return t
+
+    def write(self, path: str | os.PathLike) -> str:
+        """The hardware file at path (.toml or .json); returns the path written."""
+        return write_hardware_file(self.record(), path)
+
+    def to_dict(self) -> dict:
+        return {"device": self.device, "name": self.name, "memory_bytes": self.memory_bytes,
+                "memory_bw_bytes_per_s": self.memory_bw, "memory_bw_kernel": self.headline_bw_kernel,
+                "flops_per_s": self.flops, "per_call_overhead_s": self.overhead_s,
+                "bandwidth_gbs": self.bandwidth, "matmul_tflops": self.matmul, "overhead_us": self.overhead,
+                "decode_matmul": self.decode_matmul,
+                "decode_matmul_efficiency": {str(k): v for k, v in self.decode_efficiency().items()},
+                "cache_bytes": self.cache_bytes, "threads": self.threads, "date": self.date,
+                "versions": self.versions, "quick": self.quick, "seconds": self.seconds, "notes": list(self.notes),
+                "hardware_record": self.record()}
+
+
+def _clean(d: dict) -> dict:
+    """Numpy floats as plain floats and None left out (TOML has no null)."""
+    return {k: (float(v) if isinstance(v, float) else v) for k, v in d.items() if v is not None}

@@ -1,0 +1,141 @@
+"""The real model `tokenmath verify` times: Hugging Face transformers' own causal LM built from a config dict
+(AutoModelForCausalLM.from_config, random weights, fp32; never downloaded: HF_HUB_OFFLINE=1), and its cached greedy
+decode steps timed per batch size. torch and transformers are imported only inside the functions."""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import inspect
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tokenmath.base.errors import InputError
+from tokenmath.local.timing import device_sync
+
+if TYPE_CHECKING:   # torch stays unimported until a model is built
+    import torch
+
+INSTALL_HINT = "pip install 'tokenmath[verify]'"
+
+
+def missing_packages() -> list[str]:
+    """Which of torch and transformers cannot be imported (checked without importing them)."""
+    return [p for p in ("torch", "transformers") if importlib.util.find_spec(p) is None]
+
+
+def require_packages() -> None:
+    """InputError("verify") with the install line when torch or transformers is missing."""
+    miss = missing_packages()
+    if miss:
+        raise InputError("verify", f"needs {' and '.join(miss)}, which {'is' if len(miss) == 1 else 'are'} not installed",
+                         f"{INSTALL_HINT} (a CPU build of torch is enough)")
+
+
+def torch_device(device: str) -> torch.device:
+    """torch's device; InputError("device") when CUDA is asked for and torch sees none."""
+    import torch
+    if device == "cuda" and not torch.cuda.is_available():
+        raise InputError("device", "no CUDA device is visible to torch", "--device cpu")
+    return torch.device(device)
+
+
+def build_model(cfg: dict, device: str) -> torch.nn.Module:
+    """transformers' own causal LM from a config dict, random weights, fp32, eval mode. Never downloads."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    d = {k: v for k, v in cfg.items() if k not in ("auto_map", "quantization_config", "_name_or_path")}
+    mt = d.pop("model_type", None)
+    if not mt:
+        raise InputError("config.model_type", "missing", "a Hugging Face config.json with model_type")
+    try:
+        hf_cfg = AutoConfig.for_model(mt, **d)
+    except (ValueError, KeyError, TypeError) as e:
+        raise InputError("config", f"transformers cannot build a {mt!r} config: {e}", "a config.json transformers knows") from None
+    torch.manual_seed(0)
+    try:
+        model = AutoModelForCausalLM.from_config(hf_cfg)
+    except (ValueError, KeyError) as e:
+        raise InputError("config", f"transformers has no causal LM for {mt!r}: {e}", "a causal LM config") from None
+    return model.to(dtype=torch.float32, device=torch_device(device)).eval()
+
+
+def _forward_kwargs(model: torch.nn.Module) -> tuple[str, str | None]:
+    """(the cache keyword, the keep-only-last-logits keyword) of this transformers version's forward."""
+    params = inspect.signature(model.forward).parameters
+    cache_kw = "cache" if "cache" in params else "past_key_values"
+    keep = "logits_to_keep" if "logits_to_keep" in params else ("num_logits_to_keep" if "num_logits_to_keep" in params else None)
+    return cache_kw, keep
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The timed decode steps of one batch size, in seconds."""
+    batch: int
+    steps_s: tuple[float, ...]
+    cached_tokens_mean: float        # KV-cache length averaged over the timed steps (tokens)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.steps_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.steps_s)
+
+
+def time_decode(model: torch.nn.Module, device: str, batches: list[int], context: int, warmup: int, steps: int,
+                say: Callable[[str], None] | None = None, label: str = "") -> list[Timing]:
+    """Prefill `context` tokens once (batch 1), repeat that KV cache over each batch size (identical prompts: the
+    bytes a step reads are those of distinct ones), then run decode steps round-robin over the batch sizes,
+    `warmup` untimed rounds and `steps` timed ones; a step is the forward with the cache plus the greedy argmax
+    (synchronised on CUDA). Round-robin spreads any drift in the machine's load over every batch size alike."""
+    import torch
+    from transformers import DynamicCache
+    say = say or (lambda msg: None)
+    dev = torch_device(device)
+    sync = device_sync(device)
+    cache_kw, keep_kw = _forward_kwargs(model)
+    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    vocab = int(cfg.vocab_size)
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, vocab, (1, context), generator=g).to(dev)
+    with torch.inference_mode():
+        cache = DynamicCache()
+        kw = {cache_kw: cache, "use_cache": True}
+        if keep_kw:
+            kw[keep_kw] = 1
+        t0 = time.perf_counter()
+        o = model(input_ids=ids, **kw)
+        sync()
+        say(f"{label}prefill of {context} tokens: {time.perf_counter() - t0:.2f} s")
+        first = o.logits[:, -1:].argmax(-1)
+        state = {}
+        for b in batches:
+            c = copy.deepcopy(cache)
+            if b > 1:
+                c.batch_repeat_interleave(b)
+            state[b] = [c, first.repeat_interleave(b, dim=0)]
+        del cache, o
+        times: dict[int, list[float]] = {b: [] for b in batches}
+        for r in range(warmup + steps):
+            for b in batches:
+                c, tok = state[b]
+                sync()
+                t0 = time.perf_counter()
+                o = model(input_ids=tok, **{cache_kw: c, "use_cache": True})
+                tok = o.logits[:, -1:].argmax(-1)
+                sync()
+                dt = time.perf_counter() - t0
+                state[b][1] = tok
+                if r >= warmup:
+                    times[b].append(dt)
+            if r >= warmup and (r - warmup + 1) % max(1, steps // 2) == 0:
+                say(f"{label}round {r - warmup + 1}/{steps}: "
+                    + ", ".join(f"B={b} {statistics.median(times[b]) * 1e3:.3g} ms" for b in batches))
+        del state
+    return [Timing(int(b), tuple(times[b]), context + warmup + (steps - 1) / 2) for b in batches]
