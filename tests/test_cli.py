@@ -11,7 +11,8 @@ from tokenmath.faces.cli import cli as main
 
 KEYS = ["params_total", "params_active", "weights_bytes", "kv_bytes_per_token", "memory_per_chip_bytes", "fits",
         "batch", "ttft_s", "decode_step_s", "output_tokens_per_s", "output_tokens_per_s_per_user",
-        "bottleneck_prefill", "bottleneck_decode", "cost_per_mtok_input_usd", "cost_per_mtok_output_usd"]
+        "bottleneck_prefill", "bottleneck_decode", "cost_per_mtok_input_usd", "cost_per_mtok_output_usd",
+        "cost_per_mtok_output_request_usd"]
 
 
 def run(*args):
@@ -26,7 +27,7 @@ def test_infer_json_contract(fixtures):
     for k in KEYS:
         assert k in d
     assert d["fits"] is True and d["batch"] == 8
-    assert d["bottleneck_decode"] in ("compute", "memory", "communication")
+    assert d["bottleneck_decode"] in ("compute", "memory", "communication", "overhead")
     assert d["output_tokens_per_s_per_user"] == pytest.approx(1 / d["decode_step_s"])
 
 

@@ -49,7 +49,8 @@ def test_llama70b_worked_example_floor():
     assert floor == pytest.approx(5.265e-3, rel=1e-3)
     assert r.decode_step_s > floor
     assert r.decode_floor_s == pytest.approx(floor, rel=0.05)  # KV and activations add a little
-    assert r.decode.bottleneck == "memory" and r.prefill.bottleneck == "compute"
+    # decode: memory-bound time ~5.2 ms, but the calibrated fixed overhead 80 layers x 80 us = 6.4 ms is larger
+    assert r.decode.bottleneck == "overhead" and r.prefill.bottleneck == "compute"
 
 
 def test_kv_bytes_published_shapes():

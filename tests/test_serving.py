@@ -39,7 +39,11 @@ def test_hyperbola_batch1_point_by_hand():
 def test_hyperbola_invariants(mid, hw, chips):
     h = hyperbola(mid, hw, chips=chips, context=2048)
     per_tok = h.per_token_s
-    assert np.all(np.diff(per_tok) <= 1e-12 * per_tok[:-1])       # cost per token never rises with batch
+    # cost per token never rises with a batch that splits evenly over the attention groups (dp x ep); one more
+    # sequence on the busiest group (batch = k x groups + 1) may lengthen the step more than it adds tokens
+    groups = int(h.setup.layout.dp) * int(h.setup.layout.ep)
+    even = per_tok[(h.batch % groups) == 0]
+    assert np.all(np.diff(even) <= 1e-12 * even[:-1])
     assert np.all(per_tok >= h.floor_per_token_s * (1 - 1e-9))      # nothing beats the floor it flattens onto
     assert np.all(np.diff(h.step_s) >= -1e-15)                      # a bigger batch never makes the step faster
     assert h.batch[-1] == h.max_batch
@@ -77,7 +81,7 @@ def test_context_too_long_says_what_fits():
 
 def test_slowmode_tighter_budget_never_cheaper():
     s = slowmode("llama-3.1-8b", "h100-sxm", budgets_s=[0.005, 0.01, 0.02, 0.05, 0.2, 1.0])
-    costs = [r["cost_per_mtok_output_usd"] for r in s.rows if r["feasible"]]
+    costs = [r["cost_per_mtok_output_request_usd"] for r in s.rows if r["feasible"]]
     assert all(a >= b - 1e-12 for a, b in zip(costs, costs[1:]))
     assert s.saturation_budget_s is not None and s.saturation_budget_s <= 1.0
     assert s.rows[-1]["memory_limited"] or s.rows[-1]["decode_step_s"] < 1.0
@@ -99,15 +103,17 @@ def test_pareto_frontier_is_non_dominated():
 
 def test_pareto_mla_moe():
     p = pareto("deepseek-v3", "h200", input_len=1024, output_len=256)
-    assert p.frontier and all(q["cost_per_mtok_output_usd"] > 0 for q in p.frontier)
+    assert p.frontier and all(q["cost_per_mtok_output_request_usd"] > 0 for q in p.frontier)
 
 
 def test_prices_output_costs_more_and_grows_with_context():
     p = prices("llama-3.1-70b", "h100-sxm", chips=8, contexts=[1024, 16384], output_len=256, batch=16)
     a, b = p.rows
     assert a["output_input_ratio"] > 1 and b["output_input_ratio"] > a["output_input_ratio"]
-    # cached input: 327,680 B x 300 s x ($2.99/3600 per s) / 80e9 B x 1e6 tokens
-    assert a["cost_per_mtok_cached_input"] == pytest.approx(327_680 * 300 * 2.99 / 3600 / 80e9 * 1e6)
+    # cached input (issue 15): held in the cheapest tier that reloads it in time, here local NVMe at $0.08 per GiB-month:
+    # 327,680 B x 300 s x $0.08 / (730 h x 3600 s x 2^30 B) x 1e6 tokens; never above the uncached input
+    assert a["cost_per_mtok_cached_input"] == pytest.approx(327_680 * 300 * 0.08 / (730 * 3600 * 2 ** 30) * 1e6, rel=1e-5)
+    assert a["cost_per_mtok_cached_input"] <= a["cost_per_mtok_input"]
 
 
 def test_context_gqa_mla_sliding():

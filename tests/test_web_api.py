@@ -123,7 +123,8 @@ def test_models_and_hardware(server):
 INFER_KEYS = {"params_total", "params_active", "weights_bytes", "kv_bytes_per_token", "memory_per_chip_bytes",
               "memory_usable_per_chip_bytes", "memory_breakdown_bytes", "fits", "batch", "ttft_s", "decode_step_s",
               "decode_floor_s", "output_tokens_per_s", "output_tokens_per_s_per_user", "bottleneck_prefill",
-              "bottleneck_decode", "cost_per_mtok_input_usd", "cost_per_mtok_output_usd", "energy_j_per_output_token",
+              "bottleneck_decode", "cost_per_mtok_input_usd", "cost_per_mtok_output_usd",
+              "cost_per_mtok_output_request_usd", "energy_j_per_output_token",
               "efficiency", "advice", "notes", "explain", "roofline"}
 
 
@@ -180,7 +181,7 @@ def test_pareto(server):
     assert status == 200 and body["chips"] == 8
     f = body["frontier"]
     assert f and all(a["output_tokens_per_s_per_user"] >= b["output_tokens_per_s_per_user"] for a, b in pairwise(f))
-    assert {"layout", "batch", "output_tokens_per_s_per_chip", "cost_per_mtok_output_usd"} <= set(f[0])
+    assert {"layout", "batch", "output_tokens_per_s_per_chip", "cost_per_mtok_output_request_usd"} <= set(f[0])
     assert body["chart"]["points"] and len(body["chart"]["points"][0]) == 2
     assert "frontier" in body["explain"]
 
@@ -294,7 +295,8 @@ def test_upload_config_then_use_it(server, fixtures):
     _, cat = get_json(server, "/api/models")
     ref = next(m for m in cat["models"] if m["id"] == "llama-3.1-8b")
     assert body["params_total"] == pytest.approx(ref["params_total"], rel=0.01)
-    assert upload(server, raw)[1]["id"] == body["id"]           # content-addressed: same config, same id
+    assert upload(server, raw, "Llama-3.1-8B.json")[1]["id"] == body["id"]   # same config and name, same id
+    assert upload(server, raw, "other.json")[1]["id"] != body["id"]          # a new name: a new model
     s1, up = get_json(server, "/api/infer", model=body["id"], batch=8)
     s2, cat8 = get_json(server, "/api/infer", model="llama-3.1-8b", batch=8)
     assert s1 == s2 == 200

@@ -47,19 +47,16 @@ def resolve_precision(m: Model, weight_dtype: str | None, kv_dtype: str | None) 
 
 
 def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, weight_dtype=None, kv_dtype=None,
-          efficiency: Efficiency | None = None, reserve: float | None = None, scalar_layout: bool = True,
-          cp=None) -> Setup:
+          efficiency: Efficiency | None = None, reserve: float | None = None, cp=None) -> Setup:
+    """One question's inputs. The layout: make_layout (the degrees given; the chips they leave go to the default
+    spread when tp is not given, else to dp). The efficiency: the one given, else the chip family's calibration."""
     m = get_model(model)
     hw = get_hardware(hardware)
     lay = make_layout(m, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp)
-    if scalar_layout:
-        for k in ("tp", "pp", "ep", "dp", "cp"):
-            if np.ndim(getattr(lay, k)):
-                raise InputError(k, "this question takes one layout; use tokenmath.sweep for many", "a single integer")
     reserve = RESERVE_FRACTION if reserve is None else reserve
     if not 0 <= reserve < 1:
         raise InputError("reserve", f"{reserve!r} is not a fraction of memory", "a number in [0, 1)")
-    return Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw.id), reserve)
+    return Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw), reserve)
 
 
 def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve) -> tuple[Setup, int]:
@@ -70,7 +67,7 @@ def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reser
     if n > MAX_SEARCH_CHIPS:
         raise InputError("chips", f"{n:,} chips is more than one plan searches", f"at most {MAX_SEARCH_CHIPS:,}")
     reserve = RESERVE_FRACTION if reserve is None else reserve
-    return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw.id), reserve), n
+    return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw), reserve), n
 
 
 def check_ep_imbalance(ep_imbalance) -> float:

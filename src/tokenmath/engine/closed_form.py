@@ -12,8 +12,9 @@ and tests/test_deduce.py checks it against the per-operation engine on catalog m
         (causal attention attends L/2 positions on average)
 
 N_a active params, N_t params read per step (all experts at serving batches), q bytes per weight, K KV bytes per
-token (all layers), g = attention FLOPs per KV byte per attended position (4 h d_head L / K: 2 for MHA in bf16, the
-GQA group size times that for GQA), F = peak FLOP/s x efficiency, W = bandwidth x efficiency (per chip).
+token (all layers), g = attention FLOPs per KV byte per attended position (4 h d_head L / K with K = 2 h_kv d_head L
+x 2 B: 1 for MHA in bf16, the GQA group size h / h_kv for GQA, 241.8 for DeepSeek-V3's MLA; twice that with fp8 KV;
+analyses/inverse/deduce.attn_flops_per_kv_byte), F = peak FLOP/s x efficiency, W = bandwidth x efficiency (per chip).
 """
 from __future__ import annotations
 

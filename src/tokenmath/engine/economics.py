@@ -8,6 +8,9 @@ Named variants, one meaning each (Vidur and the InferenceMAX charts use the same
 - prefill cost per input token: the chips' time to prefill the batch's prompts, usd_per_s x ttft_s / (batch x input).
 - request cost per output token: a whole request's chip time (prefill + all decode steps) per output token,
   usd_per_s x (ttft_s + output_len x step_s) / (batch x output_len) = usd_per_s / output tokens per second.
+- cached input cost per token: the cheaper of holding its KV until reuse (holding_cost_per_mtok) and recomputing it.
+JSON keys, one meaning each: cost_per_mtok_output_usd (decode_cost_per_mtok), cost_per_mtok_output_request_usd
+(request_cost_per_mtok), cost_per_mtok_input_usd (prefill_cost_per_mtok).
 """
 from __future__ import annotations
 
@@ -65,9 +68,16 @@ def megawatts(chips, watts_per_chip, pue):
     return chips * watts_per_chip * pue / 1e6
 
 
-def hbm_holding_cost_per_mtok(kv_bytes_per_token, seconds, usd_per_chip_s, hbm_bytes):
-    """$ per million tokens for keeping a token's KV in HBM for `seconds`, at the chip's price shared by its bytes."""
-    return kv_bytes_per_token * seconds * usd_per_chip_s / hbm_bytes * PER_MILLION
+def holding_cost_per_mtok(bytes_per_token, seconds, usd_per_byte_s):
+    """$ per million tokens for keeping `bytes_per_token` bytes per token for `seconds` in a store whose byte-second
+    costs `usd_per_byte_s` (HBM: the chip's $/s / its HBM bytes; host DRAM, SSD: their rental price per byte-second)."""
+    return bytes_per_token * seconds * usd_per_byte_s * PER_MILLION
+
+
+def cached_input_cost_per_mtok(holding, recompute):
+    """A cached input token costs the cheaper of holding its KV until reuse and recomputing it (the uncached input
+    price): a provider that finds holding dearer simply drops the KV and prefills again."""
+    return np.minimum(holding, recompute)
 
 
 def chip_hours(chips, seconds):

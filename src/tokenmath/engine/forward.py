@@ -13,9 +13,12 @@ Every quantity is per chip and broadcasts over numpy arrays (batch, context, tp,
   tp_allreduce  2 per layer, ring all-reduce of T x d activations over tp chips
   ep_alltoall   dispatch + combine per MoE layer over tp x ep chips
 
-T = tokens per attention group (S sequences x new tokens each); T_st = T x ep tokens in the stage.
+T = tokens per attention group (S sequences x new tokens each); T_st = the tokens of the sequences the stage's ep
+groups actually hold (stage_seqs x new tokens: B at one replica, not ceil(B/ep) x ep; engine/expert_parallel.py).
 E_touched = E (1 - (1 - k/E)^T_st): the expected number of distinct experts a pass touches when each of T_st
 tokens picks k of E uniformly (small batches read few experts; large batches read them all).
+Collectives are priced where their groups sit on chips (mapping/placement.py: tp, ep, cp, pp, dp from a domain
+boundary), for the slowest member of a group that straddles a scale-up domain.
 c_pair (FLOPs per query-key pair): 4 h d_head for GQA/MHA (QK^T and PV, 2 FLOPs per multiply-add);
 MLA decode runs the absorbed form, 2 h (2 kv_lora + rope) (DeepSeek-V2 paper, Sec. 2.1.2 / App. on absorption);
 MLA prefill decompresses, 2 h (qk_nope + rope) + 2 h v.
@@ -35,10 +38,16 @@ from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 from tokenmath.engine import collectives as coll
+from tokenmath.engine import expert_parallel as xp
+from tokenmath.engine.context_parallel import cp_comm
 from tokenmath.engine.roofline import op_time
+from tokenmath.mapping.placement import place
+
+ep_dispatch_bytes = xp.ep_dispatch_bytes     # one home (expert_parallel.py); kept here for callers of the engine
 
 ACT_BYTES = 2.0  # activations in bf16
-BOTTLENECKS = np.array(["compute", "memory", "communication"])
+# the bottleneck classes of a pass, by code (PassCost.bottleneck_code): the largest of the four sums is the label
+BOTTLENECKS = np.array(["compute", "memory", "communication", "overhead"])
 
 
 @dataclass(frozen=True)
@@ -97,8 +106,11 @@ def _sum(terms):
 
 @dataclass
 class PassCost:
-    """Ops of one pass; totals are computed once (the pass is complete when forward_pass returns it)."""
+    """Ops of one pass; totals are computed once (the pass is complete when forward_pass returns it).
+    overhead_s: the pass's fixed time, n_layers x Efficiency.layer_overhead_s (launches, syncs), in seconds; it is
+    not in time_s (the ops' roofline): engine/static_batch.py adds it to the step and to TTFT."""
     ops: dict[str, Op] = field(default_factory=dict)
+    overhead_s: float = 0.0
 
     @cached_property
     def time_s(self):
@@ -134,11 +146,17 @@ class PassCost:
 
     @cached_property
     def bottleneck_code(self):
-        """0 compute, 1 memory, 2 communication (the largest share of the pass's time)."""
+        """Index into BOTTLENECKS: 0 compute, 1 memory, 2 communication, 3 overhead -- the largest of the pass's
+        compute-bound time, memory-bound time, communication time and fixed overhead (overhead_s); a tie goes to
+        the earlier class."""
         c, m, k = self._shares
+        o = self.overhead_s
         code = np.empty(np.broadcast(c, m, k).shape, np.int8)
         np.greater(m, c, out=code, casting="unsafe")
-        np.copyto(code, 2, where=k > np.maximum(c, m), casting="unsafe")
+        top = np.maximum(c, m)
+        np.copyto(code, 2, where=k > top, casting="unsafe")
+        if o:
+            np.copyto(code, 3, where=o > np.maximum(top, k), casting="unsafe")
         return code
 
     @property
@@ -160,6 +178,12 @@ class PassCost:
     @property
     def bytes(self):
         return _sum(op.count * op.bytes for op in self.ops.values())
+
+    def napkin_floor_s(self, hw: Hardware):
+        """(weight + KV bytes) / peak bandwidth: what one chip of a replica's critical path reads in this pass (its
+        1/tp of every stage's layers in turn, for MoE only the experts touched), at 100% of peak; no prediction may
+        beat it (the pure roofline adds activations and FLOPs)."""
+        return (self.weight_bytes + self.kv_bytes) / hw.memory_bw
 
     def roofline_floor_s(self, hw: Hardware, prec: "Precision"):
         """max(all FLOPs / fastest peak used, all bytes / bandwidth) at 100% of peak: no prediction may beat it."""
@@ -189,10 +213,12 @@ def _attn_io_width(m: Model, tp):
 
 def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, *, phase: str,
                  seqs, new_tokens, pairs_full, pairs_sliding, kv_read_full, kv_read_sliding,
-                 ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None) -> PassCost:
+                 ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None, stage_seqs=None) -> PassCost:
     """Cost per chip of one forward pass over all layers.
 
     seqs: sequences per attention group in the pass; new_tokens: tokens each sequence processes;
+    stage_seqs: sequences the stage's ep groups hold together in the pass (whose tokens reach its MoE layers);
+      None: every group holds `seqs` (ep x seqs). Fewer where the batch leaves groups idle (static_batch.py).
     pairs_*: attended (query, key) pairs per sequence in one full / sliding layer;
     kv_read_*: cached tokens per sequence read from HBM in one full / sliding layer.
     ep_imbalance: the busiest expert-parallel rank gets ep_imbalance x the mean routed tokens (1.0: perfectly
@@ -214,8 +240,11 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     T = S * np.asarray(new_tokens, float)
     cpd = np.asarray(getattr(lay, "cp", 1), float)
     has_cp = bool(np.any(cpd > 1))
+    Tst = (S * ep if stage_seqs is None else np.asarray(stage_seqs, float)) * np.asarray(new_tokens, float)
     if has_cp and phase == "prefill":
         T = T / cpd   # each context-parallel rank holds 1/cp of every prompt
+        Tst = Tst / cpd
+    pl = place(lay, hw.scaleup_domain)     # where each group sits: its collectives are priced for the slowest member
 
     def group_bw(kind, p):
         return None if links is None else links.group_bw(kind, p)
@@ -225,7 +254,7 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     pk_w = hw.peak_flops(wkey) * eff.flops
     pk_e = hw.peak_flops(ekey) * eff.flops
     pk_a = hw.peak_flops("bf16") * eff.flops
-    out = PassCost()
+    out = PassCost(overhead_s=m.n_layers * eff.layer_overhead_s)
 
     def add(name, count, flops, nbytes, peak, comm=None, note="", weights=0.0, kv=0.0):
         """nbytes = weights + kv + activation bytes; weights and kv are also kept apart for the analyses."""
@@ -271,11 +300,10 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
             weights=P.dense_ffn_per_layer * wb / tp)
     if P.n_moe_layers:
         E, k = m.n_experts, m.experts_per_token
-        Tst = T * ep
         if ep_imbalance != 1.0:
             # the busiest EP rank: imbalance x the mean tokens, and the distinct experts those tokens touch
             Tst = Tst * np.where(ep > 1, float(ep_imbalance), 1.0)
-        touched = E * (1.0 - (1.0 - k / E) ** Tst)
+        touched = xp.experts_touched(m, Tst)
         eb = prec.expert.bytes
         Fe = m.moe_intermediate
         add("router", P.n_moe_layers, 2 * P.router_per_moe_layer * T, P.router_per_moe_layer * wb + T * d * ab, pk_w,
@@ -298,76 +326,25 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
 
     if np.any(tp > 1):
         add("tp_allreduce", 2 * m.n_layers, 0.0, 0.0, pk_a,
-            comm=coll.all_reduce(T * d * ab, tp, hw, eff.link_bw, up_bw=group_bw("all_reduce", tp)),
+            comm=coll.all_reduce(T * d * ab, tp, hw, eff.link_bw, up_bw=group_bw("all_reduce", tp), span=pl.tp),
             note="2 all-reduces of activations per layer")
     if P.n_moe_layers and np.any(ep > 1):
-        payload = ep_dispatch_bytes(m, T, tp)
         note = "dispatch + combine all-to-all per MoE layer"
         if ep_imbalance != 1.0:
-            payload = payload * np.where(ep > 1, float(ep_imbalance), 1.0)   # the busiest rank receives more
             note += f" (busiest rank {float(ep_imbalance):g} x the mean payload)"
-        # rows of a sweep with ep = 1 have no all-to-all (tp alone never dispatches tokens)
-        a2a = np.where(ep > 1, 2 * coll.all_to_all(payload, tp * ep, hw, eff.link_bw, up_bw=group_bw("all_to_all", tp * ep)), 0.0)
+        a2a = xp.alltoall_s(m, hw, T, tp, ep, eff.link_bw, imbalance=ep_imbalance,
+                            up_bw=group_bw("all_to_all", tp * ep), span=pl.stage)
         if ep_overlap:
-            a2a = np.maximum(0.0, a2a - _moe_layer_compute_s(out, m))
+            a2a = np.maximum(0.0, a2a - xp.moe_layer_compute_s(out.ops, m.n_layers))
             note += "; two-micro-batch overlap: only the part longer than the layer's compute is exposed"
         add("ep_alltoall", P.n_moe_layers, 0.0, 0.0, pk_a, comm=a2a, note=note)
     if has_cp:
-        _context_parallel(out, m, hw, lay, eff, phase, S, T, new_tokens, kvl, shard, cpd, group_bw, pk_a)
+        att = _sum(out.ops[k].total_s for k in ("attention", "attention_local") if k in out.ops)
+        name, comm, note = cp_comm(m, hw, lay, eff.link_bw, phase, S, T, new_tokens, kvl, shard, cpd,
+                                   group_bw("all_gather", cpd), pl.cp, att)
+        Tz = np.zeros(np.shape(comm))
+        out.ops[name] = Op(name, float(m.n_layers), Tz, Tz, Tz, Tz, comm, pk_a, 0.0, note)
     return out
-
-
-def ep_dispatch_bytes(m: Model, tokens, tp=1.0):
-    """Bytes one expert-parallel rank sends per MoE layer in the dispatch all-to-all (and receives back in the
-    combine): each of its `tokens` goes to top-k experts as d_model activations (ACT_BYTES each), and a rank of a
-    tp group sends its 1/tp share of them. The busiest rank's imbalance multiplies this (not included here)."""
-    return tokens * m.experts_per_token * m.d_model * ACT_BYTES / tp
-
-
-def _moe_layer_compute_s(out: PassCost, m: Model):
-    """Per-occurrence time of the non-communication work of one MoE layer (what a second micro-batch overlaps)."""
-    t = 0.0
-    for name in ("attn_proj", "norms", "router", "experts", "shared_experts"):
-        if name in out.ops:
-            t = t + out.ops[name].time_s
-    att = 0.0
-    for name in ("attention", "attention_local"):
-        if name in out.ops:
-            att = att + out.ops[name].total_s
-    return t + att / m.n_layers
-
-
-def _context_parallel(out: PassCost, m: Model, hw: Hardware, lay: Layout, eff: Efficiency, phase, S, T, new_tokens,
-                      kvl, shard, cpd, group_bw, pk_a):
-    """CP communication per layer. The cp ranks of a sequence sit tp x ep chips apart, so the ring crosses a domain
-    boundary when tp x ep x cp > domain; a ring runs at its slowest hop (then the scale-out link)."""
-    tp, ep = np.asarray(lay.tp, float), np.asarray(lay.ep, float)
-    crosses = tp * ep * cpd > hw.scaleup_domain
-    up = group_bw("all_gather", cpd)
-    up = hw.scaleup_bw if up is None else up
-    if np.any(crosses):
-        up = np.where(crosses, coll.scaleout_bandwidth(hw, 1.0), up)
-    extra = np.where(crosses, hw.scaleout_latency, 0.0)
-    if phase == "prefill":
-        # ring attention: every rank receives the other ranks' KV blocks of this layer (cp-1 of cp), overlapped
-        # with the attention on the blocks it already has; only the part longer than the attention is exposed
-        kv_layer = kvl * np.asarray(new_tokens, float) * S / (shard / cpd)     # one layer's KV of the whole prompts
-        ring = coll.all_gather(kv_layer, cpd, hw, eff.link_bw, up_bw=up) + extra
-        att = 0.0
-        for name in ("attention", "attention_local"):
-            if name in out.ops:
-                att = att + out.ops[name].total_s
-        exposed = np.where(cpd > 1, np.maximum(0.0, ring - att / m.n_layers), 0.0)
-        Tz = np.zeros(np.shape(exposed))
-        out.ops["cp_ring"] = Op("cp_ring", float(m.n_layers), Tz, Tz, Tz, Tz, exposed, pk_a, 0.0,
-                                "ring attention: all-gather of the layer's KV over cp, overlapped with attention")
-    else:
-        vhd = m.v_head_dim if m.is_mla else m.hd
-        partial = T * m.n_heads * (vhd + 1) * 4.0 / tp                  # fp32 partial outputs + log-sum-exp
-        comb = np.where(cpd > 1, coll.all_gather(partial * cpd, cpd, hw, eff.link_bw, up_bw=up) + extra, 0.0)
-        Tz = np.zeros(np.shape(comb))
-        out.ops["cp_combine"] = Op("cp_combine", float(m.n_layers), Tz, Tz, Tz, Tz, comb, pk_a, 0.0,
-                                   "all-gather of partial attention outputs over cp (KV stays split)")
 
 
 # ---- how much context a step attends ------------------------------------------------------------------------

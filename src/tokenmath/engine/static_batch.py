@@ -4,9 +4,12 @@ Vectorized over batch, lengths and layout degrees (numpy broadcasting): a sweep 
 
 Scheduling model (stated so it can be checked):
 - the batch splits evenly over dp replicas and, inside a replica, over ep attention groups; the busiest group
-  (ceil(batch / (dp x ep)) sequences) sets the pace;
+  (ceil(batch / (dp x ep)) sequences) sets the pace of the per-group work, while the MoE layers of the busiest
+  replica see the tokens of its ceil(batch / dp) sequences only (fewer than ep sequences leave groups idle, and
+  idle groups route nothing: engine/expert_parallel.py);
 - with pp stages the group's sequences flow as M = min(pp, sequences) micro-batches: a decode step (the time
-  between two tokens of one sequence) is one pass of a micro-batch through all layers plus pp-1 hand-offs;
+  between two tokens of one sequence) is one pass of a micro-batch through all layers plus pp-1 hand-offs (priced
+  across domains when the replica's chips span more than one: mapping/placement.py);
   prefill takes (M + pp - 1) / pp passes (pipeline fill);
 - the decode step is the mean over the generation (context growing from input_len to input_len + output_len);
   attention cost is linear in context, so the mean equals the cost at the mean context (windows handled exactly).
@@ -24,6 +27,7 @@ from tokenmath.specs.model import Model
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.memory import Memory, max_batch, memory_per_chip
 from tokenmath.engine.forward import ACT_BYTES, PassCost, Precision, decode_context, forward_pass, prefill_pairs
+from tokenmath.mapping.placement import place
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ class BatchCost:
     that fits, broadcast to the shape of the inputs."""
     batch: np.ndarray
     seqs_per_microbatch: np.ndarray
+    stage_seqs: np.ndarray     # sequences per micro-batch whose tokens reach the busiest replica's MoE layers
     microbatches: np.ndarray
     prefill: PassCost | None   # None when served decode_only
     decode: PassCost
@@ -50,7 +55,8 @@ class BatchCost:
 def passes(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, seqs, input_len, output_len,
            decode_only: bool = False, **opts):
     """(prefill pass, mean decode pass) per chip for `seqs` sequences per attention group.
-    opts: forward_pass's optional keywords (ep_imbalance, ep_overlap, links). decode_only: no prefill pass (None)."""
+    opts: forward_pass's optional keywords (ep_imbalance, ep_overlap, links, stage_seqs). decode_only: no prefill
+    pass (None)."""
     if decode_only:
         pre = None
     else:
@@ -88,6 +94,10 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
     s_group = np.ceil(np.maximum(batch, 1.0) / groups)
     micro = np.minimum(pp, s_group)
     s = np.ceil(s_group / micro)
+    # the busiest replica's sequences per micro-batch: only groups holding sequences route tokens to the experts
+    stage = np.minimum(ep * s, np.ceil(np.ceil(np.maximum(batch, 1.0) / dp) / micro))
+    if np.any(ep > 1):
+        opts["stage_seqs"] = stage
     ctx = input_len + output_len
     cpd = np.asarray(getattr(lay, "cp", 1), float)
     has_cp = bool(np.any(cpd > 1))
@@ -98,8 +108,8 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
     pre, dec = passes(m, hw, lay, prec, eff, s, input_len, output_len, decode_only, **opts)
     fixed = m.n_layers * eff.layer_overhead_s      # kernel launches and syncs per pass (0 unless calibrated)
     ttft = np.nan if decode_only else (micro + pp - 1) / pp * (pre.time_s + fixed)
-    crosses = (tp * ep * cpd * pp if has_cp else tp * ep * pp) > hw.scaleup_domain
     if np.any(pp > 1):
+        crosses = place(lay, hw.scaleup_domain).replica.domains > 1     # some hand-off leaves the domain
         hop_bw = None if links is None else links.group_bw("p2p", 2)
         hop = coll.p2p(s * m.d_model * ACT_BYTES / tp, crosses, hw, eff.link_bw, up_bw=hop_bw)
         p2p = (pp - 1) * hop
@@ -113,6 +123,7 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
     def b(x):
         x = np.asarray(x, float)
         return x if x.shape == shape else np.broadcast_to(x, shape)
-    return BatchCost(batch=b(batch), seqs_per_microbatch=b(s), microbatches=b(micro), prefill=pre, decode=dec,
+    return BatchCost(batch=b(batch), seqs_per_microbatch=b(s), stage_seqs=b(stage), microbatches=b(micro),
+                     prefill=pre, decode=dec,
                      ttft_s=b(ttft), decode_step_s=b(step), pp_p2p_s=b(p2p), decode_floor_s=b(floor), memory=mem,
                      max_batch=np.broadcast_to(bmax, shape))

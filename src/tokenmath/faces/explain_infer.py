@@ -22,8 +22,28 @@ def _pass_lines(pc: PassCost, title: str) -> list[str]:
                      f"{u.seconds(c):>9} {u.seconds(m):>9} {u.seconds(k):>9}  {u.seconds(_f(op.total_s)):>9}  {bound}")
     lines.append(f"  sum of per-op max(compute, memory) + communication = {u.seconds(_f(pc.time_s))}"
                  f"  (compute-bound {u.seconds(_f(pc.compute_bound_s))}, memory-bound {u.seconds(_f(pc.memory_bound_s))},"
-                 f" communication {u.seconds(_f(pc.comm_s))}) -> {pc.bottleneck}")
+                 f" communication {u.seconds(_f(pc.comm_s))}"
+                 + (f"; fixed overhead {u.seconds(pc.overhead_s)}, not in this sum" if pc.overhead_s else "")
+                 + f") -> {pc.bottleneck}")
     return lines
+
+
+def _napkin_lines(r: InferResult) -> list[str]:
+    """The napkin floor: what one chip on a replica's critical path reads per decode step, over its bandwidth."""
+    lay, m, dec = r.layout, r.model, r.decode
+    tp, pp, ep, dp = int(lay.tp), int(lay.pp), int(lay.ep), int(lay.dp)
+    w, kv = _f(dec.weight_bytes), _f(dec.kv_bytes)
+    path = [f"1/{tp} of each layer" if tp > 1 else "every layer"]
+    if pp > 1:
+        path.append(f"{pp} stages one after the other")
+    if r.experts_touched_per_layer is not None:
+        path.append(f"routed experts touched ~{r.experts_touched_per_layer:.1f} of {m.n_experts} per MoE layer"
+                    + (f", 1/{ep} of them on each EP rank" if ep > 1 else ""))
+    if dp > 1:
+        path.append(f"one of {dp} replicas")
+    return [f"  napkin floor (one replica's critical path, per chip: {', '.join(path)}): weights {u.bytes_(w)} + "
+            f"KV {u.bytes_(kv)} = {u.bytes_(w + kv)} / {u.rate(r.hardware.memory_bw, 'B/s')} = "
+            f"{u.seconds(r.decode_napkin_floor_s)} per step"]
 
 
 def explain_infer(r: InferResult) -> str:
@@ -68,9 +88,7 @@ def explain_infer(r: InferResult) -> str:
         L.append("")
         L.extend(_pass_lines(r.decode, f"4. Decode step at the mean context {r.input_len + (r.output_len + 1) / 2:,.0f} (per chip)"))
     if r.fits:
-        floor_w = r.weights_bytes / (chips * hw.memory_bw)
-        L.append(f"  napkin floor: all weights / aggregate bandwidth = {u.bytes_(r.weights_bytes)} / "
-                 f"({chips} x {u.rate(hw.memory_bw, 'B/s')}) = {u.seconds(floor_w)} per step")
+        L.extend(_napkin_lines(r))
         if eff.layer_overhead_s:
             L.append(f"  + fixed overhead {m.n_layers} layers x {u.seconds(eff.layer_overhead_s)} (launches, syncs; "
                      f"calibrated) = {u.seconds(m.n_layers * eff.layer_overhead_s)} per pass")
@@ -85,8 +103,10 @@ def explain_infer(r: InferResult) -> str:
         if p is not None:
             L.append(f"  $/s = {chips} chips x ${p:g}/h / 3600 = ${r.chips_usd_per_s:.5f}/s"
                      f" (price {hw.price_date or 'undated'})")
-            L.append(f"  output: $/s x step / batch x 1e6 = {u.usd(r.cost_per_mtok_output_usd)} per Mtok; "
+            L.append(f"  output (decode only): $/s x step / batch x 1e6 = {u.usd(r.cost_per_mtok_output_usd)} per Mtok; "
                      f"input: $/s x TTFT / (batch x input) x 1e6 = {u.usd(r.cost_per_mtok_input_usd)} per Mtok")
+            L.append(f"  output (whole request, prefill included): $/s / system tokens/s x 1e6 = "
+                     f"{u.usd(r.cost_per_mtok_output_request_usd)} per Mtok")
         else:
             L.append("  no public price for this chip: costs are not computed")
     else:

@@ -15,8 +15,14 @@ def explain_deduction(d: Deduction) -> str:
     L.append(f"  chip {sc['hardware']} at ${sc['usd_per_hour']:.3g}/h x cost factor {sc['cost_factor']:.2f}; margin "
              f"{sc['margin']:.0%}, utilization {sc['utilization']:.0%}: a token's price buys "
              f"price x (1 - m) x u / ($/chip-s) / cost_scale chip-seconds")
-    L.append(f"  cost_scale {d.priors.cost_scale:.2f}: list prices sit that far below the closed form's cost "
-             "at the priors (fitted on open-weight prices, leave-one-provider-out; --uncalibrated sets 1)")
+    cs = d.priors.cost_scale
+    if cs == 1.0:
+        L.append("  cost_scale 1.00: uncalibrated, prices are inverted as they are (without --uncalibrated, the scale "
+                 "fitted on open-weight prices is used)")
+    else:
+        L.append(f"  cost_scale {cs:.2f}: list prices sit {cs:.2f}x {'above' if cs > 1 else 'below'} the closed form's "
+                 "cost / (u (1 - m)) of a model of the true size at the priors' middles, so each price is divided by "
+                 "it before the inversion (fitted on open-weight prices, leave-one-provider-out; --uncalibrated sets 1)")
     L.append(f"  input: ${o.input_price:g}/1e6 x {1 - sc['margin']:.2f} x {sc['utilization']:.2f} / "
              f"${sc['usd_per_chip_s']:.3g}/s / {d.priors.cost_scale:.2f} = {sc['chip_s_in']:.3g} chip-s per token")
     L.append(f"  prefill is compute-bound: N_active = chip-s x FLOP/s x MFU / 2 = {sc['chip_s_in']:.3g} x "

@@ -8,7 +8,7 @@ from tokenmath.analyses.serving.plan import Plan
 
 # ---- plan --------------------------------------------------------------------------------------------------------
 def _row(p: dict) -> str:
-    c = p["cost_per_mtok_output_usd"]
+    c = p["cost_per_mtok_output_request_usd"]
     return (f"{p['layout']:<22} {p['batch']:>6} {u.usd(c) if c is not None else 'n/a':>9} "
             f"{p['output_tokens_per_s_per_user']:>9,.1f} {p['output_tokens_per_s_per_chip']:>9,.0f} "
             f"{u.seconds(p['ttft_s']):>9} {p['communication_share']:>6.0%}  {p['bottleneck']}")
@@ -31,6 +31,7 @@ def plan_text(p: Plan) -> str:
     L.append(f"searched {p.layouts_evaluated} layouts x batch axis = {p.points_evaluated:,} points in one engine call "
              f"({p.search_s * 1e3:,.0f} ms); {p.points_fitting:,} fit; targets: {', '.join(tg) or 'none'}")
     L.append("")
+    L.append("$/Mtok: whole request (prefill + decode chip time) per output token")
     L.append("best:        " + _HEAD)
     L.append("             " + _row(b))
     br = b.get("communication_breakdown_s") or {}
@@ -70,7 +71,7 @@ def _disagg_text(d: dict) -> str:
     L.append(f"  KV moved per request {u.bytes_(d['kv_bytes_per_request'])}"
              + (f" ({d['kv_transfer_share_of_scaleout']:.1%} of the decode pool's scale-out bandwidth)"
                 if d["kv_transfer_share_of_scaleout"] is not None else ""))
-    c, cc = d["cost_per_mtok_output_usd"], d["colocated_cost_per_mtok_output_usd"]
+    c, cc = d["cost_per_mtok_output_request_usd"], d["colocated_cost_per_mtok_output_request_usd"]
     if c is not None and cc is not None:
         L.append(f"  cost {u.usd(c)}/Mtok output (both pools) vs {u.usd(cc)} colocated")
     else:
@@ -91,11 +92,11 @@ def explain_plan(p: Plan) -> str:
     L.append(f"  per chip: batch x output / (TTFT + output x step) / chips = {b['batch']} x {p.output_len} / "
              f"({u.seconds(b['ttft_s'])} + {p.output_len} x {u.seconds(b['decode_step_s'])}) / {p.chips} = "
              f"{b['output_tokens_per_s_per_chip']:,.1f} tok/s")
-    if b["cost_per_mtok_output_usd"] is not None:
-        L.append(f"  $/Mtok = ${hw.price_usd_per_hour}/chip-h / 3600 / {b['output_tokens_per_s_per_chip']:,.1f} tok/s/chip x 1e6 "
-                 f"= {u.usd(b['cost_per_mtok_output_usd'])}")
+    if b["cost_per_mtok_output_request_usd"] is not None:
+        L.append(f"  $/Mtok (whole request) = ${hw.price_usd_per_hour}/chip-h / 3600 / {b['output_tokens_per_s_per_chip']:,.1f} tok/s/chip x 1e6 "
+                 f"= {u.usd(b['cost_per_mtok_output_request_usd'])}")
     L.append(f"  communication: {b['communication_share']:.1%} of the decode step is exposed communication "
-             f"({u.seconds(b['communication_s'])}); the layout spans {b['domains_spanned']} domain(s)")
+             f"({u.seconds(b['communication_s'])}); its worst-placed replica spans {b['domains_spanned']} domain(s)")
     L.append("  TP: 2 all-reduces of T x d_model activations per layer over tp; EP: dispatch + combine all-to-all of "
              "T x top-k x d_model per MoE layer over tp x ep; PP: (pp-1) hand-offs per token; DP: independent replicas")
     return "\n".join(L)
@@ -169,9 +170,9 @@ def explain_moe(r: MoeReport) -> str:
              + f" = {u.bytes_(i['payload_bytes_per_rank'])}; (p-1)/p x payload / (scale-up {hw.scaleup_bw / 1e9:,.0f} GB/s x "
              f"{su.efficiency.link_bw:g}) + latency, x 2 (dispatch + combine)")
     if a["across"]:
-        L.append(f"  across: the share (p-d)/p of each rank's payload bound for other domains crosses the scale-out link "
-                 f"({(hw.scaleout_bw or 0) / 1e9:,.1f} GB/s per chip) while the rest moves on scale-up; + "
-                 f"{hw.scaleout_latency * 1e6:g} us")
+        L.append(f"  across: a rank whose domain holds c of the p ranks sends (p-c)/p of its payload over the scale-out "
+                 f"link ({(hw.scaleout_bw or 0) / 1e9:,.1f} GB/s per chip) while the rest moves on scale-up; ranks sit "
+                 f"on chips from a domain boundary and the slowest rank sets the time; + {hw.scaleout_latency * 1e6:g} us")
     L.append("  largest expert layer: (usable HBM - non-expert weights / tp - KV - activations) x domain chips / bytes "
              "per expert parameter, best tp")
     L.append("  table: one engine call over the layouts; communication share = exposed collectives + PP hand-offs over "

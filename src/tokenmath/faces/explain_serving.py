@@ -11,7 +11,7 @@ from tokenmath.analyses.serving.hyperbola import Hyperbola
 from tokenmath.analyses.serving.input_vs_output import Prices
 from tokenmath.analyses.serving.pareto import Pareto
 from tokenmath.analyses.serving.provider_price import PriceResult
-from tokenmath.analyses.serving.slowmode import WHY_SATURATION, SlowMode
+from tokenmath.analyses.serving.slowmode import SlowMode
 
 
 def explain_hyperbola(h: Hyperbola) -> str:
@@ -56,7 +56,9 @@ def explain_slowmode(s: SlowMode) -> str:
         else:
             L.append(f"  budget {u.seconds(r['budget_s']):>8}: infeasible: {r['reason']}")
     if s.saturation_budget_s:
-        L.append(f"  beyond ~{u.seconds(s.saturation_budget_s)} waiting buys nothing: {WHY_SATURATION}")
+        t = s.saturation
+        L.append(f"  beyond ~{u.seconds(s.saturation_budget_s)} waiting buys nothing (the cheapest cost falls by less "
+                 f"than 1% beyond it; {t['layout']}, batch {t['batch']}, step {u.seconds(t['decode_step_s'])}): {s.why}")
     return "\n".join(L)
 
 
@@ -78,29 +80,67 @@ def explain_pareto(p: Pareto) -> str:
 
 def pareto_text(p: Pareto) -> str:
     """The default text: the explanation, then the frontier as a table (about 20 rows)."""
-    rows = [f"{'tok/s/user':>11} {'tok/s/chip':>11} {'$/Mtok':>9}  layout               batch  bound"]
+    rows = ["$/Mtok: whole request (prefill + decode chip time) per output token",
+            f"{'tok/s/user':>11} {'tok/s/chip':>11} {'$/Mtok':>9}  layout               batch  bound"]
     step = max(1, len(p.frontier) // 20)
     shown = p.frontier[::step] + ([p.frontier[-1]] if (len(p.frontier) - 1) % step else [])
     for f in shown:
         rows.append(f"{f['output_tokens_per_s_per_user']:>11,.1f} {f['output_tokens_per_s_per_chip']:>11,.0f} "
-                    f"{u.usd(f['cost_per_mtok_output_usd']) if f['cost_per_mtok_output_usd'] is not None else 'n/a':>9}  "
+                    f"{u.usd(f['cost_per_mtok_output_request_usd']) if f['cost_per_mtok_output_request_usd'] is not None else 'n/a':>9}  "
                     f"{f['layout']:<20} {f['batch']:>5}  {f['bottleneck']}")
     return explain_pareto(p) + "\n" + "\n".join(rows)
 
 
+_PRE = {"compute": "each weight meets all B x L prompt tokens at once, near peak FLOP/s",
+        "memory": "the prompts are too short to reuse each weight read",
+        "communication": "its collectives outlast its arithmetic", "overhead": "fixed launch and sync time dominates"}
+_DEC = {"memory": "every weight (and the KV) is fetched for only B tokens per step, so an output token holds the chip "
+                  "far longer than an input token",
+        "compute": "the batch is large enough that an output token costs about an input token's FLOPs (plus attention "
+                   "over its context), so the ratio falls towards 1",
+        "communication": "its collectives are paid for only B tokens per step",
+        "overhead": "the fixed per-layer launch and sync time of a step is shared by only B tokens"}
+
+
+def _why_prices(rows: list[dict], speed_set: bool) -> list[str]:
+    """One line per (prefill, decode) bottleneck pair found, naming the contexts it holds for."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for r in rows:
+        if r["fits"]:
+            groups.setdefault((r["bottleneck_prefill"], r["bottleneck_decode"]), []).append(r["input_len"])
+    out = []
+    for (pre, dec), ctx in groups.items():
+        at = "every context" if len(groups) == 1 else "context " + ", ".join(f"{c:,}" for c in ctx)
+        hint = ("; a speed per user (--min-tokens-per-s-per-user) picks a smaller, interactive batch"
+                if dec == "compute" and not speed_set else "")
+        out.append(f"  why ({at}): prefill is {pre}-bound ({_PRE.get(pre, pre)}); decode is {dec}-bound "
+                   f"({_DEC.get(dec, dec)}{hint}).")
+    return out
+
+
 def explain_prices(p: Prices) -> str:
     su = p.setup
-    L = [f"Cost of input vs output tokens: {su.model.name} on {su.chips} x {su.hardware.id}"]
+    speed = (f", batch: the largest giving >= {p.min_tokens_per_s_per_user:g} tokens/s per user"
+             if p.min_tokens_per_s_per_user is not None else "")
+    L = [f"Cost of input vs output tokens: {su.model.name} on {su.chips} x {su.hardware.id}{speed}"]
     for r in p.rows:
         if not r["fits"]:
-            L.append(f"  context {r['input_len']:>7,}: does not fit at batch 1")
+            L.append(f"  context {r['input_len']:>7,}: " + r.get("reason", "does not fit at batch 1"))
             continue
         L.append(f"  context {r['input_len']:>7,}, batch {r['batch']:>4}: input {r['input_label']}, output {r['output_label']}"
-                 f" -> output/input = {r['output_input_ratio']:.1f}x; cached input {r['cached_label']}")
-    L.append("  why: prefill runs each weight against B x L tokens (compute-bound); decode fetches every weight "
-             "for B tokens per step (memory-bound), so each output token holds the chip far longer.")
-    L.append(f"  cached input = KV bytes per token x TTL {p.cache_ttl_s:g} s x chip $/s / chip HBM bytes "
-             "(the HBM it occupies until reuse), vs recomputing it at the input price")
+                 f" -> output/input = {r['output_input_ratio']:.1f}x; cached input {r['cached_label']}"
+                 f" ({r['cached_input_tier'].replace('_', ' ')})")
+    L.append("  output/input = prompt tokens/s of prefill / output tokens/s of decode (the same chips, either job)")
+    L.extend(_why_prices(p.rows, p.min_tokens_per_s_per_user is not None))
+    names = ", ".join(f"{t.name} ({u.bytes_(t.capacity_bytes_per_chip)}/chip"
+                      + (f", {u.rate(t.reload_bw_per_chip, 'B/s')} reload" if not t.in_place else "")
+                      + (f", ${t.usd_per_byte_s * 2 ** 30 * 3600:.4g}/GiB-h" if t.usd_per_byte_s is not None and t.id != "hbm"
+                         else ", the chip's $/s per HBM byte" if t.in_place else "") + ")" for t in p.tiers)
+    L.append(f"  cached input = the cheaper of recomputing it (the input price) and holding its KV for "
+             f"{p.cache_ttl_s:g} s in the cheapest tier that holds the batch's prompts and reloads them before their "
+             f"prefill would finish: {names}")
+    for n in p.notes:
+        L.append(f"  note: {n}")
     return "\n".join(L)
 
 
@@ -139,7 +179,8 @@ def explain_fleet(f: Fleet) -> str:
         L.append(f"  power = {r['chips']:,} x {hw.tdp_w:g} W x PUE {r['pue']:g} = {r['megawatts']:,.2f} MW")
     if r["usd_per_year"] is not None:
         L.append(f"  cost = {r['chips']:,} chips x ${hw.price_usd_per_hour}/h x {HOURS_PER_YEAR} h = "
-                 f"${r['usd_per_year']:,.0f} per year (${r['cost_per_mtok_output_usd']:.4g} per Mtok output)")
+                 f"${r['usd_per_year']:,.0f} per year (${r['fleet_cost_per_mtok_output_usd']:.4g} per Mtok output over the "
+                 f"demand; one replica at full load ${r['cost_per_mtok_output_request_usd']:.4g} per Mtok, whole request)")
     return "\n".join(L)
 
 
@@ -153,7 +194,7 @@ def explain_price(p: PriceResult) -> str:
         f"decode step {r['decode_step_s'] * 1e3:.3g} ms, TTFT {r['ttft_s'] * 1e3:.3g} ms",
         f"  $/s = {r['chips']} x ${su.hardware.price_usd_per_hour}/h / 3600 = "
         f"{usd_per_s(r['chips'], su.hardware.price_usd_per_hour):.5f}",
-        f"  output cost = $/s x step / batch x 1e6 = ${r['cost_per_mtok_output_usd']:.4g}/Mtok; "
+        f"  output cost (decode only) = $/s x step / batch x 1e6 = ${r['cost_per_mtok_output_usd']:.4g}/Mtok; "
         f"input cost = $/s x TTFT / (batch x input) x 1e6 = ${r['cost_per_mtok_input_usd']:.4g}/Mtok",
         f"  price = cost / (utilization {r['utilization']:g} x (1 - margin {r['margin']:g})): "
         f"input ${r['price_per_mtok_input_usd']:.4g}, output ${r['price_per_mtok_output_usd']:.4g} per Mtok "

@@ -16,17 +16,24 @@ def pyplot():
     return plt
 
 
+PLOT_SUFFIXES = (".png", ".svg")
+SIGNATURE = "`tokenmath` (matplotlib)"   # in the file (PNG Software, SVG creator): marks it as ours (base/files.py)
+
+
 def save_figure(fig, path) -> str:
-    p = Path(path)
-    if p.suffix.lower() not in (".png", ".svg"):
-        raise InputError("plot", f"unsupported file type {p.suffix or '(none)'!r}", "a .png or .svg path")
-    if p.parent and not p.parent.exists():
-        raise InputError("plot", f"folder {str(p.parent)!r} does not exist", "an existing folder")
+    """The chart as PNG or SVG (by the suffix), written whole or not at all (tokenmath.base.files.write_atomic: no
+    link followed, a file tokenmath did not write replaced only when `path` carries --force)."""
+    import io
+
+    from tokenmath.base.files import check_destination, write_atomic
+    dest = check_destination(path, "plot", PLOT_SUFFIXES)
+    fmt = Path(dest).suffix.lower().lstrip(".")
+    buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(p, dpi=130)
+    fig.savefig(buf, format=fmt, dpi=130, metadata={"Software" if fmt == "png" else "Creator": SIGNATURE})
     import matplotlib.pyplot as plt
     plt.close(fig)
-    return str(p)
+    return write_atomic(dest, buf.getvalue(), "plot")
 
 
 def hyperbola_plot(h, path) -> str:
@@ -67,9 +74,9 @@ def pareto_plot(p, path) -> str:
     fy = [q["output_tokens_per_s_per_chip"] for q in p.frontier]
     ax.plot(fx, fy, "-o", color="C0", ms=3, label="Pareto frontier")
     for q in p.frontier[:: max(1, len(p.frontier) // 6)]:
-        c = q["cost_per_mtok_output_usd"]
+        c = q["cost_per_mtok_output_request_usd"]
         ax.annotate(f"{q['layout'].replace(' pp=1', '').replace(' ep=1', '')} b={q['batch']}"
-                    + (f"\n${c:.3g}/Mtok" if c is not None else ""),
+                    + (f"\n${c:.3g}/Mtok (request)" if c is not None else ""),
                     (q["output_tokens_per_s_per_user"], q["output_tokens_per_s_per_chip"]), fontsize=7,
                     xytext=(4, 4), textcoords="offset points")
     ax.set_xlabel("interactivity (output tokens/s per user)")
@@ -87,7 +94,8 @@ def slowmode_plot(s, path) -> str:
     d = s.to_dict()
     rows = [r for r in d["rows"] if r["feasible"]]
     fig, ax = plt.subplots(figsize=(8, 5))
-    key = "cost_per_mtok_output_usd" if rows and rows[0]["cost_per_mtok_output_usd"] is not None else "chip_s_per_mtok_output"
+    key = ("cost_per_mtok_output_request_usd" if rows and rows[0]["cost_per_mtok_output_request_usd"] is not None
+           else "chip_s_per_mtok_output")
     ax.plot([r["budget_s"] * 1e3 for r in rows], [r[key] for r in rows], "-o", color="C0")
     for r in rows:
         ax.annotate(f"{r['chips']}c b={r['batch']}", (r["budget_s"] * 1e3, r[key]), fontsize=7, xytext=(3, 3),
@@ -98,7 +106,8 @@ def slowmode_plot(s, path) -> str:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("latency budget (ms " + ("per request)" if d["per_request"] else "per output token)"))
-    ax.set_ylabel("cheapest cost ($ per million output tokens)" if key.startswith("cost") else "chip-seconds per million output tokens")
+    ax.set_ylabel("cheapest cost ($ per million output tokens, whole request)" if key.startswith("cost")
+                  else "chip-seconds per million output tokens")
     ax.set_title(f"{s.setup.model.name} on {s.setup.hardware.id}: patience lowers cost only until the batch fills memory", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     return save_figure(fig, path)
@@ -167,29 +176,32 @@ def fleet_plot(sweep: list[dict], path) -> str:
 
 
 def validation_plot(v, path) -> str:
+    """Held-out prediction vs published measurement, colored by regime: left leave-one-source-out, right
+    leave-one-regime-out (v: analyses.calibration.validate.Validation)."""
+    from tokenmath.analyses.calibration.labels import REGIMES
     plt = pyplot()
-    rows = [d for d in v.rows() if "skipped" not in d]
-    fig, ax = plt.subplots(figsize=(7, 6))
-    colors = {"decode": "C0", "prefill": "C1", "mixed": "C2", "training": "C3"}
-    for reg, col in colors.items():
-        sel = [d for d in rows if d["regime"] == reg]
-        if not sel:
-            continue
-        ax.scatter([d["measured"] for d in sel], [d["predicted_roofline"] for d in sel], marker="o", facecolors="none",
-                   edgecolors=col, label=f"{reg}: roofline defaults")
-        cal = [d for d in sel if "predicted_calibrated_heldout" in d]
-        ax.scatter([d["measured"] for d in cal], [d["predicted_calibrated_heldout"] for d in cal], marker="x", color=col,
-                   label=f"{reg}: calibrated (held out)")
-    lo = min(min(d["measured"], d["predicted_roofline"]) for d in rows)
-    hi = max(max(d["measured"], d["predicted_roofline"]) for d in rows)
-    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="prediction = measurement")
-    ax.plot([lo, hi], [lo * 1.2, hi * 1.2], "k:", lw=0.6)
-    ax.plot([lo, hi], [lo / 1.2, hi / 1.2], "k:", lw=0.6, label="+-20%")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("published measurement (metric's unit: tokens/s, s, TFLOP/s)")
-    ax.set_ylabel("tokenmath prediction (same unit)")
-    ax.set_title("tokenmath vs published measurements", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    rows = [d for d in v.rows() if "skipped" not in d and "not_scored" not in d]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6), sharex=True, sharey=True)
+    vals = [x for d in rows for x in (d["measured"], *[y for y in d["predicted_heldout"].values() if y])]
+    lo, hi = min(vals), max(vals)
+    med = v.summary()["median_ape"]
+    for ax, scheme, title in zip(axes, ("loso", "loro"), ("leave one source out", "leave one regime out")):
+        for i, reg in enumerate(REGIMES):
+            sel = [d for d in rows if d["regime"] == reg and d["predicted_heldout"][scheme] is not None]
+            if not sel:
+                continue
+            m = med[scheme]["regime"].get(reg, {}).get("median_ape")
+            ax.scatter([d["measured"] for d in sel], [d["predicted_heldout"][scheme] for d in sel], s=18,
+                       marker="o" if reg != "training" else "s", color=f"C{i}",
+                       label=f"{reg} ({len(sel)}): median {m:.0%}" if m is not None else reg)
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="prediction = measurement")
+        ax.plot([lo, hi], [lo * 1.25, hi * 1.25], "k:", lw=0.6, label="+-25%")
+        ax.plot([lo, hi], [lo / 1.25, hi / 1.25], "k:", lw=0.6)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("published measurement (metric's unit: tokens/s, s, TFLOP/s)")
+        ax.set_title(f"model {v.model.name!r}, held out: {title}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("tokenmath prediction, held out (same unit)")
     return save_figure(fig, path)

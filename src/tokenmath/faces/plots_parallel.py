@@ -23,7 +23,7 @@ def plan_plot(p, path) -> str:
                     (q["output_tokens_per_s_per_user"], q["output_tokens_per_s_per_chip"]), fontsize=6,
                     xytext=(4, 4), textcoords="offset points")
     b = p.best
-    c = b["cost_per_mtok_output_usd"]
+    c = b["cost_per_mtok_output_request_usd"]
     ax.plot([b["output_tokens_per_s_per_user"]], [b["output_tokens_per_s_per_chip"]], "*", color="C3", ms=14,
             label=f"best: {_short(b['layout'])} b={b['batch']}" + (f", ${c:.3g}/Mtok" if c is not None else "")
             + f", comm {b['communication_share']:.0%}")

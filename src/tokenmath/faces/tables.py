@@ -36,7 +36,9 @@ def infer_table(r) -> None:
         t.add_row("tokens/s per user", f"{d['output_tokens_per_s_per_user']:,.1f}")
         t.add_row("tokens/s (system)", f"{d['output_tokens_per_s']:,.1f}")
         t.add_row("bottleneck prefill / decode", f"[bold]{d['bottleneck_prefill']}[/] / [bold]{d['bottleneck_decode']}[/]")
-        t.add_row("$ per Mtok input / output", f"{u.usd(d['cost_per_mtok_input_usd'])} / {u.usd(d['cost_per_mtok_output_usd'])}")
+        t.add_row("$ per Mtok input", u.usd(d["cost_per_mtok_input_usd"]))
+        t.add_row("$ per Mtok output: decode only / whole request",
+                  f"{u.usd(d['cost_per_mtok_output_usd'])} / {u.usd(d['cost_per_mtok_output_request_usd'])}")
         if d["energy_j_per_output_token"] is not None:
             t.add_row("energy per output token (at TDP)", f"{d['energy_j_per_output_token']:.3g} J")
     c = _console()
@@ -99,7 +101,7 @@ def hyperbola_table(h) -> None:
     from rich.table import Table
     d = h.to_dict()
     t = Table(title=f"{h.setup.model.name} on {h.setup.chips} x {h.setup.hardware.id}: decode at context {h.context:,}")
-    for col in ("batch", "step", "tok/s/user", "tok/s", "$/Mtok out", "weights", "KV", "bound"):
+    for col in ("batch", "step", "tok/s/user", "tok/s", "$/Mtok out (decode)", "weights", "KV", "bound"):
         t.add_column(col, justify="right")
     pts = d["points"]
     idx = sorted({0, len(pts) - 1} | {i for i, p in enumerate(pts) if p["batch"] & (p["batch"] - 1) == 0})
@@ -145,34 +147,58 @@ def coverage_table(cov: dict) -> None:
     c.print(t2)
 
 
-def validation_table(v) -> None:
+def validation_table(v, physics=None) -> None:
+    """Every row, then held-out median errors by regime / MoE-dense / vendor, the pure-roofline check, the fitted
+    parameters with their edges, and the row counts (v: analyses.calibration.validate.Validation; physics: the same
+    for the issue-16 model, when the engine provides it)."""
     from rich.table import Table
     c = _console()
-    t = Table(title="Predicted vs published measurements")
-    for col in ("id", "metric", "measured", "roofline", "err", "calibrated*", "err", "flag"):
+    pct = lambda y: f"{y:.0%}" if y is not None else "-"  # noqa: E731
+    t = Table(title=f"Predicted vs published measurements (model {v.model.name!r})")
+    for col in ("id", "regime", "metric", "measured", "pure roofline", "defaults", "LOSO", "err", "LORO", "err", "flag"):
         t.add_column(col, overflow="fold")
     for d in v.rows():
         if "skipped" in d:
             continue
-        cal = d.get("predicted_calibrated_heldout")
-        t.add_row(d["id"][:48], d["metric"], f"{d['measured']:.4g}", f"{d['predicted_roofline']:.4g}",
-                  f"{d['ape_roofline']:.0%}", f"{cal:.4g}" if cal is not None else "-",
-                  f"{d['ape_calibrated_heldout']:.0%}" if cal is not None else "-",
-                  "beats roofline" if d["beats_pure_roofline"] else "")
+        h, e = d["predicted_heldout"], d["ape_heldout"]
+        t.add_row(d["id"][:48], d["regime"], d["metric"], f"{d['measured']:.4g}", f"{d['predicted_pure_roofline']:.4g}",
+                  f"{d['predicted_roofline']:.4g}", f"{h['loso']:.4g}" if h["loso"] is not None else "-",
+                  pct(e["loso"]), f"{h['loro']:.4g}" if h["loro"] is not None else "-", pct(e["loro"]),
+                  "beats roofline" if d["beats_pure_roofline"] else ("not scored" if "not_scored" in d else ""))
     c.print(t)
+    for w in ([v] if physics is None else [v, physics]):
+        s = w.summary()
+        med = s["median_ape"]
+        cols = ("pure_roofline", "roofline_defaults", "loso", "loro", "lovo", "lomo")
+        for grouping, title in (("regime", "regime"), ("moe", "MoE / dense"), ("vendor", "chip vendor")):
+            t2 = Table(title=f"Median |error| by {title}, model {w.model.name!r} (held out: LOSO source, LORO regime, "
+                             "LOVO vendor, LOMO MoE/dense left out of the fit)")
+            for col in (title, "rows", "pure roofline", "defaults", "LOSO", "LORO", "LOVO", "LOMO"):
+                t2.add_column(col)
+            for g, x in med["pure_roofline"][grouping].items():
+                t2.add_row(g, str(x["rows"]), *[pct(med[k][grouping].get(g, {}).get("median_ape")) for k in cols])
+            a = med["pure_roofline"]["all"]
+            t2.add_row("all", str(a["rows"]), *[pct(med[k]["all"]["median_ape"]) for k in cols])
+            c.print(t2)
+        f = s["faster_than_pure_roofline"]
+        c.print(f"predictions faster than the pure roofline: {f['count']} (must be 0)")
+        for r in f["rows"]:
+            c.print(f"  [red]{r['id']}[/]: {r['prediction']} {r['value']:.4g} vs bound {r['pure_roofline']:.4g}")
+        t3 = Table(title=f"Fitted parameters, model {w.model.name!r} (in-sample fit on {s['rows']['scored']} rows)")
+        for col in ("parameter", "group", "value", "bounds", "rows", "edge"):
+            t3.add_column(col)
+        for d in w.parameters():
+            t3.add_row(d["name"], d["group"], f"{d['value']:.4g}", f"{d['bounds'][0]:.4g} - {d['bounds'][1]:.4g}",
+                       str(d["rows"]), f"[red]{d['at_edge']} bound: physics missing[/]" if d["at_edge"] else "")
+        c.print(t3)
     s = v.summary()
-    t2 = Table(title="Median absolute percentage error (*calibrated: held out, leave-one-source-out)")
-    for col in ("regime", "rows", "roofline", "calibrated*", "beat the pure roofline"):
-        t2.add_column(col)
-    for g in ("decode", "prefill", "mixed", "moe", "training", "all"):
-        x = s[g]
-        f = lambda y: f"{y:.0%}" if y is not None else "-"  # noqa: E731
-        t2.add_row(g, str(x["rows"]), f(x["median_ape_roofline"]), f(x["median_ape_calibrated_heldout"]),
-                   str(x["beats_pure_roofline"]))
-    c.print(t2)
-    if "median_mfu_points_off" in s["training"]:
-        c.print(f"training MFU: median {s['training']['median_mfu_points_off']:.1f} points off")
-    c.print(f"{s['skipped']} rows skipped (reasons in --json): batch unpublished, layouts tokenmath cannot express yet")
-    c.print("calibrated efficiencies: " + "; ".join(f"{k}: flops {r['flops']}, bw {r['memory_bw']}, "
-                                                    f"{r['layer_overhead_s'] * 1e6:.0f} us/layer"
-                                                    for k, r in v.calibration_table().items()))
+    if s["measured_beats_pure_roofline"]:
+        c.print("measurements faster than the pure roofline (data or configuration wrong, see --json flag): "
+                + ", ".join(s["measured_beats_pure_roofline"]))
+    for k, x in s["training"].items():
+        c.print(f"training: {k.replace('_', ' ')} {x:.1f}")
+    cnt = v.counts()
+    c.print("rows (scored/all) by " + "; ".join(
+        f"{g}: " + ", ".join(f"{k} {n['scored']}/{n['rows']}" for k, n in cnt[g].items()) for g in ("regime", "vendor", "engine")))
+    c.print(f"{s['rows']['skipped']} rows skipped (reasons in --json): batch unpublished, layouts tokenmath cannot "
+            "express or fit in its memory model")

@@ -8,8 +8,9 @@ import os
 import re
 from pathlib import Path
 
-from tokenmath.base.errors import InputError
+from tokenmath.base.files import check_destination, write_atomic
 
+SUFFIXES = (".toml", ".json")
 HEADER = ("tokenmath hardware file written by `tokenmath measure` "
           "(catalog schema; see src/tokenmath/data/hardware.toml)")
 
@@ -56,14 +57,12 @@ def to_toml(rec: dict, header: str = "") -> str:
 
 
 def write_hardware_file(rec: dict, path: str | os.PathLike) -> str:
-    """Write rec as TOML or JSON by the path's suffix; InputError("out") for another suffix or a missing folder."""
-    p = Path(path)
-    if p.suffix.lower() not in (".toml", ".json"):
-        raise InputError("out", f"unsupported file type {p.suffix or '(none)'!r}", "a .toml or .json path")
-    if p.parent and not p.parent.exists():
-        raise InputError("out", f"folder {str(p.parent)!r} does not exist", "an existing folder")
-    if p.suffix.lower() == ".json":
-        p.write_text(json.dumps(rec, indent=2) + "\n")
+    """Write rec as TOML or JSON by the path's suffix, whole or not at all (tokenmath.base.files.write_atomic: no
+    link followed; a file tokenmath did not write is replaced only when `path` carries --force); InputError("out")
+    for another suffix or a path problem. Both forms carry "`tokenmath measure`" near their start (ours)."""
+    dest = check_destination(path, "out", SUFFIXES)
+    if Path(dest).suffix.lower() == ".json":
+        text = json.dumps(rec, indent=2) + "\n"
     else:
-        p.write_text(to_toml(rec, header=HEADER))
-    return str(p)
+        text = to_toml(rec, header=HEADER)
+    return write_atomic(dest, text, "out")

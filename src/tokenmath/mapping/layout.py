@@ -12,7 +12,8 @@ chips = tp x pp x ep x dp x cp.
 - cp: context parallelism for long prompts: cp chips (each holding the same weight shard) share the same sequences;
   a prompt is split into cp chunks, attention runs as a ring that passes KV blocks between them (ring attention,
   Liu et al. 2023), and the KV cache of a sequence stays split cp ways. Default 1 (no change to any other figure).
-Chips are ordered tp (innermost), ep, cp, pp, dp: a group stays inside one scale-up domain while its span fits.
+Chips are ordered tp (innermost), ep, cp, pp, dp from a domain boundary: a group stays inside one scale-up domain
+when its size divides the domain; other sizes straddle a boundary somewhere (placement.py counts the domains).
 Arrays broadcast, so a sweep over layouts is one call.
 """
 from __future__ import annotations
@@ -79,37 +80,65 @@ def _as_int_array(v, field: str) -> np.ndarray:
 
 
 def make_layout(m: Model, chips=None, tp=None, pp=None, ep=None, dp=None, cp=None) -> Layout:
-    """Resolve and check a layout. Missing degrees default to 1, except that when only `chips` is given the
-    remaining chips go to tp (dense) or to ep (MoE, after tp fills a KV-head-friendly width)."""
-    pp_ = _as_int_array(1 if pp is None else pp, "pp")
-    ep_ = _as_int_array(1 if ep is None else ep, "ep")
-    dp_ = _as_int_array(1 if dp is None else dp, "dp")
-    cp_ = 1 if cp is None else _as_int_array(cp, "cp")
-    others = pp_ * ep_ * dp_ * cp_
-    if tp is None:
-        if chips is None:
-            tp_ = np.asarray(1)
-        else:
-            c = _as_int_array(chips, "chips")
-            rest = c // others
-            if np.any(rest * others != c):
-                raise InputError("chips", f"{chips} chips do not divide into pp={pp} x ep={ep} x dp={dp}"
-                                 + (f" x cp={cp}" if cp is not None else ""),
-                                 "a multiple of pp x ep x dp" + (" x cp" if cp is not None else ""))
-            tp_ = rest
-    else:
-        tp_ = _as_int_array(tp, "tp")
-    lay = Layout(tp_, pp_, ep_, dp_) if cp is None else Layout(tp_, pp_, ep_, dp_, cp_)
+    """Resolve and check one serving layout (chips = tp x pp x ep x dp x cp). The degrees given are kept; the others
+    are 1, except that the chips the given ones leave (`chips` / their product) go
+    - when tp is not given, where a serving engine spreads a model by default (see default_spread): all to tp for
+      a dense model (or a MoE model whose ep is given); for a MoE model, tp up to its KV-head width, then ep;
+    - when tp is given, to dp (replicas), as `train` does; when dp is given too, the product must equal chips."""
+    deg = {k: _one_int(v, k) for k, v in (("tp", tp), ("pp", pp), ("ep", ep), ("dp", dp), ("cp", cp))}
+    tp_, pp_, ep_, dp_, cp_ = (deg[k] or 1 for k in ("tp", "pp", "ep", "dp", "cp"))
     if chips is not None:
-        c = _as_int_array(chips, "chips")
-        if np.any(lay.chips != c):
-            if cp is None:
-                raise InputError("chips", f"{chips} chips but tp x pp x ep x dp = {tp_} x {pp_} x {ep_} x {dp_} = {lay.chips}",
-                                 "degrees whose product equals --chips")
-            raise InputError("chips", f"{chips} chips but tp x pp x ep x dp x cp = {tp_} x {pp_} x {ep_} x {dp_} x {cp_}"
-                             f" = {lay.chips}", "degrees whose product equals --chips")
+        n = _one_int(chips, "chips")
+        given = tp_ * pp_ * ep_ * dp_ * cp_
+        names = " x ".join(f"{k}={v}" for k, v in deg.items() if v is not None) or "1"
+        if n % given:
+            raise InputError("chips", f"{n} chips do not divide into {names}", f"a multiple of {given}")
+        rest = n // given
+        if rest > 1 and deg["tp"] is None:
+            t, e, d = default_spread(m, rest, ep_given=deg["ep"] is not None, dp_given=deg["dp"] is not None)
+            tp_, ep_, dp_ = t, ep_ * e, dp_ * d
+        elif rest > 1 and deg["dp"] is None:
+            dp_ = rest
+        elif rest > 1:
+            raise InputError("chips", f"{n} chips but {names} = {given} chips",
+                             "degrees whose product equals --chips, or leave dp out to take the rest")
+    lay = Layout(tp_, pp_, ep_, dp_) if cp is None else Layout(tp_, pp_, ep_, dp_, cp_)
     check_layout(m, lay)
     return lay
+
+
+def default_spread(m: Model, chips: int, ep_given: bool = False, dp_given: bool = False) -> tuple[int, int, int]:
+    """(tp, ep, dp) for `chips` chips when the user names no tp: the layout serving engines use by default.
+
+    Dense model: tensor parallelism over all of them (vLLM/SGLang --tp N).
+    MoE model: attention tensor-parallel only as far as the KV cache splits by heads without copies (tp up to
+    n_kv_heads for GQA; tp = 1 for MLA, whose single latent every TP rank would hold whole), attention
+    data-parallel over the remaining tp-groups and the routed experts expert-parallel over them (ep <= experts;
+    beyond that, replicas). Sources: vLLM docs "Data Parallel Deployment" (for MoE models with MLA such as DeepSeek,
+    data parallel attention with expert or tensor parallel experts; --enable-expert-parallel) and "Expert Parallel
+    Deployment" (EP is coupled with DP); SGLang --enable-dp-attention with --ep (DeepSeek usage docs: TP+DP
+    attention recommended on 8 x H200); DeepSeek-V3 technical report, Sec. 3.4 (decoding: DP attention, EP experts).
+    The engines' own flags default to TP everywhere; this is the deployment their MoE recipes recommend (see
+    ../shared/reference/engines.md, DP/EP rows). ep_given: tp takes the chips; dp_given: no replicas added."""
+    if not m.is_moe or ep_given:
+        return chips, 1, 1
+    width = 1 if m.is_mla else m.kv_heads
+    tp = max(d for d in range(1, min(width, chips) + 1) if chips % d == 0 and tp_ok(m, d))
+    groups = chips // tp
+    ep = max(d for d in range(1, min(m.n_experts, groups) + 1) if groups % d == 0)
+    if dp_given:           # no replicas beyond those asked for: the experts' cap leaves the rest to tp
+        return tp * groups // ep, ep, 1
+    return tp, ep, groups // ep
+
+
+def _one_int(v, field: str) -> int | None:
+    """None, or one positive integer (a question takes one layout; tokenmath.sweep takes many)."""
+    if v is None:
+        return None
+    a = _as_int_array(v, field)
+    if a.ndim:
+        raise InputError(field, "this question takes one layout; use tokenmath.sweep for many", "a single integer")
+    return int(a)
 
 
 def admissible(m: Model, tp=1, pp=1, ep=1):

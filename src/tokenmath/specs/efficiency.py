@@ -17,6 +17,11 @@ ceiling does not contain. PEAK (all 1.0) is the pure roofline bound that no pred
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tokenmath.specs.kernels import KernelModel
+    from tokenmath.specs.serving_engines import EngineProfile
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,8 @@ class Efficiency:
     link_bw: float = 0.80     # fraction of link bandwidth a collective sustains (NCCL bus bandwidth / line rate)
     source: str = "kernel microbenchmark ceilings (see tokenmath.specs.efficiency)"
     layer_overhead_s: float = 0.0   # fixed time per layer per forward pass (launches, syncs); fitted, see calibrated()
+    kernels: "KernelModel | None" = None        # shape-aware kernel model of the chip class (None: flat fractions)
+    engine: "EngineProfile | None" = None       # the serving engine's per-step costs and limits (None: none)
 
     def __post_init__(self):
         if not (isinstance(self.layer_overhead_s, (int, float)) and 0 <= self.layer_overhead_s < 1):
@@ -42,19 +49,20 @@ DEFAULT = Efficiency()
 PEAK = Efficiency(1.0, 1.0, 1.0, "peak (pure roofline)")
 
 
-def default_for(hardware_id: str) -> Efficiency:
+def default_for(hardware) -> Efficiency:
     """What the serving analyses use unless told otherwise: the efficiencies calibrated on published measurements
     (see calibrated()). DEFAULT (kernel ceilings) and PEAK (pure roofline) stay one argument away."""
-    return calibrated(hardware_id)
+    return calibrated(hardware)
 
 
-def calibrated(hardware_id: str) -> Efficiency:
+def calibrated(hardware) -> Efficiency:
     """Efficiencies fitted on published measurements (data/calibration.toml, written by `tokenmath validate
-    --write-calibration`): per hardware family, else the all-rows fit. Provenance travels in `source`."""
+    --write-calibration`): per hardware family, else the all-rows fit. Provenance travels in `source`.
+    hardware: a Hardware or System (its chip's family, see specs/families.py) or a chip or system id."""
     from tokenmath.specs.families import family
     from tokenmath.specs.catalog import shipped
     cal = shipped("calibration.toml")
-    fam = family(hardware_id)
+    fam = family(hardware)
     rec = cal["family"].get(fam) or cal["family"]["_all"]
     which = fam if fam in cal["family"] else "all rows"
     return Efficiency(rec["flops"], rec["memory_bw"], rec.get("link_bw", 0.8),

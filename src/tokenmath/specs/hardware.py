@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
 from tokenmath.base.errors import InputError, show, unknown_name
+from tokenmath.specs.families import NAMES as FAMILY_NAMES, of_chip
 
 FLOP_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
@@ -52,6 +53,8 @@ class Hardware:
     kind: str = "gpu"
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     notes: str = ""
+    caveats: tuple = ()            # figures without a source, or marked ASSUMED: every answer's notes carry them
+    family: str = ""               # calibration family (specs/families.py): a catalog chip's, or a file's `family`
 
     def peak_flops(self, compute: str) -> float:
         """Dense FLOP/s for matmuls on `compute` (a dtype key), falling back where the chip lacks that path."""
@@ -79,7 +82,31 @@ class Hardware:
 
 KNOWN_KEYS = ("id", "name", "vendor", "kind", "release_year", "memory_gb", "memory_bw_tbs", "tflops", "scaleup_domain",
               "scaleup_gbs", "scaleup_link", "scaleout_gbs", "scaleup_latency_us", "scaleout_latency_us", "tdp_w",
-              "price_usd_per_hour", "price_date", "notes", "sources", "measured")
+              "price_usd_per_hour", "price_date", "notes", "sources", "measured", "family")
+
+
+# which `sources` entry vouches for each figure of a record (the catalog schema)
+FIGURE_SOURCES = {"memory_gb": "memory", "memory_bw_tbs": "memory", "tflops": "flops", "scaleup_gbs": "scaleup",
+                  "scaleout_gbs": "scaleout", "tdp_w": "power", "price_usd_per_hour": "price"}
+
+
+def caveats(hid: str, rec: dict) -> tuple[str, ...]:
+    """Figures a record gives without a source, or whose source says ASSUMED. Only for records that carry a
+    `sources` table (the catalog, `tokenmath measure` files): in a hand-written file the user is the source."""
+    src = rec.get("sources")
+    if not isinstance(src, dict) or not src:
+        return ()
+    out = []
+    for key, group in FIGURE_SOURCES.items():
+        if key not in rec or (key == "scaleup_gbs" and rec.get("scaleup_domain", 1) == 1):
+            continue
+        s = str(src.get(group, "") or "")
+        shown = show(rec[key]) if not isinstance(rec[key], dict) else "the table"
+        if not s:
+            out.append(f"{hid}: {key} = {shown} has no source in the catalog")
+        elif s.lstrip().upper().startswith("ASSUMED"):
+            out.append(f"{hid}: {key} = {shown} is assumed, not sourced ({s.split(';')[0].strip()})")
+    return tuple(out)
 
 
 def record_number(rec: dict, key: str, field: str, required: bool, lo: float, hi: float) -> float | None:
@@ -121,9 +148,18 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
     if isinstance(dom, bool) or not isinstance(dom, int) or not 1 <= dom <= 1_000_000:
         raise InputError(f"{field}.scaleup_domain", f"{show(dom)} is not a chip count", "an integer between 1 and 1000000")
     up = record_number(rec, "scaleup_gbs", field, False, 1e-3, 1e6)
+    if up is None and dom > 1:
+        raise InputError(f"{field}.scaleup_gbs", f"missing: scaleup_domain = {dom} puts {dom} chips on one link, "
+                         "and how fast that link is decides every collective",
+                         "GB/s per chip, one direction: e.g. 450 for NVLink 4 (H100 SXM), 900 for NVLink 5, 64 for "
+                         "PCIe Gen5 x16, 32 for PCIe Gen4 x16; or scaleup_domain = 1 for chips that share no link")
     out = record_number(rec, "scaleout_gbs", field, False, 1e-3, 1e6)
     lat_up = record_number(rec, "scaleup_latency_us", field, False, 0.0, 1e6)
     lat_out = record_number(rec, "scaleout_latency_us", field, False, 0.0, 1e6)
+    fam = rec.get("family", "")
+    if fam and fam not in FAMILY_NAMES:
+        raise InputError(f"{field}.family", f"unknown hardware family {show(fam)}",
+                         f"one of {', '.join(FAMILY_NAMES)} (the efficiencies calibrated for it)")
     return Hardware(
         id=hid,
         name=str(rec.get("name", hid)),
@@ -131,7 +167,7 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
         memory_bw=bw * 1e12,
         flops=MappingProxyType(flops),
         scaleup_domain=dom,
-        # a lone card with no scale-up link still talks over PCIe; without a figure, assume PCIe Gen4 x16 (32 GB/s)
+        # a domain of one chip has no scale-up traffic (its chips only talk over scale-out); the figure is never used
         scaleup_bw=(up if up is not None else 32.0) * 1e9,
         scaleout_bw=out * 1e9 if out is not None else None,
         scaleup_latency=lat_up * 1e-6 if lat_up is not None else DEFAULT_SCALEUP_LATENCY_S,
@@ -143,6 +179,8 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
         kind=str(rec.get("kind", "gpu")),
         sources=MappingProxyType(dict(rec.get("sources", {})) if isinstance(rec.get("sources"), dict) else {}),
         notes=str(rec.get("notes", "")),
+        caveats=caveats(hid, rec),
+        family=str(fam or ""),
     )
 
 
@@ -163,7 +201,7 @@ def get_hardware(spec: "str | Hardware") -> Hardware:
     cat = catalog()
     key = spec.lower()
     if key in cat:
-        return from_record(key, cat[key], field=f"hardware[{key}]")
+        return from_record(key, cat[key], field=f"hardware[{key}]").replace(family=of_chip(key))
     if looks_like_path(spec):
         data = read_user_file(spec, "hardware")
         # a file may hold one chip (flat) or several tables; take the single one

@@ -31,3 +31,17 @@ def kv_bytes_per_sequence(m: Model, context, kv_bytes: float):
     if m.n_sliding_layers:
         held = held + m.n_sliding_layers * np.minimum(context, m.sliding_window)
     return per_layer * held
+
+
+def context_holding(m: Model, nbytes: float, kv_bytes: float) -> float | None:
+    """The context (tokens, real-valued) at which one sequence holds `nbytes` of KV: the inverse of
+    kv_bytes_per_sequence, piecewise linear (all layers grow until the sliding window, then only the full layers).
+    None where it never does (every layer sliding and nbytes above what the windows hold)."""
+    per_layer = kv_values_per_token_per_layer(m) * kv_bytes
+    token_layers = float(nbytes) / per_layer            # tokens summed over the layers
+    n_full, n_sl, w = m.n_full_layers, m.n_sliding_layers, m.sliding_window
+    if n_sl and token_layers <= (n_full + n_sl) * w:
+        return token_layers / (n_full + n_sl)
+    if not n_full:
+        return None
+    return (token_layers - n_sl * w) / n_full

@@ -3,7 +3,7 @@
 Providers price near cost, so a price is cost / (utilization x (1 - margin)). What a provider does not publish
 (hardware, its $/hour, margin, utilization, batch, dtype, context mix) are explicit priors below; every sample of
 them plus a hypothetical model (active params, total params, KV bytes) predicts the prices through the engine's
-closed form (engine/napkin.py). Samples are weighted by how well they reproduce the observed prices (log-normal
+closed form (engine/closed_form.py). Samples are weighted by how well they reproduce the observed prices (log-normal
 price noise), and the answer is the weighted 10th/50th/90th percentiles: an 80% interval and a median.
 
 What each price constrains:
@@ -22,8 +22,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tokenmath.engine.closed_form import decode_chip_s_per_token, decode_step_s, prefill_chip_s_per_token
+from tokenmath.engine.forward import pair_flops
 from tokenmath.base.errors import InputError
+from tokenmath.base.validators import MAX_TOKENS
 from tokenmath.specs.hardware import get_hardware
+from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
 
 
 @dataclass(frozen=True)
@@ -46,16 +49,26 @@ class Priors:
     moe_share: float = 0.5               # probability that the model is a MoE
     moe_ratio: tuple = (2.0, 50.0)       # total / active params of a MoE (log-uniform)
     kv_coef: tuple | None = None         # KV bytes per token / sqrt(active params), bf16; None: from the catalog
-    kv_fp8_share: float = 0.5            # probability the KV cache is stored in fp8 (half the bytes)
-    attn_flops_per_kv_byte: tuple = (1.0, 16.0)   # g in engine/napkin.py (log-uniform)
+    kv_fp8_share: float = 0.5            # probability the KV cache is stored in fp8 (half the bytes, so twice the g)
+    # g in engine/closed_form.py: attention FLOPs per byte of bf16 KV read (attn_flops_per_kv_byte below). MHA 1,
+    # GQA the query heads per KV head (Llama 3.1 70B: 8; the catalog's GQA models span 2-16), log-uniform
+    attn_flops_per_kv_byte: tuple = (1.0, 16.0)
+    # MLA (DeepSeek-V2/V3, Kimi K2) reads a compressed latent shared by all heads: DeepSeek-V3's g is 241.8.
+    # mla_share: probability the attention is MLA (21 of the 93 open-weight rows of data/api_prices.toml are MLA
+    # models); mla_attn_flops_per_kv_byte: its g range, None = the catalog's MLA models widened 1.5x (log-uniform)
+    mla_share: float = 0.2
+    mla_attn_flops_per_kv_byte: tuple | None = None
     cache_ttl_s: tuple = (60.0, 3600.0)  # how long a cached prompt's KV waits in HBM (log-uniform)
     chips_max: int = 72                  # largest replica considered for the speed bound
     price_noise: float = 0.30            # log-sd between a price and cost/(u(1-m)): rounding and strategy
     # list price / the closed form's cost at the priors: fitted on the shipped open-weight prices with
-    # leave-one-provider-out validation (calibrate_cost_scale; data/calibration.toml [deduce]); 1.0 = uncalibrated
+    # leave-one-provider-out validation (calibrate.calibrate_cost_scale; data/deduce_calibration.toml); 1.0 = uncalibrated
     cost_scale: float = field(default_factory=lambda: _shipped_cost_scale())
     samples: int = 200_000
     seed: int = 0
+
+    def mla_range(self) -> tuple[float, float]:
+        return self.mla_attn_flops_per_kv_byte or catalog_mla_attn_flops_per_kv_byte()
 
 
 def _shipped_cost_scale() -> float:
@@ -73,6 +86,74 @@ def catalog_kv_coef() -> tuple[float, float]:
     from tokenmath.specs.params import count_params
     r = [kv_bytes_per_token(m, 2.0) / math.sqrt(count_params(m).active) for m in map(get_model, model_ids())]
     return min(r) / 1.5, max(r) * 1.5
+
+
+def attn_flops_per_kv_byte(m, kv_bytes: float = 2.0) -> float:
+    """Decode attention FLOPs per byte of KV read (g of engine/closed_form.py): the engine's FLOPs per (query, cached
+    token) pair of one layer over the KV bytes that token holds in that layer."""
+    return pair_flops(m, "decode") / (kv_values_per_token_per_layer(m) * kv_bytes)
+
+
+def catalog_mla_attn_flops_per_kv_byte() -> tuple[float, float]:
+    """Range of g (bf16 KV) over the catalog's MLA models, widened 1.5x each way (as catalog_kv_coef)."""
+    from tokenmath.specs.model_catalog import get_model, model_ids
+    r = [attn_flops_per_kv_byte(m) for m in map(get_model, model_ids()) if m.is_mla]
+    return min(r) / 1.5, max(r) * 1.5
+
+
+def attention_prior(pr: "Priors", rng, n):
+    """(g, kv_scale) per sample: g from the MLA range with probability mla_share, else from the MHA/GQA range, at
+    bf16 KV; with probability kv_fp8_share the KV is fp8: half the bytes per token (kv_scale 0.5), so twice the g."""
+    mla = rng.random(n) < pr.mla_share
+    g = np.where(mla, _loguni(rng, *pr.mla_range(), n), _loguni(rng, *pr.attn_flops_per_kv_byte, n))
+    kv_scale = np.where(rng.random(n) < pr.kv_fp8_share, 0.5, 1.0)
+    return g / kv_scale, kv_scale
+
+
+# Physical ranges of the priors and options (check_priors): outside them the answer means nothing.
+PRIOR_RANGES = {
+    "margin": (0.0, 0.95, "a gross margin: fractions LOW,HIGH within [0, 0.95] (0.95 = price 20x cost)"),
+    "utilization": (0.01, 1.0, "fractions LOW,HIGH within [0.01, 1] of paid chip time serving at the planned batch"),
+    "batch": (1.0, 1e5, "concurrent sequences per replica, LOW,HIGH within [1, 100000]"),
+    "chip_cost_factor": (0.01, 100.0, "multipliers LOW,HIGH on the catalog $/chip-hour within [0.01, 100]"),
+    "context": (1.0, float(MAX_TOKENS), f"tokens LOW,HIGH within [1, {MAX_TOKENS:,}]"),
+    "prompt_len": (1.0, float(MAX_TOKENS), f"tokens LOW,HIGH within [1, {MAX_TOKENS:,}]"),
+    "active_params": (1e6, 1e15, "parameters LOW,HIGH within [1e6, 1e15]"),
+    "moe_ratio": (1.0, 1e4, "total / active parameters LOW,HIGH within [1, 10000]"),
+    "attn_flops_per_kv_byte": (0.1, 1e4, "FLOPs per KV byte LOW,HIGH within [0.1, 10000]"),
+    "cache_ttl_s": (1.0, 1e7, "seconds LOW,HIGH within [1, 1e7]"),
+}
+PRICE_NOISE = (0.01, 3.0)   # log-sd: 1% (price rounding) to a factor e^3 = 20 per sd (prices carry no information)
+SAMPLES = (1_000, 2_000_000)
+
+
+def check_priors(pr: "Priors") -> None:
+    """Every range inside its physical bounds (PRIOR_RANGES), or an InputError naming the prior."""
+    hw = pr.hardware
+    if not hw or any(not (isinstance(w, (int, float)) and w > 0) for _, w in hw):
+        raise InputError("hardware", f"{hw!r} is not a hardware prior", "one or more catalog chip ids with a price, "
+                         "e.g. h100-sxm,h200 (each with a positive weight)")
+    for name, (lo, hi, valid) in PRIOR_RANGES.items():
+        v = getattr(pr, name)
+        try:
+            a, b = (float(x) for x in v)
+        except (TypeError, ValueError):
+            raise InputError(name, f"{v!r} is not a range LOW,HIGH", valid) from None
+        if not (math.isfinite(a) and math.isfinite(b) and lo <= a <= b <= hi):
+            raise InputError(name, f"{a:g},{b:g} is outside the physical range", valid)
+    for name, v in (("moe_share", pr.moe_share), ("mla_share", pr.mla_share), ("kv_fp8_share", pr.kv_fp8_share)):
+        if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+            raise InputError(name, f"{v!r} is not a probability", "a number in [0, 1]")
+    if not (isinstance(pr.price_noise, (int, float)) and PRICE_NOISE[0] <= pr.price_noise <= PRICE_NOISE[1]):
+        raise InputError("price_noise", f"{pr.price_noise!r} is out of range",
+                         f"a log-sd from {PRICE_NOISE[0]:g} (prices known to 1%) to {PRICE_NOISE[1]:g} (a factor "
+                         "e^3 = 20 per sd; beyond it the prices are ignored and the answer is the prior)")
+    if not (isinstance(pr.cost_scale, (int, float)) and 0.01 <= pr.cost_scale <= 100):
+        raise InputError("cost_scale", f"{pr.cost_scale!r} is out of range", "a factor in [0.01, 100]")
+    if isinstance(pr.samples, bool) or not isinstance(pr.samples, int) or not SAMPLES[0] <= pr.samples <= SAMPLES[1]:
+        raise InputError("samples", f"{pr.samples!r} is out of range",
+                         f"an integer from {SAMPLES[0]:,} (fewer cannot weight the priors) to {SAMPLES[1]:,} "
+                         "(memory: about 1 GB)")
 
 
 def _loguni(rng, lo, hi, n):
@@ -122,6 +203,18 @@ def _check_price(v, field, required=True):
     return f
 
 
+def _check_threshold(v):
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise InputError("long_context_threshold", f"{v!r} is not a number", "tokens, e.g. 200000") from None
+    if not (math.isfinite(f) and 1 <= f <= MAX_TOKENS):
+        raise InputError("long_context_threshold", f"{v!r} is out of range", f"tokens from 1 to {MAX_TOKENS:,}")
+    return f
+
+
 def deduce(input_price, output_price, *, cached_input_price=None, long_context_threshold=None, long_input_price=None,
            long_output_price=None, output_speed=None, priors: Priors | None = None, hardware=None) -> Deduction:
     """Prices in $ per million tokens; output_speed in tokens/s per user. hardware: an id or list narrows the prior."""
@@ -129,15 +222,19 @@ def deduce(input_price, output_price, *, cached_input_price=None, long_context_t
     if hardware:
         ids = [hardware] if isinstance(hardware, str) else list(hardware)
         pr = replace(pr, hardware=tuple((h, 1.0 / len(ids)) for h in ids))
+    check_priors(pr)
     obs = Observed(_check_price(input_price, "input_price"), _check_price(output_price, "output_price"),
                    _check_price(cached_input_price, "cached_input_price", False),
-                   _check_price(long_context_threshold, "long_context_threshold", False),
+                   _check_threshold(long_context_threshold),
                    _check_price(long_input_price, "long_input_price", False),
                    _check_price(long_output_price, "long_output_price", False),
                    _check_price(output_speed, "output_speed", False))
     if obs.long_threshold and (obs.long_output_price is None and obs.long_input_price is None):
         raise InputError("long_output_price", "a long-context threshold needs the prices above it",
                          "--long-input-price and/or --long-output-price")
+    if obs.long_threshold is None and (obs.long_output_price is not None or obs.long_input_price is not None):
+        raise InputError("long_context_threshold", "missing: a long-context price applies above a threshold",
+                         "--long-context-threshold TOKENS, e.g. 200000")
     hws = [get_hardware(h) for h, _ in pr.hardware]
     for h in hws:
         if h.price_usd_per_hour is None:
@@ -168,8 +265,8 @@ def deduce(input_price, output_price, *, cached_input_price=None, long_context_t
     moe = rng.random(n) < pr.moe_share
     Nt = Na * np.where(moe, _loguni(rng, *pr.moe_ratio, n), 1.0)
     kc = pr.kv_coef or catalog_kv_coef()
-    K = _loguni(rng, *kc, n) * np.sqrt(Na) * np.where(rng.random(n) < pr.kv_fp8_share, 0.5, 1.0)
-    g = _loguni(rng, *pr.attn_flops_per_kv_byte, n)
+    g, kv_scale = attention_prior(pr, rng, n)
+    K = _loguni(rng, *kc, n) * np.sqrt(Na) * kv_scale
     eff_usd_s = usd_h / 3600.0 / (util * (1 - margin))     # $ per chip-second of useful serving, margin included
 
     preds = {"input_price": prefill_chip_s_per_token(Na, Nt, q, K, L, B, F, W, g) * eff_usd_s * 1e6,
@@ -219,6 +316,8 @@ def deduce(input_price, output_price, *, cached_input_price=None, long_context_t
                "priors": {"hardware": [h for h, _ in pr.hardware], "margin": pr.margin, "utilization": pr.utilization,
                           "chip_cost_factor": pr.chip_cost_factor, "batch": pr.batch, "weight_dtype": dnames,
                           "price_noise": pr.price_noise, "active_params": pr.active_params,
+                          "attn_flops_per_kv_byte": {"mha_gqa": pr.attn_flops_per_kv_byte, "mla": pr.mla_range(),
+                                                     "mla_share": pr.mla_share},
                           "cost_scale": pr.cost_scale}}
     return Deduction(obs, pr, summary, _scenario(obs, pr, hws))
 
@@ -256,101 +355,3 @@ def _scenario(obs: Observed, pr: Priors, hws) -> dict:
     return {"hardware": h.id, "usd_per_hour": h.price_usd_per_hour, "cost_factor": cf, "margin": m, "utilization": ut,
             "usd_per_chip_s": usd_s, "chip_s_in": cs_in, "chip_s_out": cs_out, "peak": peak, "flops_eff": fe,
             "n_active_from_input": na, "batch": B, "chip_s_out_pred": pred_out}
-
-
-def coverage(priors: Priors | None = None, rows=None) -> dict:
-    """Run deduce over the shipped open-weight price rows: how often the true active params fall in the 80%
-    interval, and the median error of the median (as a factor). Closed models: their deduced sizes."""
-    from tokenmath.specs.catalog import shipped
-    from tokenmath.specs.model_catalog import get_model
-    from tokenmath.specs.params import count_params
-    rows = rows if rows is not None else shipped("api_prices.toml").get("price", [])
-    open_rows, closed_rows = [], []
-    for r in rows:
-        kw = dict(cached_input_price=r.get("cached_input_usd_per_mtok") or None,
-                  long_context_threshold=r.get("long_context_threshold"),
-                  long_input_price=r.get("long_input_usd_per_mtok"), long_output_price=r.get("long_output_usd_per_mtok"),
-                  output_speed=r.get("output_tokens_per_s") or None, priors=priors)
-        try:
-            d = deduce(r["input_usd_per_mtok"], r["output_usd_per_mtok"], **kw).summary
-        except InputError as e:
-            d = {"error": str(e)}
-        item = {"model": r["model"], "provider": r["provider"], "date": r.get("date"), "source": r.get("source"),
-                "input_usd_per_mtok": r["input_usd_per_mtok"], "output_usd_per_mtok": r["output_usd_per_mtok"]}
-        if "error" in d:
-            item["error"] = d["error"]
-        else:
-            item["active_params_b"] = d["active_params_b"]
-            item["total_params_b"] = d["total_params_b"]
-        if r.get("open_weights") and r.get("catalog_id"):
-            m = get_model(r["catalog_id"])
-            true = count_params(m).active / 1e9
-            item["true_active_params_b"] = true
-            if "error" not in d:
-                a = d["active_params_b"]
-                item["inside_80"] = bool(a["low"] <= true <= a["high"])
-                item["error_factor"] = float(max(a["median"], true) / min(a["median"], true))
-            open_rows.append(item)
-        elif not r.get("open_weights"):
-            closed_rows.append(item)
-    scored = [r for r in open_rows if "inside_80" in r]
-    pr_used = priors or Priors()
-    res = {"cost_scale": pr_used.cost_scale,
-           "note": ("cost_scale was fitted on these open-weight rows, so their coverage here is in-sample; the "
-                    "held-out figures (leave-one-provider-out) are in data/deduce_calibration.toml")
-           if pr_used.cost_scale != 1.0 else "uncalibrated (cost_scale = 1)",
-           "open_weight_rows": len(open_rows), "scored": len(scored),
-           "coverage_80": (sum(r["inside_80"] for r in scored) / len(scored)) if scored else None,
-           "median_error_factor": float(np.median([r["error_factor"] for r in scored])) if scored else None,
-           "open": open_rows, "closed": closed_rows}
-    return res
-
-
-COST_SCALE_GRID = tuple(float(x) for x in np.geomspace(0.25, 8.0, 16))
-
-
-def calibrate_cost_scale(rows=None, samples: int = 40_000) -> dict:
-    """Fit Priors.cost_scale on the open-weight rows of data/api_prices.toml: for each candidate scale, deduce every
-    row; choose the scale with the smallest median |log(median / true active params)|. Held-out figures come from
-    leave-one-provider-out (each provider's rows are deduced with a scale fitted on the other providers)."""
-    from tokenmath.specs.catalog import shipped
-    from tokenmath.specs.model_catalog import get_model
-    from tokenmath.specs.params import count_params
-    rows = rows if rows is not None else shipped("api_prices.toml").get("price", [])
-    rows = [r for r in rows if r.get("open_weights") and r.get("catalog_id")]
-    truth = np.array([count_params(get_model(r["catalog_id"])).active / 1e9 for r in rows])
-    med = np.full((len(rows), len(COST_SCALE_GRID)), np.nan)
-    lo, hi = med.copy(), med.copy()
-    for j, c in enumerate(COST_SCALE_GRID):
-        pr = Priors(samples=samples, cost_scale=c)
-        for i, r in enumerate(rows):
-            try:
-                a = deduce(r["input_usd_per_mtok"], r["output_usd_per_mtok"],
-                           cached_input_price=r.get("cached_input_usd_per_mtok") or None,
-                           long_context_threshold=r.get("long_context_threshold"),
-                           long_input_price=r.get("long_input_usd_per_mtok"),
-                           long_output_price=r.get("long_output_usd_per_mtok"),
-                           output_speed=r.get("output_tokens_per_s") or None, priors=pr).summary["active_params_b"]
-            except InputError:
-                continue
-            med[i, j], lo[i, j], hi[i, j] = a["median"], a["low"], a["high"]
-    err = np.abs(np.log(med / truth[:, None]))
-
-    def best(mask):
-        e = np.nanmedian(err[mask], axis=0)
-        return int(np.nanargmin(e))
-    providers = sorted({r["provider"] for r in rows})
-    prov = np.array([r["provider"] for r in rows])
-    held_err, held_in = [], []
-    for p in providers:
-        j = best(prov != p)
-        for i in np.nonzero(prov == p)[0]:
-            if np.isfinite(med[i, j]):
-                held_err.append(float(np.exp(err[i, j])))
-                held_in.append(bool(lo[i, j] <= truth[i] <= hi[i, j]))
-    j_all = best(np.ones(len(rows), bool))
-    j1 = int(np.argmin(np.abs(np.array(COST_SCALE_GRID) - 1.0)))
-    return {"cost_scale": COST_SCALE_GRID[j_all], "rows": len(rows), "providers": len(providers),
-            "heldout_median_error_factor": float(np.median(held_err)), "heldout_coverage_80": float(np.mean(held_in)),
-            "uncalibrated_median_error_factor": float(np.exp(np.nanmedian(err[:, j1]))),
-            "uncalibrated_coverage_80": float(np.nanmean((lo[:, j1] <= truth) & (truth <= hi[:, j1])))}

@@ -14,7 +14,7 @@ from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.engine.economics import megawatts, request_cost_per_mtok, usd_per_s, usd_per_year
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
-from tokenmath.analyses.serving.grid import up_to, meeting_speed
+from tokenmath.analyses.serving.grid import COST_KEYS, up_to, meeting_speed
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,10 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     mw = megawatts(chips, hw.tdp_w, pue) if hw.tdp_w else None
     priced = hw.price_usd_per_hour is not None
     usd_year = usd_per_year(chips, hw.price_usd_per_hour) if priced else None
-    # the fleet runs all year for `demand` output tokens/s: its $ per second over those tokens
+    # the fleet runs all year for `demand` output tokens/s: its $ per second over those tokens (the last replica's
+    # idle headroom included); the replica's own costs at its point are the same keys as every other command's
     per_mtok = request_cost_per_mtok(usd_per_s(chips, hw.price_usd_per_hour), demand) if priced else None
+    costs = g.costs_per_mtok(hw.price_usd_per_hour)
     res = {"model": su.model.id, "hardware": hw.id, "demand_output_tokens_per_s": demand,
            "min_tokens_per_s_per_user": target, "input_len": input_len, "output_len": output_len,
            "input_tokens_per_s": demand * input_len / output_len,
@@ -59,5 +61,6 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
            "domain_size": hw.scaleup_domain, "domains": math.ceil(chips / hw.scaleup_domain),
            "pue": pue, "megawatts": finite(mw) if mw is not None else None,
            "usd_per_year": finite(usd_year) if usd_year is not None else None,
-           "cost_per_mtok_output_usd": finite(per_mtok) if per_mtok is not None else None}
+           **{k: None if costs is None else finite(costs[k][li, bi]) for k in COST_KEYS},
+           "fleet_cost_per_mtok_output_usd": finite(per_mtok) if per_mtok is not None else None}
     return Fleet(setup=su, result=res)

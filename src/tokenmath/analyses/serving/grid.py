@@ -11,9 +11,11 @@ import numpy as np
 
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite
-from tokenmath.engine.economics import chip_s_per_mtok, request_cost_per_mtok, usd_per_s
+from tokenmath.engine.economics import (chip_s_per_mtok, decode_cost_per_mtok, prefill_cost_per_mtok,
+                                        request_cost_per_mtok, usd_per_s)
 from tokenmath.engine.static_batch import BatchCost, serve_batch
 from tokenmath.mapping.candidates import as_layout, layouts_for
+from tokenmath.mapping.placement import place
 from tokenmath.specs.systems import System
 from tokenmath.analyses.setup import Setup, fmt_layout
 
@@ -32,7 +34,7 @@ class Grid:
     comm_share: np.ndarray       # communication share of the decode step
     kv_per_chip: np.ndarray      # (L, B) bytes
     memory_per_chip: np.ndarray  # (L, B) bytes
-    domains_spanned: np.ndarray  # (L, 1) scale-up domains one replica spans
+    domains_spanned: np.ndarray  # (L, 1) scale-up domains the worst-placed replica spans (mapping/placement.py)
     cost: BatchCost              # the engine's full answer (passes, prefill bottleneck, memory)
     input_len: int
     output_len: int
@@ -54,11 +56,15 @@ class Grid:
     def output_tokens_per_s_per_chip(self):
         return self.output_tokens_per_s / self.chips
 
-    def usd_per_mtok_output(self, usd_per_chip_hour: float | None):
-        """Cost of the chip time spent per output token (prefill time included), $ per million; None unpriced."""
+    def costs_per_mtok(self, usd_per_chip_hour: float | None) -> dict[str, np.ndarray] | None:
+        """$ per million tokens under each cost key (one meaning each, engine.economics): the whole request per
+        output token, the decode step alone per output token, the prefill per input token; None unpriced."""
         if usd_per_chip_hour is None:
             return None
-        return request_cost_per_mtok(usd_per_s(self.chips, usd_per_chip_hour), self.output_tokens_per_s)
+        usd_s = usd_per_s(self.chips, usd_per_chip_hour)
+        return {"cost_per_mtok_output_request_usd": request_cost_per_mtok(usd_s, self.output_tokens_per_s),
+                "cost_per_mtok_output_usd": decode_cost_per_mtok(usd_s, self.step_s, self.batch),
+                "cost_per_mtok_input_usd": prefill_cost_per_mtok(usd_s, self.ttft_s, self.batch, self.input_len)}
 
     def chip_s_per_mtok_output(self):
         return chip_s_per_mtok(self.chips, self.output_tokens_per_s)
@@ -83,7 +89,6 @@ def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep
     step = np.asarray(sv.decode_step_s, float)
     shape = step.shape
     comm = np.broadcast_to(np.asarray(sv.decode.comm_s, float) + np.asarray(sv.pp_p2p_s, float), shape)
-    span = np.asarray(lay.tp, float) * np.asarray(lay.ep, float) * np.asarray(lay.pp, float)
     return Grid(layouts=list(layouts), batch=np.broadcast_to(B, shape),
                 chips=np.asarray(lay.chips, float).reshape(-1, 1), fits=np.broadcast_to(np.asarray(sv.fits), shape),
                 ttft_s=np.asarray(sv.ttft_s, float), step_s=step,
@@ -91,17 +96,21 @@ def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep
                 bottleneck=np.broadcast_to(np.asarray(sv.decode.bottleneck), shape), comm_s=comm,
                 comm_share=comm / step, kv_per_chip=np.broadcast_to(np.asarray(sv.memory.kv, float), shape),
                 memory_per_chip=np.broadcast_to(np.asarray(sv.memory.total, float), shape),
-                domains_spanned=np.ceil(span / su.hardware.scaleup_domain).reshape(-1, 1), cost=sv,
+                domains_spanned=np.asarray(place(lay, su.hardware.scaleup_domain).replica.domains).reshape(-1, 1),
+                cost=sv,
                 input_len=input_len, output_len=output_len)
+
+
+COST_KEYS = ("cost_per_mtok_output_request_usd", "cost_per_mtok_output_usd", "cost_per_mtok_input_usd")
 
 
 def point(g: Grid, li: int, bi: int, usd_per_chip_hour: float | None) -> dict:
     """One (layout, batch) point of the grid as the JSON the plan and moe questions print."""
     t = g.layouts[li]
-    cost = g.usd_per_mtok_output(usd_per_chip_hour)
+    costs = g.costs_per_mtok(usd_per_chip_hour)
     return {"layout": fmt_layout(*t), "tp": int(t[0]), "pp": int(t[1]), "ep": int(t[2]), "dp": int(t[3]),
             "batch": int(g.batch[li, bi]),
-            "cost_per_mtok_output_usd": None if cost is None else finite(cost[li, bi]),
+            **({k: None for k in COST_KEYS} if costs is None else {k: finite(v[li, bi]) for k, v in costs.items()}),
             "chip_s_per_mtok_output": finite(g.chip_s_per_mtok_output()[li, bi]),
             "ttft_s": finite(g.ttft_s[li, bi]), "decode_step_s": finite(g.step_s[li, bi]),
             "output_tokens_per_s_per_user": finite(g.tokens_per_s_per_user[li, bi]),

@@ -15,6 +15,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg
 from tokenmath.engine.economics import decode_cost_per_mtok, usd_per_s
 from tokenmath.engine.memory import max_batch
+from tokenmath.engine.expert_parallel import experts_touched
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.analyses.setup import Setup, setup
 
@@ -115,8 +116,7 @@ def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None
     kv_share = np.broadcast_to(np.asarray(dec.kv_bytes, float), step.shape) / bw / step
     touched = None
     if m.is_moe:
-        Tst = np.asarray(sv.seqs_per_microbatch) * np.asarray(lay.ep, float)
-        touched = m.n_experts * (1 - (1 - m.experts_per_token / m.n_experts) ** Tst)
+        touched = experts_touched(m, sv.stage_seqs)     # the tokens of the sequences held (decode: one each)
     # critical batch and floor from an extended grid that ignores memory
     ext = np.unique(np.concatenate([np.round(np.geomspace(1, HUGE_BATCH, 400)), B]))
     sx = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, ext, context, 1, su.reserve)

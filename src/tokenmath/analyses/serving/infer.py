@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg
-from tokenmath.engine.economics import decode_cost_per_mtok, energy_j_per_token, prefill_cost_per_mtok, usd_per_s
+from tokenmath.engine.economics import (decode_cost_per_mtok, energy_j_per_token, prefill_cost_per_mtok,
+                                        request_cost_per_mtok, usd_per_s)
+from tokenmath.engine.expert_parallel import experts_touched
 from tokenmath.engine.forward import PassCost, Precision
 from tokenmath.engine.memory import Memory, max_batch, weight_bytes_total
 from tokenmath.engine.static_batch import serve_batch
@@ -48,6 +50,8 @@ class InferResult:
     decode_step_s: float | None = None
     pp_p2p_s: float = 0.0
     decode_floor_s: float | None = None
+    decode_napkin_floor_s: float | None = None   # weight + KV bytes one chip of the critical path reads / bandwidth
+    experts_touched_per_layer: float | None = None   # MoE: distinct routed experts a decode step reads per layer
     advice: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -79,10 +83,19 @@ class InferResult:
 
     @property
     def cost_per_mtok_output_usd(self):
+        """The decode step alone per output token (the prompt's prefill billed as input)."""
         r = self.chips_usd_per_s
         if r is None or not self.fits:
             return None
         return decode_cost_per_mtok(r, self.decode_step_s, self.batch)
+
+    @property
+    def cost_per_mtok_output_request_usd(self):
+        """A whole request's chip time (prefill + every decode step) per output token."""
+        r = self.chips_usd_per_s
+        if r is None or not self.fits:
+            return None
+        return request_cost_per_mtok(r, self.output_tokens_per_s)
 
     @property
     def energy_j_per_output_token(self):
@@ -106,13 +119,14 @@ class InferResult:
             "memory_breakdown_bytes": {"weights": f(mem.weights), "kv_cache": f(mem.kv), "activations": f(mem.activations)},
             "fits": bool(self.fits), "batch": int(self.batch),
             "ttft_s": f(self.ttft_s), "decode_step_s": f(self.decode_step_s),
-            "decode_floor_s": f(self.decode_floor_s),
+            "decode_floor_s": f(self.decode_floor_s), "decode_napkin_floor_s": f(self.decode_napkin_floor_s),
             "output_tokens_per_s": f(self.output_tokens_per_s),
             "output_tokens_per_s_per_user": f(self.output_tokens_per_s_per_user),
             "bottleneck_prefill": str(self.prefill.bottleneck) if self.prefill is not None else None,
             "bottleneck_decode": str(self.decode.bottleneck) if self.decode is not None else None,
             "cost_per_mtok_input_usd": f(self.cost_per_mtok_input_usd),
             "cost_per_mtok_output_usd": f(self.cost_per_mtok_output_usd),
+            "cost_per_mtok_output_request_usd": f(self.cost_per_mtok_output_request_usd),
             "energy_j_per_output_token": f(self.energy_j_per_output_token),
             "price_usd_per_chip_hour": self.hardware.price_usd_per_hour,
             "efficiency": {"flops": self.efficiency.flops, "memory_bw": self.efficiency.memory_bw,
@@ -171,7 +185,10 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
         notes.append(f"batch {batch} does not split evenly over {groups} replicas/attention groups; "
                      "the busiest group sets the pace")
     return InferResult(**sizes, ttft_s=_scalar(sv.ttft_s), decode_step_s=_scalar(sv.decode_step_s),
-                       pp_p2p_s=_scalar(sv.pp_p2p_s), decode_floor_s=_scalar(sv.decode_floor_s), notes=tuple(notes))
+                       pp_p2p_s=_scalar(sv.pp_p2p_s), decode_floor_s=_scalar(sv.decode_floor_s),
+                       decode_napkin_floor_s=_scalar(sv.decode.napkin_floor_s(hw)),
+                       experts_touched_per_layer=_scalar(experts_touched(m, sv.stage_seqs)) if m.is_moe else None,
+                       notes=tuple(notes))
 
 
 def _advice(m, hw, lay, prec, batch, ctx, bmax, reserve) -> list[str]:

@@ -1,9 +1,16 @@
 """What an input token and an output token cost to serve, across context lengths, and why output costs more.
 
 Prefill multiplies each weight by all B x L prompt tokens at once (compute-bound, near peak FLOP/s); decode
-fetches every weight for only B tokens per step (bandwidth-bound). So an output token carries far more chip time.
-A cached input token skips its prefill: its cost is keeping its KV bytes in HBM until it is reused (a share of the
-chip's price in proportion to the HBM it occupies), not recomputing it.
+fetches every weight for only B tokens per step (bandwidth-bound at small B). So an output token carries more chip
+time, the more so the smaller the batch: the batch is set by --batch, by a speed per user
+(--min-tokens-per-s-per-user: the largest batch whose decode step still gives that speed), or else the largest that
+fits (where decode may turn compute-bound and the ratio falls towards 1).
+
+A cached input token skips its prefill. Its KV waits for the reuse in one of the tiers providers use (specs/kv_tiers:
+HBM, host DRAM, local NVMe SSD, each with a capacity, a reload bandwidth and a price per byte-second); it is charged
+the cheaper of holding it for the TTL in the cheapest tier that can hold the batch's prompts and reload them before
+their prefill would have finished, and recomputing it (the uncached input price). The reload runs on copy engines
+(DMA) alongside compute and is not charged as chip time.
 """
 from __future__ import annotations
 
@@ -11,11 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg, pos_float
-from tokenmath.engine.economics import (decode_cost_per_mtok, hbm_holding_cost_per_mtok, prefill_cost_per_mtok,
-                                        usd_per_s)
+from tokenmath.engine.economics import (cached_input_cost_per_mtok, decode_cost_per_mtok, holding_cost_per_mtok,
+                                        prefill_cost_per_mtok, usd_per_s)
+from tokenmath.engine.memory import kv_per_chip
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.specs.kv_cache import kv_bytes_per_token
+from tokenmath.specs.kv_tiers import KVTier, hbm_tier, host_tiers
 from tokenmath.analyses.setup import Setup, setup
 
 DEFAULT_CONTEXTS = (256, 1024, 4096, 16384, 65536, 131072)
@@ -25,45 +35,119 @@ DEFAULT_CONTEXTS = (256, 1024, 4096, 16384, 65536, 131072)
 class Prices:
     setup: Setup
     rows: list[dict]      # one per context length: input, output and cached-input cost per Mtok
-    cache_ttl_s: float    # how long a cached prompt's KV stays in HBM, s
+    cache_ttl_s: float    # how long a cached prompt's KV waits for its reuse, s
+    min_tokens_per_s_per_user: float | None = None    # the speed per user that picked each batch (None: not asked)
+    tiers: tuple[KVTier, ...] = ()                    # the KV tiers considered for cached prompts
+    notes: tuple[str, ...] = ()
 
     def to_dict(self):
         su = self.setup
         return {"model": su.model.id, "hardware": su.hardware.id, "chips": su.chips, "cache_ttl_s": self.cache_ttl_s,
-                "price_usd_per_chip_hour": su.hardware.price_usd_per_hour, "rows": self.rows}
+                "min_tokens_per_s_per_user": self.min_tokens_per_s_per_user,
+                "price_usd_per_chip_hour": su.hardware.price_usd_per_hour, "rows": self.rows,
+                "kv_tiers": [{"tier": t.id, "name": t.name, "capacity_bytes_per_chip": t.capacity_bytes_per_chip,
+                              "reload_bytes_per_s_per_chip": finite(t.reload_bw_per_chip),
+                              "usd_per_byte_s": t.usd_per_byte_s, "sources": t.sources} for t in self.tiers],
+                "notes": list(self.notes)}
+
+
+def _batches_for_speed(su: Setup, ctx, output_len, bmax, target):
+    """Per context, the largest batch (<= bmax) whose decode step gives >= target tokens/s per user; 0 where even
+    batch 1 is slower. The step never shrinks as the batch grows, so a bisection over integers is exact."""
+    def fast(b):
+        sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, b, ctx, output_len, su.reserve)
+        return 1.0 / np.asarray(sv.decode_step_s, float) >= target
+    lo = np.where(fast(np.ones_like(bmax)) & (bmax >= 1), 1.0, 0.0)     # a batch that meets the target (or 0)
+    hi = np.where(lo > 0, np.maximum(bmax, 1.0), 0.0)                     # the answer lies in [lo, hi]
+    while np.any(hi > lo):
+        mid = np.ceil((lo + hi) / 2)
+        ok = fast(np.maximum(mid, 1.0))
+        lo = np.where((hi > lo) & ok, mid, lo)
+        hi = np.where((hi > lo) & ~ok, mid - 1, hi)
+    return lo
 
 
 def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, contexts=None, output_len=256,
-           batch=None, cache_ttl_s=300.0, weight_dtype=None, kv_dtype=None, efficiency=None) -> Prices:
+           batch=None, min_tokens_per_s_per_user=None, cache_ttl_s=300.0, weight_dtype=None, kv_dtype=None,
+           efficiency=None) -> Prices:
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency)
+    m, hw, lay = su.model, su.hardware, su.layout
     output_len = int_arg(output_len, "output_len")
     ttl = pos_float(cache_ttl_s, "cache_ttl_s")
+    if batch is not None and min_tokens_per_s_per_user is not None:
+        raise InputError("min_tokens_per_s_per_user", "a fixed --batch and a speed per user both pick the batch",
+                         "give one of --batch and --min-tokens-per-s-per-user")
+    target = None if min_tokens_per_s_per_user is None else pos_float(min_tokens_per_s_per_user,
+                                                                      "min_tokens_per_s_per_user")
     ctx = np.array([int_arg(c, "contexts") for c in (contexts or DEFAULT_CONTEXTS)], float)
-    probe = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, 1, ctx, output_len, su.reserve)
+    probe = serve_batch(m, hw, lay, su.precision, su.efficiency, 1, ctx, output_len, su.reserve)
     bmax = np.asarray(probe.max_batch, float)
-    B = np.minimum(bmax, int_arg(batch, "batch", 1, MAX_BATCH)) if batch is not None else bmax
-    sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, np.maximum(B, 1), ctx, output_len,
-                     su.reserve)
-    chips = su.chips
+    if target is not None:
+        B = _batches_for_speed(su, ctx, output_len, bmax, target)
+    else:
+        B = np.minimum(bmax, int_arg(batch, "batch", 1, MAX_BATCH)) if batch is not None else bmax
+    Bc = np.maximum(B, 1)
+    sv = serve_batch(m, hw, lay, su.precision, su.efficiency, Bc, ctx, output_len, su.reserve)
+    ttft, step = np.asarray(sv.ttft_s, float), np.asarray(sv.decode_step_s, float)
     rate = su.usd_per_chip_s
     unit = "$/Mtok" if rate is not None else "chip-s/Mtok"
     # unpriced chips: the same formulas at $1 per chip-second give chip-seconds per Mtok
-    usd_s = usd_per_s(chips, su.hardware.price_usd_per_hour) if rate is not None else float(chips)
-    per_in = prefill_cost_per_mtok(usd_s, np.asarray(sv.ttft_s), np.maximum(B, 1), ctx)
-    per_out = decode_cost_per_mtok(usd_s, np.asarray(sv.decode_step_s), np.maximum(B, 1))
-    kvb = kv_bytes_per_token(su.model, su.precision.kv.bytes)
-    cached = hbm_holding_cost_per_mtok(kvb, ttl, rate if rate is not None else 1.0, su.hardware.memory_bytes)
+    usd_s = usd_per_s(su.chips, hw.price_usd_per_hour) if rate is not None else float(su.chips)
+    per_in = prefill_cost_per_mtok(usd_s, ttft, Bc, ctx)
+    per_out = decode_cost_per_mtok(usd_s, step, Bc)
+    hbm = hbm_tier(hw) if rate is not None else KVTier("hbm", "HBM", float(hw.memory_bytes), np.inf,
+                                                       1.0 / hw.memory_bytes, in_place=True)
+    tiers = [hbm] + (host_tiers() if rate is not None else [])
+    notes = []
+    if rate is None:
+        notes.append(f"{hw.id} has no price: costs in chip-seconds per Mtok; cached prompts are priced in HBM only "
+                     "(the host tiers have $ prices)")
+    if len(tiers) > 1:
+        notes.append("host DRAM and local SSD per chip are an 8-GPU DGX/HGX H100-class node's (data/kv_tiers.toml), "
+                     f"assumed for {hw.id}'s hosts")
+    kvb = kv_bytes_per_token(m, su.precision.kv.bytes)
+    # every tp (x cp) rank of the replica keeps its shard or copy of a sequence's KV in HBM; a host keeps one copy
+    hbm_copies = float(np.asarray(lay.tp) * np.asarray(getattr(lay, "cp", 1)) / np.asarray(lay.kv_shard(m)))
+    # what one chip reloads for the batch's prompts, and the prefill time that reload replaces
+    reload_bytes = np.asarray(kv_per_chip(m, lay, su.precision.kv.bytes, Bc, ctx), float)
     rows = []
     for i, c in enumerate(ctx):
         ok = bool(B[i] >= 1 and np.asarray(sv.fits)[i])
         fmt = (lambda v: f"${v:.4g}/Mtok") if rate is not None else (lambda v: f"{v:.4g} chip-s/Mtok")
-        rows.append({"input_len": int(c), "output_len": output_len, "batch": int(B[i]), "fits": ok,
-                     "cost_per_mtok_input": finite(per_in[i]) if ok else None,
-                     "cost_per_mtok_output": finite(per_out[i]) if ok else None,
-                     "output_input_ratio": finite(per_out[i] / per_in[i]) if ok else None,
-                     "cost_per_mtok_cached_input": finite(cached) if ok else None,
-                     "unit": unit, "bottleneck_prefill": str(np.asarray(sv.prefill.bottleneck)[i]),
-                     "bottleneck_decode": str(np.asarray(sv.decode.bottleneck)[i]),
-                     "input_label": fmt(per_in[i]), "output_label": fmt(per_out[i]), "cached_label": fmt(cached)})
-    return Prices(setup=su, rows=rows, cache_ttl_s=ttl)
+        row = {"input_len": int(c), "output_len": output_len, "batch": int(B[i]), "fits": ok}
+        if not ok:
+            if target is not None and bmax[i] >= 1:
+                row["reason"] = (f"even batch 1 decodes at {1 / float(np.asarray(probe.decode_step_s)[i]):,.1f} "
+                                 f"tokens/s per user, below {target:g}")
+            rows.append(row | {"unit": unit, "bottleneck_prefill": None, "bottleneck_decode": None})
+            continue
+        options = _tier_options(tiers, kvb, hbm_copies, ttl, float(reload_bytes[i]), float(ttft[i]))
+        hold = min((o for o in options if o["eligible"]), key=lambda o: o["cost_per_mtok"])
+        cached = float(cached_input_cost_per_mtok(hold["cost_per_mtok"], per_in[i]))
+        where = hold["tier"] if hold["cost_per_mtok"] <= per_in[i] else "recompute"
+        row |= {"decode_step_s": finite(step[i]), "output_tokens_per_s_per_user": finite(1 / step[i]),
+                "ttft_s": finite(ttft[i]),
+                "cost_per_mtok_input": finite(per_in[i]), "cost_per_mtok_output": finite(per_out[i]),
+                "output_input_ratio": finite(per_out[i] / per_in[i]),
+                "cost_per_mtok_cached_input": finite(cached), "cached_input_tier": where, "cached_input_options": options,
+                "unit": unit, "bottleneck_prefill": str(np.asarray(sv.prefill.bottleneck)[i]),
+                "bottleneck_decode": str(np.asarray(sv.decode.bottleneck)[i]),
+                "input_label": fmt(per_in[i]), "output_label": fmt(per_out[i]), "cached_label": fmt(cached)}
+        rows.append(row)
+    return Prices(setup=su, rows=rows, cache_ttl_s=ttl, min_tokens_per_s_per_user=target, tiers=tuple(tiers),
+                  notes=tuple(notes))
+
+
+def _tier_options(tiers, kvb, hbm_copies, ttl, reload_bytes, prefill_s) -> list[dict]:
+    """Each tier's holding cost per Mtok for the TTL, and whether it can serve the batch's prompts: hold them
+    (capacity per chip) and reload them before their prefill would have finished."""
+    out = []
+    for t in tiers:
+        held = kvb * (hbm_copies if t.in_place else 1.0)
+        reload_s = 0.0 if t.in_place else reload_bytes / t.reload_bw_per_chip
+        fits = reload_bytes <= t.capacity_bytes_per_chip
+        out.append({"tier": t.id, "cost_per_mtok": float(holding_cost_per_mtok(held, ttl, t.usd_per_byte_s)),
+                    "bytes_held_per_token": held, "reload_s": reload_s, "fits_batch_prompts": bool(fits),
+                    "eligible": bool(fits and reload_s <= prefill_s)})
+    return out

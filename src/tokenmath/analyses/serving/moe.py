@@ -8,9 +8,10 @@ side on the same chips.
    than the napkin sum.
 2. All-to-all: in decode each EP rank (tp = 1, attention data-parallel) holds batch / ep sequences, so it dispatches
    T x top-k x d_model activations (bf16) and combines the same back, per MoE layer:
-       t = 2 x all_to_all(T x k x d_model x 2 B, ep)          (payload: engine/forward.ep_dispatch_bytes)
+       t = 2 x all_to_all(T x k x d_model x 2 B, ep)          (payload: engine/expert_parallel.ep_dispatch_bytes)
    inside one domain (ep = domain), spread over every chip asked for (or two domains), and the same ep ranks split
-   over two domains (the invariant: never faster than inside).
+   over two domains (the invariant: never faster than inside). The ranks sit on chips as mapping/placement.py lays
+   them (contiguous from a domain boundary); the slowest rank sets the time.
 3. Largest expert layer a domain hosts at this batch and context: per chip, usable - non-expert weights / tp - KV -
    activations is left for experts, which split over all domain chips:
        max expert params = max over tp of (that budget x domain chips / bytes per expert param)
@@ -27,10 +28,11 @@ import numpy as np
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.forward import ep_dispatch_bytes
+from tokenmath.engine.expert_parallel import ep_dispatch_bytes
 from tokenmath.engine.memory import CHUNK_TOKENS, activations_per_chip, kv_per_chip, memory_per_chip, weights_per_chip
 from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
 from tokenmath.mapping.layout import Layout
+from tokenmath.mapping.placement import span
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.specs.model_catalog import model_ids, get_model
@@ -155,7 +157,8 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
         T = math.ceil(batch / p)
         payload = ep_dispatch_bytes(m, T) * imb
         bw = None if links is None else h.group_bw("all_to_all", min(group_span, h.scaleup_domain))
-        return float(2 * coll.all_to_all(payload, p, h, eff.link_bw, up_bw=bw)), T, payload
+        where = span(p, p, h.scaleup_domain)          # p ranks laid from a domain boundary
+        return float(2 * coll.all_to_all(payload, p, h, eff.link_bw, up_bw=bw, span=where)), T, payload
 
     if m.n_experts % d:
         notes_a2a = [f"{m.n_experts} experts do not split evenly over {d} ranks; the all-to-all figures are as if they "
@@ -165,15 +168,17 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
     inside, T_in, pay_in = a2a(d, hw, d)
     p_out = n if n > d else 2 * d
     across, T_out, pay_out = a2a(p_out, hw, p_out) if hw.scaleout_bw else (None, math.ceil(batch / p_out), None)
-    split_hw = hw.replace(scaleup_domain=max(1, d // 2))
-    split = float(2 * coll.all_to_all(pay_in, d, split_hw, eff.link_bw,
-                                      up_bw=None if links is None else split_hw.group_bw("all_to_all", d))) \
+    # the same d ranks, half in each of two domains: placed like d ranks on domains of ceil(d / 2) chips
+    half = max(1, -(-d // 2))
+    split = float(2 * coll.all_to_all(pay_in, d, hw, eff.link_bw, span=span(d, d, half),
+                                      up_bw=None if links is None else hw.group_bw("all_to_all", half))) \
         if hw.scaleout_bw and d > 1 else None
     L = P.n_moe_layers
     a2a_d = {"moe_layers": L, "top_k": k, "d_model": dm, "ep_imbalance": imb,
              "inside": {"ep": d, "tokens_per_rank": T_in, "payload_bytes_per_rank": pay_in, "per_layer_s": inside,
                         "per_decode_step_s": inside * L},
-             "across": None if across is None else {"ep": p_out, "domains": math.ceil(p_out / d), "tokens_per_rank": T_out,
+             "across": None if across is None else {"ep": p_out, "domains": int(span(p_out, p_out, d).domains),
+                                                    "tokens_per_rank": T_out,
                                                     "payload_bytes_per_rank": pay_out, "per_layer_s": across,
                                                     "per_decode_step_s": across * L},
              "same_ranks_split_over_two_domains": None if split is None else {"ep": d, "per_layer_s": split,

@@ -13,7 +13,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS, layouts_for
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
-from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate
+from tokenmath.analyses.serving.grid import COST_KEYS, Grid, batch_axis, evaluate
 
 
 def frontier_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -62,7 +62,7 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
     ok = np.asarray(g.fits)
     x = np.where(ok, g.tokens_per_s_per_user, np.nan)
     y = np.where(ok, g.output_tokens_per_s_per_chip, np.nan)
-    cost = g.usd_per_mtok_output(su0.hardware.price_usd_per_hour)
+    costs = g.costs_per_mtok(su0.hardware.price_usd_per_hour)
     pts = []
     idx = np.argwhere(ok)
     for li, bi in idx:
@@ -71,7 +71,7 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
                     "batch": int(g.batch[li, bi]), "output_tokens_per_s_per_user": finite(x[li, bi]),
                     "output_tokens_per_s_per_chip": finite(y[li, bi]),
                     "decode_step_s": finite(g.step_s[li, bi]), "ttft_s": finite(g.ttft_s[li, bi]),
-                    "cost_per_mtok_output_usd": None if cost is None else finite(cost[li, bi]),
+                    **{k: None if costs is None else finite(costs[k][li, bi]) for k in COST_KEYS},
                     "chip_s_per_mtok_output": finite(g.chip_s_per_mtok_output()[li, bi]),
                     "communication_share": finite(g.comm_share[li, bi]), "bottleneck": str(g.bottleneck[li, bi])})
     xs = np.array([p["output_tokens_per_s_per_user"] for p in pts])

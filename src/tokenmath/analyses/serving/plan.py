@@ -29,6 +29,7 @@ from tokenmath.engine.memory import max_batch as engine_max_batch
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.mapping.candidates import as_layout, layouts_for
 from tokenmath.mapping.layout import Layout
+from tokenmath.mapping.placement import place
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.model import Model
 from tokenmath.specs.systems import System
@@ -128,7 +129,9 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
                          f"a chip count with a divisor that divides the {m.n_heads} heads")
     notes = []
     if hw.scaleout_bw is None and n > hw.scaleup_domain:
-        inside = [t for t in lays if t[0] * t[1] * t[2] <= hw.scaleup_domain]
+        # replicas placed on real chips (mapping/placement.py): a replica of 6 chips on 12 straddles two domains of 8
+        alone = np.asarray(place(as_layout(lays), hw.scaleup_domain).replica.domains).ravel() == 1
+        inside = [t for t, ok in zip(lays, alone) if ok]
         if not inside:
             raise InputError("system", f"{hw.id} has no scale-out bandwidth and every layout of {m.id} on {n} chips "
                              f"spans more than one domain of {hw.scaleup_domain}",

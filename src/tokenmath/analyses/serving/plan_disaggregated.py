@@ -67,8 +67,8 @@ def disaggregate(su: Setup, n: int, lays, g: Grid, B, input_len: int, output_len
         "kv_transfer_share_of_scaleout": (req_s * kv_req / (n * out_bw)) if out_bw else None,
         "kv_transfer_s": transfer_s,
         "ttft_s": finite(pg.ttft_s[pi, pj] + (transfer_s or 0.0)),
-        "cost_per_mtok_output_usd": finite(cost) if cost is not None else None,
+        "cost_per_mtok_output_request_usd": finite(cost) if cost is not None else None,
         "chip_s_per_mtok_output": chip_s_per_mtok(total, dec_tps),
         "colocated_chip_s_per_mtok_output": colocated["chip_s_per_mtok_output"],
-        "colocated_cost_per_mtok_output_usd": colocated["cost_per_mtok_output_usd"],
+        "colocated_cost_per_mtok_output_request_usd": colocated["cost_per_mtok_output_request_usd"],
     }

@@ -33,9 +33,13 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
         raise InputError("hardware", f"{su.hardware.id} has no $/chip-hour in the catalog",
                          "a chip with a price (tokenmath hardware) or a hardware file with price_usd_per_hour")
     target = pos_float(min_tokens_per_s_per_user, "min_tokens_per_s_per_user")
-    if not isinstance(margin, (int, float)) or not 0 <= margin < 1:
-        raise InputError("margin", f"{margin!r} is not a gross margin", "a fraction in [0, 1), e.g. 0.5")
-    utilization = pos_float(utilization, "utilization", 0.0, 1.0)
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= 0.95:
+        raise InputError("margin", f"{margin!r} is not a gross margin",
+                         "a fraction in [0, 0.95] (0.95 = a price 20x the cost), e.g. 0.5")
+    # physical range: below 1% of paid time serving, the price would be over 100x the cost and mean nothing
+    if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0.01 <= utilization <= 1:
+        raise InputError("utilization", f"{utilization!r} is out of range",
+                         "a fraction from 0.01 to 1 of paid chip time serving at that load, e.g. 0.6")
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     top = int_arg(max_chips if max_chips is not None else min(su.hardware.scaleup_domain, 72), "max_chips", 1, MAX_SEARCH_CHIPS)
     g = up_to(su, top, input_len, output_len)

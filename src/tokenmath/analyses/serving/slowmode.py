@@ -3,6 +3,10 @@
 Relaxing the latency budget lets more sequences share each weight fetch, so cost falls, until the batch reaches
 what memory holds (KV of every sequence) or compute saturates. Past that budget waiting buys nothing: the weights
 must still be fetched once per step, and only more concurrent sequences (not more patience) amortize them.
+
+The saturation budget is read off every (layout, batch) point, not off the budgets asked for: the smallest latency
+within which some point costs at most 1% more than the cheapest point at any latency (beyond it the cheapest cost
+falls by less than 1%).
 """
 from __future__ import annotations
 
@@ -14,12 +18,26 @@ from tokenmath.base import units as u
 from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
-from tokenmath.analyses.serving.grid import up_to
+from tokenmath.analyses.serving.grid import COST_KEYS, up_to
 
 DEFAULT_BUDGETS_MS = (2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000)
-WHY_SATURATION = ("beyond the saturation budget the cheapest point already runs the largest batch memory allows (or "
-                  "compute saturates): each step still fetches all weights once, and only more concurrent sequences, "
-                  "not more waiting, amortize that fetch")
+FLAT = 1.01     # the curve is flat where the cheapest cost is within 1% of the cheapest at any budget
+
+
+def why_saturation(sat: dict | None) -> str:
+    """Why waiting stops paying at the saturation point, from that point's own state."""
+    if sat is None:
+        return "no point fits: nothing to wait for"
+    if sat["memory_limited"]:
+        return (f"there the cheapest point already runs the largest batch memory holds ({sat['batch']} sequences' KV): "
+                "each step still fetches all weights once, and only more concurrent sequences, not more waiting, "
+                "amortize that fetch")
+    if sat["bottleneck"] == "compute":
+        return (f"there the decode step (batch {sat['batch']}) is compute-bound: a larger batch adds FLOPs in "
+                "proportion, so the cost per token stops falling")
+    rest = {"memory": "the KV each sequence reads", "communication": "the collectives, which grow with the batch"}
+    return (f"there {sat['batch']} sequences already share each weight fetch; the step is {sat['bottleneck']}-bound and "
+            f"what remains per token ({rest.get(sat['bottleneck'], 'its own work')}) does not shrink with a larger batch")
 
 
 @dataclass(frozen=True)
@@ -28,11 +46,17 @@ class SlowMode:
     rows: list[dict]                    # one per budget: the cheapest feasible point, or why none is
     saturation_budget_s: float | None   # the budget beyond which waiting buys nothing
     per_request: bool                   # budgets per request (TTFT + all decode steps), else per output token
+    saturation: dict | None = None      # the point at the saturation budget (layout, batch, step, cost, why it stops)
+
+    @property
+    def why(self) -> str:
+        return why_saturation(self.saturation)
 
     def to_dict(self):
         su = self.setup
         return {"model": su.model.id, "hardware": su.hardware.id, "per_request": self.per_request,
-                "rows": self.rows, "saturation_budget_s": self.saturation_budget_s, "why": WHY_SATURATION}
+                "rows": self.rows, "saturation_budget_s": self.saturation_budget_s, "saturation": self.saturation,
+                "why": self.why}
 
 
 def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_chips=None, input_len=1024,
@@ -46,7 +70,8 @@ def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_
     g = up_to(su, top, input_len, output_len)
     latency = g.ttft_s + output_len * g.step_s if per_request else g.step_s
     price = su.hardware.price_usd_per_hour
-    cost = g.usd_per_mtok_output(price) if price is not None else g.chip_s_per_mtok_output()
+    costs = g.costs_per_mtok(price)     # ranked by the whole request's cost per output token (prefill included)
+    cost = costs["cost_per_mtok_output_request_usd"] if costs is not None else g.chip_s_per_mtok_output()
     ok = np.asarray(g.fits)
     rows, best_costs = [], []
     for b in budgets:
@@ -66,17 +91,31 @@ def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_
         rows.append({"budget_s": float(b), "feasible": True, "chips": int(g.chips[li, 0]), "layout": fmt_layout(*t),
                      "tp": t[0], "pp": t[1], "ep": t[2], "dp": t[3], "batch": bt,
                      "decode_step_s": finite(g.step_s[li, bi]), "ttft_s": finite(g.ttft_s[li, bi]),
-                     "cost_per_mtok_output_usd": finite(cost[li, bi]) if price is not None else None,
+                     **{k: None if costs is None else finite(costs[k][li, bi]) for k in COST_KEYS},
                      "chip_s_per_mtok_output": finite(g.chip_s_per_mtok_output()[li, bi]),
                      "memory_limited": bool(bt >= int(g.max_batch[li, bi])),
-                     "cost_label": (f"${float(cost[li, bi]):.4g}/Mtok" if price is not None
+                     "cost_label": (f"${float(cost[li, bi]):.4g}/Mtok (whole request)" if price is not None
                                     else f"{float(cost[li, bi]):.4g} chip-s/Mtok")})
         best_costs.append(float(cost[li, bi]))
-    bc = np.array(best_costs)
-    sat = None
-    fin = np.isfinite(bc)
-    if fin.any():
-        floor = np.nanmin(bc)
-        hit = np.nonzero(fin & (bc <= floor * 1.01))[0]
-        sat = float(budgets[hit[0]]) if hit.size else None
-    return SlowMode(setup=su, rows=rows, saturation_budget_s=sat, per_request=per_request)
+    sat = _saturation(g, latency, cost, ok, costs)
+    return SlowMode(setup=su, rows=rows, saturation_budget_s=None if sat is None else sat["budget_s"],
+                    per_request=per_request, saturation=sat)
+
+
+def _saturation(g, latency, cost, ok, costs) -> dict | None:
+    """The point at the smallest latency whose cost is within FLAT of the cheapest point at any latency: the
+    cheapest cost within a budget (a running minimum over the points' latencies) falls by less than 1% beyond it."""
+    c = np.where(ok, cost, np.inf)
+    floor = c.min()
+    if not np.isfinite(floor):
+        return None
+    near = ok & (cost <= floor * FLAT)
+    li, bi = np.unravel_index(np.argmin(np.where(near, latency, np.inf)), c.shape)
+    t = g.layouts[li]
+    bt = int(g.batch[li, bi])
+    return {"budget_s": float(latency[li, bi]), "layout": fmt_layout(*t), "chips": int(g.chips[li, 0]), "batch": bt,
+            "decode_step_s": finite(g.step_s[li, bi]), "ttft_s": finite(g.ttft_s[li, bi]),
+            **{k: None if costs is None else finite(costs[k][li, bi]) for k in COST_KEYS},
+            "chip_s_per_mtok_output": finite(g.chip_s_per_mtok_output()[li, bi]),
+            "memory_limited": bool(bt >= int(g.max_batch[li, bi])), "bottleneck": str(g.bottleneck[li, bi]),
+            "cost_within_of_cheapest": finite(cost[li, bi] / floor - 1.0)}

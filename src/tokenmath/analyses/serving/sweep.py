@@ -126,7 +126,7 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     hw = (_catalog_hardware(hardware.lower()) if isinstance(hardware, str) and hardware.lower() in hardware_catalog()
           else get_hardware(hardware))
     prec = resolve_precision(m, weight_dtype, kv_dtype)
-    eff = efficiency or default_for(hw.id)
+    eff = efficiency or default_for(hw)
     axes = [_axis(v, n) for v, n in zip((batch, input_len, output_len, tp, pp, ep, dp), AXES)]
     shape = tuple(a.size for a in axes)
     nd = len(shape)
@@ -163,10 +163,10 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
             perm = tuple(i for i in range(nd) if i != big) + (big,)
             _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm,
                   [_along(vals[i], perm.index(i), nd) for i in range(nd)], decode_only)
-    # object arrays of the four names (8 bytes a row, not 52 for fixed-width unicode); the values are str
+    # object arrays of the names (8 bytes a row, not 52 for fixed-width unicode); the values are str
     names = np.array(list(BOTTLENECKS) + [""], dtype=object)
     for k, c in codes.items():
-        c[~valid] = 3
+        c[~valid] = NO_BOTTLENECK
         cols[k] = names[c]
     # layouts the model does not admit: no figures (the engine computed them only to stay vectorized)
     bad = ~valid
@@ -177,6 +177,7 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     return cols
 
 
+NO_BOTTLENECK = len(BOTTLENECKS)   # the code of "" (no pass: decode_only's prefill, a layout not admitted)
 FLAT = 1 << 10    # up to this many configurations, one call on flat columns
 CHUNK = 1 << 16   # configurations per engine call: large enough to amortize Python, small enough to stay in cache
 
@@ -217,7 +218,7 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
     if decode_only:
         for k in ("ttft_s", "output_tokens_per_s", "cost_per_mtok_input_usd"):
             out[k].fill(np.nan)
-        codes["bottleneck_prefill"][sl] = 3
+        codes["bottleneck_prefill"][sl] = NO_BOTTLENECK
         return
     ttft = sv.ttft_s
     put("ttft_s", ttft)

@@ -93,9 +93,43 @@ def dtype_options(f):
     return f
 
 
+FORCE = "tokenmath.force"            # ctx.meta key: --force was given
+
+
+def _force(ctx, param, value):
+    ctx.meta[FORCE] = bool(value)
+    return value
+
+
+def force_option(f):
+    """--force (eager: known before the output paths are checked; not passed to the command)."""
+    return click.option("--force", is_flag=True, is_eager=True, expose_value=False, callback=_force,
+                        help="Replace an existing file tokenmath did not write, or a symbolic link (the link "
+                             "itself, not its target).")(f)
+
+
+def output_path(field: str, suffixes: tuple[str, ...]):
+    """A click callback checking an output file before the command runs (tokenmath.base.files.check_destination:
+    folder, name, link, FIFO, a file tokenmath did not write); a problem exits 2 naming the option."""
+    def check(ctx, param, value):
+        if value is None:
+            return None
+        from tokenmath.base.errors import InputError
+        from tokenmath.base.files import check_destination
+        try:
+            return check_destination(value, field, suffixes, force=ctx.meta.get(FORCE, False))
+        except InputError as e:
+            raise click.BadParameter(e.problem + (f" ({e.valid})" if e.valid else ""), ctx=ctx, param=param) from None
+    return check
+
+
+PLOT_OPTION = {"type": click.Path(dir_okay=False), "callback": output_path("plot", (".png", ".svg"))}
+
+
 def output_options(f, plot: bool = False):
     if plot:
-        f = click.option("--plot", "plot_file", type=click.Path(dir_okay=False),
+        f = force_option(f)
+        f = click.option("--plot", "plot_file", **PLOT_OPTION,
                          help="Write a chart (PNG or SVG by the file's extension).")(f)
     f = click.option("--explain", is_flag=True, help="The derivation, step by step, with numbers and units.")(f)
     f = click.option("--json", "as_json", is_flag=True, help="One JSON object, SI units.")(f)

@@ -21,17 +21,18 @@ def _range(ctx, param, value):
 @click.option("--output-price", type=float, help="$ per million output tokens.")
 @click.option("--cached-input-price", type=float, help="$ per million cached input tokens.")
 @click.option("--long-context-threshold", type=float, help="Tokens above which the long-context tier applies.")
-@click.option("--long-input-price", type=float)
-@click.option("--long-output-price", type=float)
+@click.option("--long-input-price", type=float, help="$ per million input tokens above --long-context-threshold.")
+@click.option("--long-output-price", type=float, help="$ per million output tokens above --long-context-threshold.")
 @click.option("--output-speed", type=float, help="Measured output tokens/s per user.")
 @click.option("--hardware", "-H", help="Chip id(s), comma-separated: replaces the hardware prior.")
-@click.option("--margin", callback=_range, help="Gross margin range LOW,HIGH (default 0,0.75).")
-@click.option("--utilization", callback=_range, help="Utilization range LOW,HIGH (default 0.3,0.8).")
-@click.option("--batch", callback=_range, help="Decode batch range LOW,HIGH (default 4,512).")
-@click.option("--chip-cost", callback=_range, help="Multiplier range on catalog $/h, LOW,HIGH (default 0.4,1.2).")
-@click.option("--noise", type=float, default=0.30, show_default=True, callback=positive_float,
-              help="Log-sd between a price and the cost it covers.")
-@click.option("--samples", type=int, default=200_000, show_default=True, callback=positive)
+@click.option("--margin", callback=_range, help="Gross margin range LOW,HIGH within [0, 0.95] (default 0,0.75).")
+@click.option("--utilization", callback=_range, help="Utilization range LOW,HIGH within [0.01, 1] (default 0.3,0.8).")
+@click.option("--batch", callback=_range, help="Decode batch range LOW,HIGH within [1, 100000] (default 4,512).")
+@click.option("--chip-cost", callback=_range,
+              help="Multiplier range on catalog $/h, LOW,HIGH within [0.01, 100] (default 0.4,1.2).")
+@click.option("--noise", type=float, default=0.30, show_default=True,
+              help="Log-sd between a price and the cost it covers, 0.01 to 3.")
+@click.option("--samples", type=int, default=200_000, show_default=True, help="Monte Carlo samples, 1,000 to 2,000,000.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
 @click.option("--dataset", is_flag=True, help="Run over the shipped API price rows: coverage on open-weight models.")
 @click.option("--uncalibrated", is_flag=True, help="cost_scale = 1 instead of the scale fitted on open-weight prices.")
@@ -44,13 +45,13 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
            as_json, explain):
     """Deduce active params, KV bytes and batch regime from API prices (an 80% interval over explicit priors)."""
     from dataclasses import replace
-    from tokenmath.analyses.inverse.deduce import Priors, coverage, deduce as run
+    from tokenmath.analyses.inverse.deduce import Priors, check_priors, deduce as run
     from tokenmath.base.errors import InputError
     if calibrate:
-        from tokenmath.analyses.inverse.deduce import calibrate_cost_scale
+        from tokenmath.analyses.inverse.calibrate import calibrate_cost_scale
         emit_json(calibrate_cost_scale())
         return
-    pr = Priors(price_noise=noise, samples=min(samples, 2_000_000), seed=seed)
+    pr = Priors(price_noise=noise, samples=samples, seed=seed)
     if uncalibrated:
         pr = replace(pr, cost_scale=1.0)
     if hardware:
@@ -59,11 +60,9 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
     for name, val in (("margin", margin), ("utilization", utilization), ("batch", batch), ("chip_cost_factor", chip_cost)):
         if val is not None:
             pr = replace(pr, **{name: val})
-    if not (0 <= pr.margin[0] and pr.margin[1] < 1):
-        raise InputError("margin", f"{pr.margin} is not within [0, 1)", "e.g. 0.2,0.6")
-    if not (0 < pr.utilization[0] and pr.utilization[1] <= 1):
-        raise InputError("utilization", f"{pr.utilization} is not within (0, 1]", "e.g. 0.3,0.8")
+    check_priors(pr)   # the physical ranges (also for --dataset), each error naming the prior and its range
     if dataset:
+        from tokenmath.analyses.inverse.calibrate import coverage
         cov = coverage(pr)
         if as_json:
             emit_json(cov)

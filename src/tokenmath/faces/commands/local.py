@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from tokenmath.faces.commands.common import emit_json, guarded
+from tokenmath.faces.commands.common import PLOT_OPTION, emit_json, force_option, guarded, output_path
 
 
 def _progress(enabled: bool):
@@ -19,8 +19,10 @@ def _progress(enabled: bool):
 @click.command()
 @click.option("--device", type=click.Choice(["cpu", "cuda"], case_sensitive=False), default="cpu", show_default=True,
               help="What to measure (cuda needs torch with a GPU).")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False),
-              help="Write the hardware file here (.toml or .json, catalog schema): usable as --hardware FILE.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), callback=output_path("out", (".toml", ".json")),
+              help="Write the hardware file here (.toml or .json, catalog schema): usable as --hardware FILE. "
+                   "Checked before measuring.")
+@force_option
 @click.option("--quick", is_flag=True, help="Small arrays and few repetitions (seconds; for tests).")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="The raw results and the hardware record as one JSON object.")
@@ -54,7 +56,8 @@ def measure(device, out_file, quick, quiet, as_json):
 @click.option("--warmup", type=int, default=2, show_default=True, help="Untimed decode steps first.")
 @click.option("--threads", type=int, help="torch CPU threads (default: torch's own, one per core).")
 @click.option("--quick", is_flag=True, help="Measure the machine with `measure --quick` when no --hardware is given.")
-@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Chart of measured vs predicted (.png or .svg).")
+@click.option("--plot", "plot_file", **PLOT_OPTION, help="Chart of measured vs predicted (.png or .svg).")
+@force_option
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option("--explain", is_flag=True, help="The prediction's terms per batch, with numbers and units.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (rows: batch, measured_step_s, predicted_step_s, error).")
@@ -68,13 +71,6 @@ def verify(config_file, batches, context, device, hardware, steps, warmup, threa
     # inputs are checked first (named fields), then torch and transformers are looked for (exit 2 with the
     # install line when missing), before anything slow
     from tokenmath.local.verify import verify as run
-    if plot_file:
-        from pathlib import Path
-
-        from tokenmath.base.errors import InputError
-        p = Path(plot_file)
-        if p.suffix.lower() not in (".png", ".svg"):
-            raise InputError("plot", f"unsupported file type {p.suffix or '(none)'!r}", "a .png or .svg path")
     v = run(config_file, batches=batches, context=context, device=device.lower(), hardware=hardware, warmup=warmup,
             steps=steps, threads=threads, quick_measure=quick, progress=_progress(not quiet))
     if plot_file:

@@ -76,20 +76,23 @@ def pareto(model, hardware, chips, allow_pp, input_len, output_len, weight_dtype
 @click.option("--contexts", callback=_floats, help="Input lengths, comma-separated (default 256..131072).")
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
 @click.option("--batch", type=int, callback=positive, help="Batch (default: the largest that fits at each context).")
+@click.option("--min-tokens-per-s-per-user", type=float, callback=positive_float,
+              help="Speed per user: at each context the largest batch whose decode step still gives it.")
 @click.option("--cache-ttl-s", type=float, default=300.0, show_default=True, callback=positive_float,
-              help="How long a cached prompt's KV stays in HBM waiting for reuse.")
+              help="How long a cached prompt's KV waits for its reuse (in HBM, host DRAM or local SSD).")
 @dtype_options
 @with_plot
 @guarded
-def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, cache_ttl_s, weight_dtype, kv_dtype,
-           as_json, explain, plot_file):
+def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, min_tokens_per_s_per_user, cache_ttl_s,
+           weight_dtype, kv_dtype, as_json, explain, plot_file):
     """Cost per input vs output token across context lengths, their ratio, and a cached input token."""
     from tokenmath.analyses.serving.input_vs_output import prices as run
     from tokenmath.faces.explain_serving import explain_prices
     from tokenmath.faces.plots import prices_plot
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp,
             contexts=[int(c) for c in contexts] if contexts else None, output_len=output_len, batch=batch,
-            cache_ttl_s=cache_ttl_s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+            min_tokens_per_s_per_user=min_tokens_per_s_per_user, cache_ttl_s=cache_ttl_s, weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype)
     _out(r, as_json, explain, plot_file, prices_plot, explain_prices)
 
 

@@ -1,27 +1,32 @@
 import click
 
-from tokenmath.faces.commands.common import emit_json, guarded
+from tokenmath.faces.commands.common import PLOT_OPTION, emit_json, force_option, guarded, output_path
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Every row and the summary as JSON.")
-@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Predicted vs measured chart (.png/.svg).")
+@click.option("--plot", "plot_file", **PLOT_OPTION, help="Predicted vs measured chart (.png/.svg).")
 @click.option("--write-calibration", type=click.Path(dir_okay=False),
+              callback=output_path("write_calibration", (".toml",)),
               help="Write the fitted efficiencies as TOML (ships as tokenmath/data/calibration.toml).")
+@force_option
 @guarded
 def validate(as_json, plot_file, write_calibration):
-    """Predict every published measurement shipped with tokenmath: error by regime, roofline vs calibrated."""
-    from tokenmath.analyses.calibration.validate import validate as run, write_calibration as write
+    """Predict every published measurement shipped with tokenmath: held-out error by regime, MoE/dense and chip
+    vendor (leave one source / regime / vendor / MoE-or-dense out), the pure-roofline check, the fitted parameters."""
+    from tokenmath.analyses.calibration.validate import validate as run, validate_physics, write_calibration as write
     v = run()
+    physics = validate_physics()
     if write_calibration:
         write(v, write_calibration)
     if plot_file:
         from tokenmath.faces.plots import validation_plot
         validation_plot(v, plot_file)
     if as_json:
-        emit_json({"summary": v.summary(), "calibration": v.calibration_table(), "rows": v.rows()})
+        extra = None if physics is None else {k: x for k, x in physics.to_dict().items() if k != "rows"}
+        emit_json({**v.to_dict(), "physics": extra})
         return
     from tokenmath.faces.tables import validation_table
-    validation_table(v)
+    validation_table(v, physics)
     if plot_file:
         click.echo(f"chart written to {plot_file}")

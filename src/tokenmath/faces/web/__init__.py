@@ -6,7 +6,9 @@
   as `--explain`) and, where a chart needs arrays the dict leaves out, a small `chart` object (charts.py).
 - params.py: Param and the coercion of query-string or JSON values; payload.py: JSON bytes (NaN/inf to null);
   catalogs.py: GET /api/models and /api/hardware; uploads.py: uploaded config.json files.
-- server.py: http.server.ThreadingHTTPServer: routing, static files from web/static, size limits, error bodies.
+- server.py: the server (socket, Api, static files); connections.py: the connection loop (deadlines, a connection
+  cap, a fixed pool of worker threads); handler.py: one request (http.server parsing): routing, cross-site checks,
+  size limits, error bodies.
 - static/: the page (index.html, app.js, app.css): vanilla JS drawing its own SVG charts; no CDN, no build step.
 """
 from tokenmath.faces.web.server import make_server, serve  # noqa: F401

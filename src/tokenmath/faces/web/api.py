@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tokenmath.specs.model import Model
 
 CACHE_ENTRIES = 1024               # responses kept (least recently used dropped)
+MAX_NAME_CHARS = 100               # of an unknown parameter's name, as an error repeats it
 
 
 class Api:
@@ -45,8 +46,8 @@ class Api:
         by = {p.name: p for p in params}
         for k in raw:
             if k not in by:
-                near = closest(str(k), by)
-                raise InputError(str(k), "unknown parameter",
+                near = closest(str(k)[:MAX_NAME_CHARS], by)
+                raise InputError(str(k)[:MAX_NAME_CHARS], "unknown parameter",
                                  (f"did you mean {', '.join(near)}? " if near else "") + f"{name} takes "
                                  + ", ".join(by))
         return {p.name: coerce(p, raw.get(p.name)) for p in params}

@@ -61,14 +61,14 @@ def dtype_params() -> tuple[Param, Param]:
             Param("kv_dtype", "choice", None, "KV cache (default bf16)", choices=kv))
 
 
-def chosen_efficiency(peak: bool, calibrated: bool, hardware: str) -> Efficiency | None:
-    """PEAK for peak=true, the fitted efficiencies for calibrated=true, else None (the analysis' default)."""
-    from tokenmath.specs.efficiency import PEAK
+def chosen_efficiency(peak: bool, calibrated: bool) -> Efficiency | None:
+    """PEAK for peak=true; DEFAULT (kernel ceilings, no fixed overhead: the CLI's --uncalibrated) for
+    calibrated=false; else None: the analysis' default, the efficiencies calibrated for the chip's family."""
+    from tokenmath.specs.efficiency import DEFAULT, PEAK
     if peak:
         return PEAK
-    if calibrated:
-        from tokenmath.specs.efficiency import calibrated as cal
-        return cal(hardware)
+    if not calibrated:
+        return DEFAULT
     return None
 
 
@@ -83,7 +83,7 @@ def infer_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.faces.explain_infer import explain_infer
     r = infer(model(a["model"]), a["hardware"], **layout(a), batch=a["batch"],
               input_len=a["input_len"], output_len=a["output_len"], weight_dtype=a["weight_dtype"],
-              kv_dtype=a["kv_dtype"], efficiency=chosen_efficiency(a["peak"], a["calibrated"], a["hardware"]))
+              kv_dtype=a["kv_dtype"], efficiency=chosen_efficiency(a["peak"], a["calibrated"]))
     d = r.to_dict()
     d["model_name"] = r.model.name
     d["hardware_name"] = r.hardware.name
@@ -128,7 +128,8 @@ def prices_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.input_vs_output import prices
     from tokenmath.faces.explain_serving import explain_prices
     r = prices(model(a["model"]), a["hardware"], **layout(a), contexts=a["contexts"],
-               output_len=a["output_len"], batch=a["batch"], cache_ttl_s=a["cache_ttl_s"],
+               output_len=a["output_len"], batch=a["batch"],
+               min_tokens_per_s_per_user=a["min_tokens_per_s_per_user"], cache_ttl_s=a["cache_ttl_s"],
                weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
     d = r.to_dict()
     d["explain"] = explain_prices(r)
@@ -226,7 +227,8 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("input_len", "int", 1024, "prompt tokens per sequence", 1, MAX_TOKENS),
              Param("output_len", "int", 256, "generated tokens per sequence", 1, MAX_TOKENS),
              *D, Param("peak", "bool", False, "100% of every peak (pure roofline)"),
-             Param("calibrated", "bool", False, "efficiencies fitted on published measurements")),
+             Param("calibrated", "bool", True, "efficiencies fitted on published measurements (false: kernel "
+                   "ceilings, as --uncalibrated)")),
             partial(infer_response, model), "tokenmath.analyses.serving.infer.infer (+ explain, roofline)"),
         "hyperbola": Endpoint(
             (MODEL, HARDWARE, *LAYOUT,
@@ -248,7 +250,9 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("contexts", "intlist", None, "input lengths (default 256..131072)", 1, MAX_TOKENS),
              Param("output_len", "int", 256, "", 1, MAX_TOKENS),
              Param("batch", "int", None, "batch (default: the largest that fits at each context)", 1, MAX_BATCH),
-             Param("cache_ttl_s", "float", 300.0, "seconds a cached prompt's KV waits in HBM", 1e-9, 1e9), *D),
+             Param("min_tokens_per_s_per_user", "float", None,
+                   "speed per user: the largest batch whose decode step gives it (instead of batch)", 1e-9, 1e9),
+             Param("cache_ttl_s", "float", 300.0, "seconds a cached prompt's KV waits for reuse", 1e-9, 1e9), *D),
             partial(prices_response, model), "tokenmath.analyses.serving.input_vs_output.prices"),
         "deduce": Endpoint(
             (Param("input_price", "float", None, "$ per million input tokens", 0.0),

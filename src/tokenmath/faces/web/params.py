@@ -2,15 +2,35 @@
 the type an analysis takes. Bad input raises tokenmath.base.errors.InputError naming the parameter."""
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from tokenmath.base.errors import InputError, closest, unknown_name
+from tokenmath.base.errors import InputError, closest, show, unknown_name
 
 PARAMS_MAX_BYTES = 64 * 1024       # a JSON body of parameters
 MAX_LIST = 64                      # values of an intlist parameter
 MAX_HARDWARE_LIST = 32             # ids of a hwlist parameter
+MAX_INT_DIGITS = 4000              # a JSON integer longer than this is read as a float (inf): out of range anyway
+
+
+def _json_int(s: str):
+    """json.loads' parse_int: Python refuses to parse integers over 4,300 digits; such a number is out of range."""
+    return int(s) if len(s) <= MAX_INT_DIGITS else float(s)
+
+
+def json_object(body: bytes, field: str = "body") -> dict:
+    """A request's JSON body of parameters (empty: {}); InputError(field) for anything but a JSON object."""
+    if not body.strip():
+        return {}
+    try:
+        obj = json.loads(body.decode("utf-8"), parse_int=_json_int)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InputError(field, "is not a JSON object", "a JSON object of parameters") from None
+    if not isinstance(obj, dict):
+        raise InputError(field, "is not a JSON object", "a JSON object of parameters")
+    return obj
 
 
 @dataclass(frozen=True)
@@ -40,9 +60,23 @@ def _blank(v) -> bool:
     return v is None or (isinstance(v, str) and v.strip() == "")
 
 
-def _number(v) -> float:
-    """float of a JSON number or of a string ("1_000" and surrounding spaces allowed); TypeError/ValueError else."""
-    return float(str(v).strip().replace("_", "")) if isinstance(v, str) else float(v)
+def _number(v) -> int | float:
+    """A JSON number, or a string ("1_000" and surrounding spaces allowed) read as an int when it is one and as a
+    float otherwise (so 400 digits stay an exact int, never an OverflowError); TypeError/ValueError else."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v
+    if not isinstance(v, str):
+        raise TypeError(type(v).__name__)
+    s = v.strip().replace("_", "")
+    body = s[1:] if s[:1] in "+-" else s
+    if body.isdigit() and body.isascii() and len(body) <= MAX_INT_DIGITS:
+        return int(s)
+    return float(s)
+
+
+def _in_range(f: int | float, lo, hi) -> bool:
+    """lo <= f <= hi, exactly, for ints of any size and finite floats."""
+    return (lo is None or f >= lo) and (hi is None or f <= hi)
 
 
 def _as_int(v, p: Param) -> int:
@@ -54,12 +88,16 @@ def _as_int(v, p: Param) -> int:
     try:
         f = _number(v)
     except (TypeError, ValueError):
-        raise InputError(p.name, f"{v!r} is not a whole number", valid) from None
-    if not math.isfinite(f) or f != int(f):
-        raise InputError(p.name, f"{v!r} is not a whole number", valid)
-    if not lo <= f <= hi:
-        raise InputError(p.name, f"{int(f):,} is out of range", valid)
-    return int(f)
+        raise InputError(p.name, f"{show(v)} is not a whole number", valid) from None
+    if isinstance(f, float):
+        if math.isinf(f):
+            raise InputError(p.name, f"{show(v)} is out of range", valid)
+        if math.isnan(f) or f != int(f):
+            raise InputError(p.name, f"{show(v)} is not a whole number", valid)
+        f = int(f)
+    if not _in_range(f, lo, hi):
+        raise InputError(p.name, f"{show(f) if abs(f) > 10 ** 30 else format(f, ',')} is out of range", valid)
+    return f
 
 
 def _as_float(v, p: Param) -> float:
@@ -69,9 +107,12 @@ def _as_float(v, p: Param) -> float:
     try:
         f = _number(v)
     except (TypeError, ValueError):
-        raise InputError(p.name, f"{v!r} is not a number", valid) from None
-    if not math.isfinite(f) or (p.lo is not None and f < p.lo) or (p.hi is not None and f > p.hi):
-        raise InputError(p.name, f"{v!r} is out of range", valid)
+        raise InputError(p.name, f"{show(v)} is not a number", valid) from None
+    if isinstance(f, int) and not -1e308 < f < 1e308:   # beyond any double: float(f) would overflow
+        raise InputError(p.name, f"{show(f)} is out of range", valid)
+    f = float(f)
+    if not math.isfinite(f) or not _in_range(f, p.lo, p.hi):
+        raise InputError(p.name, f"{show(v)} is out of range", valid)
     return f
 
 
@@ -83,7 +124,7 @@ def _as_bool(v, p: Param) -> bool:
         return True
     if s in ("0", "false", "no", "off"):
         return False
-    raise InputError(p.name, f"{v!r} is not true or false", "true or false (1 or 0)")
+    raise InputError(p.name, f"{show(v)} is not true or false", "true or false (1 or 0)")
 
 
 def _as_list(v, p: Param) -> list:
@@ -93,14 +134,14 @@ def _as_list(v, p: Param) -> list:
         return [v]
     if isinstance(v, str):
         return [x.strip() for x in v.split(",") if x.strip()]
-    raise InputError(p.name, f"{v!r} is not a list", "comma-separated values")
+    raise InputError(p.name, f"{show(v)} is not a list", "comma-separated values")
 
 
 def _as_choice(v, p: Param) -> str:
     s = str(v).strip().lower()
     if s not in p.choices:
         near = closest(s, p.choices)
-        raise InputError(p.name, f"{v!r} is not one of the choices",
+        raise InputError(p.name, f"{show(v)} is not one of the choices",
                          (f"did you mean {', '.join(near)}? " if near else "") + f"one of {', '.join(p.choices)}")
     return s
 
@@ -108,7 +149,7 @@ def _as_choice(v, p: Param) -> str:
 def _as_range(v, p: Param) -> tuple[float, float]:
     xs = _as_list(v, p)
     if len(xs) != 2:
-        raise InputError(p.name, f"{v!r} is not LOW,HIGH", "two numbers, e.g. 0.2,0.6")
+        raise InputError(p.name, f"{show(v)} is not LOW,HIGH", "two numbers, e.g. 0.2,0.6")
     lo, hi = (_as_float(x, p) for x in xs)
     if lo > hi:
         raise InputError(p.name, f"LOW {lo:g} exceeds HIGH {hi:g}", "LOW <= HIGH")
@@ -149,7 +190,7 @@ def coerce(p: Param, v):
         return tuple(hardware_id(x, p.name) for x in xs)
     if k == "model":
         if not isinstance(v, str):
-            raise InputError(p.name, f"{v!r} is not a name", "a catalog id or an uploaded config's id")
+            raise InputError(p.name, f"{show(v)} is not a name", "a catalog id or an uploaded config's id")
         return v.strip()
     raise AssertionError(k)
 
@@ -158,7 +199,7 @@ def hardware_id(v, field: str = "hardware") -> str:
     """A hardware catalog id (never a path: the web API reads no files named by a request)."""
     from tokenmath.specs.hardware import catalog
     if not isinstance(v, str) or not v.strip():
-        raise InputError(field, f"{v!r} is not a name", "a hardware catalog id such as h100-sxm")
+        raise InputError(field, f"{show(v)} is not a name", "a hardware catalog id such as h100-sxm")
     key = v.strip().lower()
     cat = catalog()
     if key not in cat:

@@ -1,5 +1,6 @@
 """Uploaded Hugging Face config.json files: parsed as data only into a Model, and kept in memory per server (least
-recently used dropped). A model uploaded is named `upload:<16 hex digits of the SHA-256 of its canonical JSON>`."""
+recently used dropped). A model uploaded is named `upload:<16 hex digits of the SHA-256 of its canonical JSON and its
+display name>`: the same file under the same name is the same model; under a new name, a new one."""
 from __future__ import annotations
 
 import hashlib
@@ -44,11 +45,12 @@ def model_from_upload(body: bytes, filename: str | None = None) -> Model:
         raise InputError(FIELD, f"is not valid JSON ({str(e)[:120]})", "a Hugging Face config.json") from None
     if not isinstance(data, dict):
         raise InputError(FIELD, "is not a JSON object", "a Hugging Face config.json")
-    digest = hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
-    mid = UPLOAD_PREFIX + digest
     label = data.get("_name_or_path") if isinstance(data.get("_name_or_path"), str) else None
     label = label or (filename or "").strip() or "uploaded config.json"
     label = "".join(ch for ch in label if ch.isprintable())[:LABEL_MAX_CHARS]
+    # content + name: the same config under another name is another model (its answers carry its own name)
+    canonical = json.dumps([data, label], sort_keys=True, separators=(",", ":"))
+    mid = UPLOAD_PREFIX + hashlib.sha256(canonical.encode()).hexdigest()[:16]
     m = model_from_hf_config(data, name=label)
     return replace(m, id=mid, name=label)
 

@@ -358,12 +358,12 @@
           sub: `batch ${d.batch}, TTFT + all decode steps`, why: { sections: [5], hl: /system/ } },
         { key: "ttft_s", label: "time to first token", value: fmt.seconds(d.ttft_s),
           sub: `whole batch prefill; ${d.bottleneck_prefill}-bound`, why: { sections: [3] } },
-        { key: "cost_per_mtok_output_usd", label: "$ per Mtok output", value: fmt.usd(d.cost_per_mtok_output_usd),
-          sub: d.price_usd_per_chip_hour ? `at $${d.price_usd_per_chip_hour}/chip-hour` : "no public price",
-          why: { sections: [5], hl: /\$|output:/ } },
+        { key: "cost_per_mtok_output_usd", label: "$ per Mtok output (decode only)", value: fmt.usd(d.cost_per_mtok_output_usd),
+          sub: d.price_usd_per_chip_hour ? `at $${d.price_usd_per_chip_hour}/chip-hour; whole request ${fmt.usd(d.cost_per_mtok_output_request_usd)}` : "no public price",
+          why: { sections: [5], hl: /\$|output \(/ } },
         { key: "cost_per_mtok_input_usd", label: "$ per Mtok input", value: fmt.usd(d.cost_per_mtok_input_usd),
           sub: d.cost_per_mtok_input_usd && d.cost_per_mtok_output_usd
-            ? `output costs ${fmt.num(d.cost_per_mtok_output_usd / d.cost_per_mtok_input_usd)}\u00d7 input` : "",
+            ? `output (decode) costs ${fmt.num(d.cost_per_mtok_output_usd / d.cost_per_mtok_input_usd)}\u00d7 input` : "",
           why: { sections: [5], hl: /input/ } });
     } else {
       cards.push({ key: "fits", label: "does not fit", value: "no speeds", cls: "bad",
@@ -505,7 +505,7 @@
                    why: { hl: /most interactive/ } },
                  { key: "productive", label: "most productive", value: fmt.num(z.output_tokens_per_s_per_chip) + " tok/s/chip",
                    sub: `${fmt.num(z.output_tokens_per_s_per_user)} tok/s/user, ${z.layout}, batch ${z.batch}` +
-                     (z.cost_per_mtok_output_usd !== null ? `, ${fmt.usd(z.cost_per_mtok_output_usd)}/Mtok` : ""),
+                     (z.cost_per_mtok_output_request_usd !== null ? `, ${fmt.usd(z.cost_per_mtok_output_request_usd)}/Mtok (whole request)` : ""),
                    why: { hl: /most productive/ } });
     }
     renderCards($(".cards", root), cards, d.explain);
@@ -519,14 +519,14 @@
           points: f.map((p) => [p.output_tokens_per_s_per_user, p.output_tokens_per_s_per_chip,
             `${p.layout}, batch ${p.batch}: ${fmt.num(p.output_tokens_per_s_per_user)} tok/s/user, ` +
             `${fmt.num(p.output_tokens_per_s_per_chip)} tok/s/chip` +
-            (p.cost_per_mtok_output_usd !== null ? `, ${fmt.usd(p.cost_per_mtok_output_usd)}/Mtok` : "") + `, ${p.bottleneck}-bound`]) },
+            (p.cost_per_mtok_output_request_usd !== null ? `, ${fmt.usd(p.cost_per_mtok_output_request_usd)}/Mtok (whole request)` : "") + `, ${p.bottleneck}-bound`]) },
       ],
     });
     const step = Math.max(1, Math.floor(f.length / 20));
     const shown = f.filter((_, i) => i % step === 0 || i === f.length - 1);
-    table($(".ops .table-box", root), ["tok/s/user", "tok/s/chip", "$/Mtok", "layout", "batch", "bound"],
+    table($(".ops .table-box", root), ["tok/s/user", "tok/s/chip", "$/Mtok (whole request)", "layout", "batch", "bound"],
           shown.map((p) => [fmt.num(p.output_tokens_per_s_per_user), fmt.num(p.output_tokens_per_s_per_chip),
-                            fmt.usd(p.cost_per_mtok_output_usd), p.layout, fmt.int(p.batch), p.bottleneck]));
+                            fmt.usd(p.cost_per_mtok_output_request_usd), p.layout, fmt.int(p.batch), p.bottleneck]));
     $(".derivation pre", root).textContent = d.explain;
   }
 
@@ -580,12 +580,13 @@
       cards.push(
         { key: "input", label: `input token at ${fmt.int(r.input_len)}`, value: f(r.cost_per_mtok_input), sub: `${r.bottleneck_prefill}-bound prefill, batch ${r.batch}`,
           why: { hl: new RegExp(`context\\s+${fmt.int(r.input_len)},`) } },
-        { key: "output", label: "output token", value: f(r.cost_per_mtok_output), sub: `${r.bottleneck_decode}-bound decode`,
+        { key: "output", label: "output token (decode)", value: f(r.cost_per_mtok_output), sub: `${r.bottleneck_decode}-bound decode`,
           why: { hl: new RegExp(`context\\s+${fmt.int(r.input_len)},|why`) } },
         { key: "ratio", label: "output / input", value: fmt.num(r.output_input_ratio) + "\u00d7", sub: "the price ratio this predicts",
           why: { hl: /output\/input|why/ } },
         { key: "cached", label: "cached input token", value: f(r.cost_per_mtok_cached_input),
-          sub: `KV held ${fmt.num(d.cache_ttl_s)} s in HBM`, why: { hl: /cached/ } });
+          sub: r.cached_input_tier === "recompute" ? "recomputed: cheaper than holding its KV"
+            : `KV held ${fmt.num(d.cache_ttl_s)} s in ${r.cached_input_tier.replace("_", " ")}`, why: { hl: /cached/ } });
     } else if (r) {
       cards.push({ key: "nofit", label: `at ${fmt.int(r.input_len)} tokens`, value: "does not fit", cls: "bad", why: { hl: /fit/ } });
     }

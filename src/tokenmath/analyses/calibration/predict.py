@@ -1,0 +1,210 @@
+"""Every published measurement predicted three ways, plus as a function of the fitted parameters:
+- pure roofline: 100% of every peak, no overhead (specs.efficiency.PEAK), the bound no prediction may beat;
+- roofline defaults: the kernel-microbenchmark ceilings (specs.efficiency.DEFAULT), nothing fitted;
+- `evaluate(values)`: the row's metric at given values of a CalibrationModel's parameters (arrays broadcast for the
+  terms re-timed without re-running the engine), which the fit searches and the held-out predictions use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from tokenmath.analyses.calibration.labels import Labels, labels_of, load_of
+from tokenmath.analyses.calibration.parameters import FLAT_MODEL, LINK_EFF, TRAIN_BW, CalibrationModel
+from tokenmath.base.errors import InputError
+from tokenmath.engine.roofline import retime
+from tokenmath.specs.catalog import shipped
+from tokenmath.specs.efficiency import DEFAULT, PEAK, Efficiency
+
+THROUGHPUT = {"output_tokens_per_s", "output_tokens_per_s_per_user", "decode_tokens_per_s", "prefill_tokens_per_s",
+              "total_tokens_per_s", "tokens_per_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu"}
+# the value a term takes when a model does not fit it: the pure roofline's
+NEUTRAL = {"flops": 1.0, "memory_bw": 1.0, "layer_overhead_s": 0.0, "step_s": 0.0}
+
+
+@dataclass
+class RowPrediction:
+    row: dict
+    kind: str                       # inference | training
+    labels: Labels
+    source_key: str
+    measured: float
+    predicted_default: float | None = None
+    predicted_peak: float | None = None    # the pure roofline: 100% of every peak, no overhead
+    evaluate: Callable[[dict], np.ndarray] | None = None   # fitted-parameter values -> predicted metric
+    skipped: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.row["id"]
+
+    @property
+    def usable(self) -> bool:
+        return self.evaluate is not None and self.skipped is None
+
+    @property
+    def throughput(self) -> bool:
+        return self.row["metric"] in THROUGHPUT
+
+    def faster_than(self, value: float, bound: float | None) -> bool:
+        """Whether `value` of this row's metric is faster than `bound` (throughput above it, time below it)."""
+        if bound is None or value is None:
+            return False
+        return value > bound * (1 + 1e-9) if self.throughput else value < bound * (1 - 1e-9)
+
+    @property
+    def beats_roofline(self) -> bool:
+        """The MEASUREMENT beats the pure roofline: the data (or the model of its configuration) is wrong."""
+        if self.predicted_peak is None:
+            return False
+        tol = 1e-4
+        return (self.measured > self.predicted_peak * (1 + tol) if self.throughput
+                else self.measured < self.predicted_peak * (1 - tol))
+
+
+def source_key(row) -> str:
+    s = str(row.get("source", ""))
+    return s.split(" ")[0].split("#")[0][:80]
+
+
+def metric_function(r, row) -> Callable:
+    """(ttft, decode step) -> the row's inference metric, for a result `r` with batch, input_len, output_len, chips."""
+    B, Li, Lo = r.batch, r.input_len, r.output_len
+    scale = row.get("value_per_chips", r.chips) / r.chips
+    m = row["metric"]
+    table = {
+        "output_tokens_per_s": lambda t, s: B * Lo / (t + Lo * s) * scale,
+        "output_tokens_per_s_per_user": lambda t, s: 1 / s,
+        "decode_tokens_per_s": lambda t, s: B / s * scale,
+        "decode_step_s": lambda t, s: s,
+        "decode_total_s": lambda t, s: Lo * s,
+        "ttft_s": lambda t, s: t,
+        "e2e_latency_s": lambda t, s: t + Lo * s,
+        "prefill_tokens_per_s": lambda t, s: B * Li / t * scale,
+        "total_tokens_per_s": lambda t, s: B * (Li + Lo) / (t + Lo * s) * scale,
+    }
+    if m not in table:
+        raise InputError("metric", f"unknown inference metric {m!r}", ", ".join(table))
+    return table[m]
+
+
+class _InferenceEvaluator:
+    """A row's metric as a function of fitted values. Terms in NEUTRAL re-time the engine's pass (arrays broadcast);
+    parameters entering through the efficiency re-run the engine once per value (cached)."""
+
+    def __init__(self, row: dict, kw: dict, model: CalibrationModel, base_result):
+        from tokenmath.analyses.serving.infer import infer
+        self._infer = lambda eff: infer(row["model"], row["hardware"], efficiency=eff, **kw)
+        self.row, self.model = row, model
+        self.slow = [p for p in model.params if p.applies == "inference" and p.enters == "efficiency"]
+        self.base = model.base(row)
+        self.cache = {(): base_result} if not self.slow else {}
+        self.f = metric_function(base_result, row)
+        self.layers = base_result.model.n_layers
+
+    def result(self, values: dict):
+        key = tuple(float(values.get(p.name, p.start)) for p in self.slow)
+        if key not in self.cache:
+            eff = self.base
+            for p, v in zip(self.slow, key):
+                eff = p.set(eff, v)
+            self.cache[key] = self._infer(eff)
+        return self.cache[key]
+
+    def __call__(self, values: dict) -> np.ndarray:
+        r = self.result(values)
+        term = {k: np.asarray(values.get(k, v), float) for k, v in NEUTRAL.items()}
+        ov = term["layer_overhead_s"] * self.layers
+        fill = r.ttft_s / float(np.asarray(r.prefill.time_s))        # (M + pp - 1) / pp pipeline fill
+        if self.model.retimed:
+            fe, be = term["flops"], term["memory_bw"]
+            ttft = fill * (retime(r.prefill, fe, be) + ov)
+            step = retime(r.decode, fe, be) + r.pp_p2p_s + ov + term["step_s"]
+        else:
+            ttft = r.ttft_s + fill * ov
+            step = r.decode_step_s + ov + term["step_s"]
+        return np.asarray(self.f(ttft, step), float)
+
+
+def predict_inference(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPrediction:
+    from tokenmath.analyses.serving.infer import infer
+    p = RowPrediction(row, "inference", labels_of(row, "inference"), source_key(row), float(row["value"]))
+    if row.get("batch") == "unstated":
+        p.skipped = "batch not published"
+        return p
+    kw = dict(chips=row.get("chips"), tp=row.get("tp"), pp=row.get("pp"), ep=row.get("ep"), dp=row.get("dp"),
+              batch=row.get("batch", 1), input_len=max(int(row.get("input_len", 1)), 1),
+              output_len=max(int(row.get("output_len", 1)), 1), weight_dtype=row.get("weight_dtype"),
+              kv_dtype=row.get("kv_dtype"))
+    try:
+        base = infer(row["model"], row["hardware"], efficiency=model.base(row), **kw)
+        if not base.fits and load_of(row) == "concurrency":
+            # an engine runs at most the batch that fits; the other requests queue
+            most = infer(row["model"], row["hardware"], efficiency=model.base(row), **{**kw, "batch": "max"})
+            if most.fits and most.batch < int(kw["batch"]):
+                p.notes.append(f"concurrency {kw['batch']} does not fit: predicted at the largest batch that "
+                               f"fits, {most.batch}; the other requests queue")
+                kw["batch"], base = most.batch, most
+        if not base.fits:
+            p.skipped = "does not fit in tokenmath's memory model at this batch: " + "; ".join(base.advice[:1])
+            return p
+        dflt = infer(row["model"], row["hardware"], efficiency=DEFAULT, **kw)
+        peak = infer(row["model"], row["hardware"], efficiency=PEAK, **kw)
+        p.evaluate = _InferenceEvaluator(row, kw, model, base)
+    except InputError as e:
+        p.skipped = f"not expressible: {e}"
+        return p
+    f = metric_function(peak, row)
+    p.predicted_peak = float(f(peak.ttft_s, peak.decode_step_s))
+    p.predicted_default = float(f(dflt.ttft_s, dflt.decode_step_s))
+    if row.get("batch") == "max" or p.notes:
+        p.notes.append(f"batch predicted: {base.batch}")
+    return p
+
+
+def predict_training(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPrediction:
+    from tokenmath.analyses.training.train import train
+    p = RowPrediction(row, "training", labels_of(row, "training"), source_key(row), float(row["value"]))
+    grid = next((q.grid for q in model.params if q.enters == "train_flops"), ())
+    seq = int(row["seq_len"])
+    kw = dict(chips=row["chips"], tp=row.get("tp"), pp=row.get("pp"), dp=row.get("dp"), ep=row.get("ep"),
+              cp=row.get("cp"), seq_len=seq, global_batch_tokens=int(row["global_batch_seqs"]) * seq,
+              recompute=row.get("recompute") if row.get("recompute") in ("none", "selective", "full") else "selective",
+              dtype=row.get("dtype", "bf16"), tokens=row.get("tokens"))
+    try:
+        d = train(row["model"], row["hardware"], efficiency=DEFAULT, **kw).to_dict()
+        pk = train(row["model"], row["hardware"], efficiency=PEAK, **kw).to_dict()
+        at = [train(row["model"], row["hardware"], efficiency=Efficiency(float(f), TRAIN_BW, LINK_EFF, "grid"),
+                    **kw).to_dict() for f in grid]
+    except InputError as e:
+        p.skipped = f"not expressible: {e}"
+        return p
+    if not d["fits"]:
+        p.skipped = "does not fit in tokenmath's training memory model: " + "; ".join(d.get("advice", [])[:1])
+        return p
+    m = row["metric"]
+    notes = str(row.get("notes", "")).lower()
+    hw_basis = "includes recomputation" in notes or "hardware" in notes
+    key = {"tflops_per_chip": "hardware_tflops_per_chip" if hw_basis else "tflops_per_chip", "mfu": "mfu",
+           "tokens_per_s": "tokens_per_s", "gpu_hours": "chip_hours"}.get(m)
+    if m != "tokens_per_s_per_chip" and not key:
+        p.skipped = f"metric {m!r} not predicted"
+        return p
+
+    def pick(x):
+        return x["tokens_per_s"] / x["chips"] if m == "tokens_per_s_per_chip" else x[key]
+    p.predicted_default, p.predicted_peak = pick(d), pick(pk)
+    xs, ys = np.array(grid, float), np.array([pick(x) for x in at], float)
+    if len(xs):
+        p.evaluate = lambda values: np.interp(np.asarray(values.get("train_flops", 1.0), float), xs, ys)
+    return p
+
+
+def predict_all(rows: dict | None = None, model: CalibrationModel = FLAT_MODEL) -> list[RowPrediction]:
+    data = shipped("measurements.toml") if rows is None else rows
+    out = [predict_inference(r, model) for r in data.get("inference", [])]
+    out += [predict_training(r, model) for r in data.get("training", [])]
+    return out

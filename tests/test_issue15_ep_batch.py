@@ -1,0 +1,145 @@
+"""Issue 15 item 2: expert parallelism with fewer sequences than EP groups.
+
+B sequences over dp x ep attention groups: only the groups that hold sequences route tokens, so the tokens that reach
+one replica's MoE layer are its ceil(B / dp) sequences' tokens, not ceil(B / (dp ep)) x ep (the old engine filled
+every EP group with the busiest group's sequences). Idle groups cost nothing extra, and the experts a step reads
+follow E (1 - (1 - k/E)^B)."""
+import numpy as np
+import pytest
+
+from tokenmath.analyses.serving.hyperbola import hyperbola
+from tokenmath.analyses.setup import setup
+from tokenmath.engine.static_batch import serve_batch
+from tokenmath.mapping.layout import Layout
+
+
+def _ds_ep8():
+    return setup("deepseek-v3", "h200", chips=8, ep=8)
+
+
+def test_experts_touched_follow_the_tokens_not_the_groups():
+    # DeepSeek-V3: E = 256 routed experts, k = 8 per token. One sequence on 8 EP groups routes 1 token:
+    #   B = 1:  256 x (1 - (1 - 8/256)^1) = 8 experts
+    #   B = 2:  256 x (1 - (31/32)^2) = 256 x 63/1024 = 15.75
+    #   B = 8:  256 x (1 - (31/32)^8) = 57.42...
+    # (before the fix: 57.4 for every B from 1 to 8, as if each of the 8 groups held a sequence)
+    h = hyperbola("deepseek-v3", "h200", chips=8, ep=8)
+    t = dict(zip(h.batch.astype(int), h.experts_touched))
+    assert t[1] == pytest.approx(8.0, rel=1e-12)
+    assert t[2] == pytest.approx(15.75, rel=1e-12)
+    assert t[8] == pytest.approx(256 * (1 - (31 / 32) ** 8), rel=1e-12)
+    assert t[9] == pytest.approx(256 * (1 - (31 / 32) ** 9), rel=1e-12)      # 63.6, not 102 (16 tokens)
+
+
+def test_expert_weight_bytes_at_batch_one_by_hand():
+    # per EP rank and MoE layer, the experts read: touched x (3 x 7,168 x 2,048 params) x fp8 bytes x share
+    #   share = ceil(256 / 8) / 256 = 1/8; fp8 = 1 B + one 4-byte scale per 16,384 values = 1.000244140625 B
+    #   B = 1: 8 x 44,040,192 x 1.000244140625 / 8 = 44,050,944 B (one expert's worth per rank on average)
+    su = _ds_ep8()
+    sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, 1, 2048, 1, su.reserve)
+    ex = sv.decode.ops["experts"]
+    assert float(ex.weight_bytes) == pytest.approx(8 * 44_040_192 * 1.000244140625 / 8, rel=1e-12)
+    assert float(ex.weight_bytes) == pytest.approx(44_050_944, rel=1e-12)
+
+
+def test_step_grows_with_the_batch_below_the_group_count():
+    # B = 1..8 on 8 EP groups: the busiest group holds one sequence throughout, so attention, the all-to-all
+    # payload and the other per-group work are the same; only the experts the batch touches grow. Memory-bound
+    # expert reads at 4.8 TB/s (efficiency 1.0) over 58 MoE layers:
+    #   step(8) - step(1) = 58 x (57.42 - 8) x 44,040,192 x 1.000244 / 8 B / 4.8e12 B/s = 3.253 ms
+    # (before the fix the step was a flat 13.31 ms from B = 1 to 8)
+    su = _ds_ep8()
+    assert su.efficiency.memory_bw == 1.0
+    sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, np.arange(1.0, 9.0), 2048, 1,
+                     su.reserve)
+    step = np.asarray(sv.decode_step_s)
+    assert np.all(np.diff(step) > 0)
+    touched8 = 256 * (1 - (31 / 32) ** 8)
+    weights = 58 * (touched8 - 8) * 44_040_192 * 1.000244140625 / 8
+    acts = 58 * 7 * 8 * (2 * 7168 + 2 * 2048) * 2 / 8
+    expect = (weights + acts) / 4.8e12
+    assert expect == pytest.approx(3.291e-3, rel=1e-3)
+    # the experts op is memory-bound at these batches, so the difference is exactly its extra bytes
+    ex = sv.decode.ops["experts"]
+    assert np.all(np.asarray(ex.memory_s) > np.asarray(ex.compute_s))
+    assert step[7] - step[0] == pytest.approx(expect, rel=1e-9)
+
+
+def test_idle_groups_cost_nothing_extra():
+    # One sequence on a replica of 8 EP groups costs what the busy group and the experts its 1 token touches
+    # cost: the same as B = 1 with every group's share of experts but only 1 token routed. The step at B = 1 is
+    # below the step at B = 8 by the expert reads alone (previous test); and the group-level ops do not see the
+    # idle groups: attention, attn_proj, router, shared experts and the all-to-all are identical at B = 1 and 8.
+    su = _ds_ep8()
+    sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, np.array([1.0, 8.0]), 2048, 1,
+                     su.reserve)
+    for name in ("attention", "attn_proj", "router", "shared_experts", "ep_alltoall", "norms", "lm_head"):
+        op = sv.decode.ops[name]
+        t = np.broadcast_to(np.asarray(op.time_s), (2,))
+        assert t[0] == t[1], name
+
+
+def test_dp_replicas_route_their_own_sequences():
+    # dp = 2 replicas of ep = 4: B = 3 puts 2 sequences on the busiest replica (ceil(3/2)), which routes 2 tokens:
+    #   256 x (1 - (31/32)^2) = 15.75 experts, not ceil(3 / 8) x 4 = 4 tokens (30.8 experts)
+    su = setup("deepseek-v3", "h200", chips=8, ep=4, dp=2)
+    sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, 3, 2048, 1, su.reserve)
+    ex = sv.decode.ops["experts"]
+    share = 64 / 256
+    assert float(ex.weight_bytes) == pytest.approx(15.75 * 44_040_192 * 1.000244140625 * share, rel=1e-12)
+
+
+def _per_token_s(model, hw, kw):
+    """Per-output-token decode time step / B at context 2,048 for every batch from 1 to the largest that fits
+    (cost per output token = chips x $ per chip-second x this), one vectorized engine call."""
+    su = setup(model, hw, **kw)
+    probe = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, 1, 2048, 1, su.reserve)
+    B = np.arange(1.0, int(probe.max_batch) + 1)
+    sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, B, 2048, 1, su.reserve)
+    assert np.all(sv.fits)
+    g = int(np.asarray(su.layout.dp) * np.asarray(su.layout.ep))      # attention groups
+    return B, np.asarray(sv.decode_step_s) / B, g
+
+
+def test_cost_per_token_does_not_rise_from_8_to_9_sequences():
+    # before the fix: $16.78 at B = 8 -> $18.36 at B = 9 (the 9th sequence "filled" all 8 groups to 2 sequences:
+    # 16 routed tokens and 102 experts read per layer instead of 9 tokens and 63.6 experts)
+    h = hyperbola("deepseek-v3", "h200", chips=8, ep=8)
+    c = dict(zip(h.batch.astype(int), h.per_token_s))
+    assert c[9] < c[8] and c[17] < c[16] and c[25] < c[24]
+
+
+@pytest.mark.parametrize("model,hw,kw", [
+    ("deepseek-v3", "h200", dict(chips=8, ep=8)),
+    ("llama-3.1-70b", "h100-sxm", dict(chips=8)),
+])
+def test_cost_per_output_token_non_increasing_in_batch_until_memory_runs_out(model, hw, kw):
+    # Adding a sequence never raises the cost of an output token while the batch fits: the weights are read once
+    # per step whatever the batch, and a sequence that joins a group below the busiest adds only its tokens'
+    # expert work. One exception is physical, not a defect: with g attention groups, the (g j + 1)-th sequence
+    # makes one group hold j + 1 while the others hold j, and every MoE layer's all-to-all waits for that group,
+    # so the step grows by one sequence's attention at once. Once the batch is large (DeepSeek-V3 on 8 EP groups:
+    # from B ~ 288) that costs a little more than the amortised weight reads save: at most 0.3% per token at
+    # B = 8j -> 8j + 1 (before the fix: +9.4% at 8 -> 9). Over whole rounds (B -> B + g) it never rises.
+    B, c, g = _per_token_s(model, hw, kw)
+    assert B[-1] > 500
+    ratio = c[1:] / c[:-1]
+    if g == 1:                                  # one group: every sequence joins the busiest group
+        assert np.all(ratio <= 1 + 1e-12)
+        return
+    opens_a_round = (B[:-1] % g) == 0           # B -> B + 1 gives one group its (j + 1)-th sequence
+    assert np.all(ratio[~opens_a_round] <= 1 + 1e-12)
+    assert np.all(ratio[opens_a_round] <= 1.003)
+    assert np.all(c[g:] <= c[:-g] * (1 + 1e-12))
+
+
+def test_layout_arrays_broadcast_over_the_batch():
+    # vectorized: a (layouts x batch) grid gives the same as one layout at a time
+    su = _ds_ep8()
+    lay = Layout(np.array([[1], [1]]), np.array([[1], [1]]), np.array([[8], [4]]), np.array([[1], [2]]))
+    B = np.array([[1.0, 2.0, 3.0, 9.0]])
+    grid = serve_batch(su.model, su.hardware, lay, su.precision, su.efficiency, B, 2048, 1, su.reserve)
+    for i, (ep, dp) in enumerate(((8, 1), (4, 2))):
+        one = serve_batch(su.model, su.hardware, Layout(1, 1, ep, dp), su.precision, su.efficiency, B[0], 2048, 1,
+                          su.reserve)
+        assert np.allclose(np.asarray(grid.decode_step_s)[i], np.asarray(one.decode_step_s), rtol=1e-12)
