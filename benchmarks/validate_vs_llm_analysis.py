@@ -154,7 +154,7 @@ def la_predict(row, eff_pairs):
     from llm_analysis.config import ParallelismConfig, get_dtype_config_by_name
 
     import tokenmath as tm
-    from tokenmath.analyses.calibration.validate import _metric
+    from tokenmath.analyses.calibration.validate import metric_function as _metric
     from tokenmath.specs.dtypes import get_dtype
     model, hw = tm.get_model(row["model"]), tm.get_hardware(row["hardware"])
     wd, kd = get_dtype(row["weight_dtype"]), get_dtype(row.get("kv_dtype", "bf16"))

@@ -309,8 +309,10 @@ def test_expert_imbalance_never_faster_and_overlap_never_slower(case, a, b, eff)
 
 
 # ---- 3. decode cost per token never rises with batch while it fits ----------------------------------------------
+# flat fractions only: the kernel model (DEFAULT, issue 16) quantizes matmuls into 128-row tiles, so one token past a
+# tile costs a tile more (tests/test_kernels.py checks its per-token cost over whole tiles and its step)
 @settings(max_examples=60 * SCALE, **PROFILE)
-@given(cases(), st.sampled_from([DEFAULT, PEAK]))
+@given(cases(), st.sampled_from([Efficiency(), PEAK]))
 def test_decode_cost_per_token_non_increasing_in_batch_while_it_fits(case, eff):
     m, hw, lay, prec, wl = case
     # whole multiples of the attention groups (dp x ep) and pipeline micro-batches (pp): an uneven split leaves the

@@ -13,6 +13,8 @@ _PUBLIC = {
     "hyperbola": "tokenmath.analyses.serving.hyperbola:hyperbola",
     "pareto": "tokenmath.analyses.serving.pareto:pareto",
     "price": "tokenmath.analyses.serving.provider_price:price",
+    "simulate": "tokenmath.analyses.serving.simulation.simulate:simulate",
+    "steady_state": "tokenmath.analyses.serving.steady_state:steady_state",
     "train": "tokenmath.analyses.training.train:train",
     "chinchilla": "tokenmath.analyses.training.scaling_laws:chinchilla",
     "overtrain": "tokenmath.analyses.training.overtrain:overtrain",

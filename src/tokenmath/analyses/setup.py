@@ -1,7 +1,9 @@
-"""Resolving a question's inputs once: model, hardware, layout, dtypes, efficiency (with named errors)."""
+"""Resolving a question's inputs once: model, hardware, layout, dtypes, efficiency and serving engine (with named
+errors). The engine travels on the efficiency (Efficiency.engine): `engine=` names one (an id, a file, a profile),
+"none" removes it, None keeps the efficiency's own (none unless the caller set one)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -16,6 +18,7 @@ from tokenmath.specs.efficiency import Efficiency, default_for
 from tokenmath.specs.hardware import Hardware, get_hardware
 from tokenmath.specs.model import Model
 from tokenmath.specs.model_catalog import get_model
+from tokenmath.specs.serving_engines import EngineProfile, engine_dict, engine_label, resolve_engine
 from tokenmath.specs.systems import get_system
 
 
@@ -33,6 +36,19 @@ class Setup:
         return int(np.asarray(self.layout.chips).max())
 
     @property
+    def engine(self) -> EngineProfile | None:
+        """The serving engine whose defaults the figures assume (None: the engine-free step)."""
+        return self.efficiency.engine
+
+    @property
+    def engine_dict(self) -> dict:
+        return engine_dict(self.engine)
+
+    @property
+    def engine_note(self) -> str:
+        return engine_label(self.engine)
+
+    @property
     def usd_per_chip_s(self) -> float | None:
         """$ per second of one chip; None when the chip has no price."""
         return usd_per_s(1, self.hardware.price_usd_per_hour)
@@ -46,20 +62,29 @@ def resolve_precision(m: Model, weight_dtype: str | None, kv_dtype: str | None) 
     return Precision(w, e, kv)
 
 
+def with_engine(eff: Efficiency, engine) -> Efficiency:
+    """The efficiency with the serving engine `engine` (id, file or EngineProfile; "none": no engine; None: as is)."""
+    if engine is None:
+        return eff
+    return replace(eff, engine=resolve_engine(engine))
+
+
 def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, weight_dtype=None, kv_dtype=None,
-          efficiency: Efficiency | None = None, reserve: float | None = None, cp=None) -> Setup:
+          efficiency: Efficiency | None = None, reserve: float | None = None, cp=None, engine=None) -> Setup:
     """One question's inputs. The layout: make_layout (the degrees given; the chips they leave go to the default
-    spread when tp is not given, else to dp). The efficiency: the one given, else the chip family's calibration."""
+    spread when tp is not given, else to dp). The efficiency: the one given, else the chip family's calibration;
+    the engine (with_engine): the one named, else the efficiency's own (None: the engine-free step)."""
     m = get_model(model)
     hw = get_hardware(hardware)
     lay = make_layout(m, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp)
     reserve = RESERVE_FRACTION if reserve is None else reserve
     if not 0 <= reserve < 1:
         raise InputError("reserve", f"{reserve!r} is not a fraction of memory", "a number in [0, 1)")
-    return Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw), reserve)
+    eff = with_engine(efficiency or default_for(hw), engine)
+    return Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), eff, reserve)
 
 
-def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve) -> tuple[Setup, int]:
+def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine=None) -> tuple[Setup, int]:
     """A question about a whole system (plan, moe): its Setup (no layout yet) and its number of chips."""
     m = get_model(model)
     hw = get_system(system, chips)
@@ -67,7 +92,8 @@ def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reser
     if n > MAX_SEARCH_CHIPS:
         raise InputError("chips", f"{n:,} chips is more than one plan searches", f"at most {MAX_SEARCH_CHIPS:,}")
     reserve = RESERVE_FRACTION if reserve is None else reserve
-    return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), efficiency or default_for(hw), reserve), n
+    eff = with_engine(efficiency or default_for(hw), engine)
+    return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), eff, reserve), n
 
 
 def check_ep_imbalance(ep_imbalance) -> float:

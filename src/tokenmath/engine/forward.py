@@ -40,7 +40,9 @@ from tokenmath.specs.params import count_params
 from tokenmath.engine import collectives as coll
 from tokenmath.engine import expert_parallel as xp
 from tokenmath.engine.context_parallel import cp_comm
-from tokenmath.engine.roofline import op_time
+from tokenmath.engine.kernels import op_kernels, op_rates, op_shapes
+from tokenmath.engine.roofline import kernel_op_time, op_time
+from tokenmath.specs.kernels import resolve as resolve_kernels
 from tokenmath.mapping.placement import place
 
 ep_dispatch_bytes = xp.ep_dispatch_bytes     # one home (expert_parallel.py); kept here for callers of the engine
@@ -71,6 +73,8 @@ class Op:
     note: str = ""
     weight_bytes: np.ndarray | float = 0.0   # the part of `bytes` that is weights (per occurrence)
     kv_bytes: np.ndarray | float = 0.0       # the part of `bytes` that is KV cache
+    kernels: int = 0                         # kernels launched per occurrence (engine/kernels.op_kernels)
+    fixed_s: np.ndarray | float = 0.0        # kernel model: t0 per occurrence, inside compute_s and memory_s
 
     @property
     def has_comm(self) -> bool:
@@ -164,6 +168,11 @@ class PassCost:
         return BOTTLENECKS[self.bottleneck_code]
 
     @property
+    def kernels(self) -> float:
+        """Kernels launched per pass (what an eager engine pays CPU launch time for)."""
+        return sum(op.count * op.kernels for op in self.ops.values())
+
+    @property
     def weight_bytes(self):
         return _sum(op.count * op.weight_bytes for op in self.ops.values())
 
@@ -255,24 +264,33 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     pk_e = hw.peak_flops(ekey) * eff.flops
     pk_a = hw.peak_flops("bf16") * eff.flops
     out = PassCost(overhead_s=m.n_layers * eff.layer_overhead_s)
+    km = resolve_kernels(eff.kernels, hw)     # None: the flat fractions above, exactly as before
 
-    def add(name, count, flops, nbytes, peak, comm=None, note="", weights=0.0, kv=0.0):
-        """nbytes = weights + kv + activation bytes; weights and kv are also kept apart for the analyses."""
+    def add(name, count, flops, nbytes, peak, comm=None, note="", weights=0.0, kv=0.0, kind="stream", **shape):
+        """nbytes = weights + kv + activation bytes; weights and kv are also kept apart for the analyses.
+        kind and shape: how the kernel model times the op (engine/kernels.op_rates); unused without one."""
         if count == 0:
             return
         # arrays keep their own (broadcastable) shapes: a scalar stays a scalar, so sweeps allocate less
         flops = np.asarray(flops, float)
         nbytes = np.asarray(nbytes, float)
-        _, c, mem = op_time(flops, nbytes, peak, bw)
+        kname = "attn_proj_mla" if name == "attn_proj" and m.is_mla else ("attention" if kind == "attention" else name)
+        t0, pk, bwo = 0.0, peak, bw
+        if km is None:
+            _, c, mem = op_time(flops, nbytes, peak, bw)
+        else:
+            pk, bwo, t0 = op_rates(km, hw, kname, phase, kind, **shape)
+            _, c, mem = kernel_op_time(flops, nbytes, pk, bwo, t0)
         out.ops[name] = Op(name, float(count), flops, nbytes, c, mem,
-                           np.asarray(comm, float) if comm is not None else np.float64(0.0), peak, bw, note,
-                           np.asarray(weights, float), np.asarray(kv, float))
+                           np.asarray(comm, float) if comm is not None else np.float64(0.0), float(np.max(pk)),
+                           float(np.max(bwo)), note, np.asarray(weights, float), np.asarray(kv, float),
+                           sum(op_kernels(kname)), t0)
 
     wb = prec.weight.bytes
     add("embed", 1, 0.0, T * d * (wb + ab), pk_w, note="gather one embedding row per token", weights=T * d * wb)
     add("attn_proj", m.n_layers, 2 * P.attn_per_layer * T / tp,
         P.attn_per_layer * wb / tp + T * _attn_io_width(m, tp) * ab, pk_w, note="q, k, v, o projections",
-        weights=P.attn_per_layer * wb / tp)
+        weights=P.attn_per_layer * wb / tp, kind="gemm", key=wkey, M=T, shapes=op_shapes(m, "attn_proj", tp))
 
     kvl = kv_values_per_token_per_layer(m) * prec.kv.bytes
     shard = lay.kv_shard(m)
@@ -282,22 +300,25 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     att_full = cp * np.asarray(pairs_full) * S / tp
     if has_cp:
         att_full = att_full / cpd
+    fa = {"seq_len": np.asarray(new_tokens, float) / (cpd if has_cp else 1.0),
+          "head_dim": m.qk_nope_head_dim + m.qk_rope_head_dim if m.is_mla else m.hd}
     add("attention", m.n_full_layers, att_full, kv_full + qo, pk_a,
-        note="scores and values over the cached context (full layers)", kv=kv_full)
+        note="scores and values over the cached context (full layers)", kv=kv_full, kind="attention", **fa)
     if m.n_sliding_layers:
         kv_loc = kvl * (np.asarray(kv_read_sliding) + new_tokens) * S / shard
         att_loc = cp * np.asarray(pairs_sliding) * S / tp
         if has_cp:
             att_loc = att_loc / cpd
         add("attention_local", m.n_sliding_layers, att_loc, kv_loc + qo, pk_a,
-            note=f"scores and values over at most {m.sliding_window} tokens (sliding-window layers)", kv=kv_loc)
+            note=f"scores and values over at most {m.sliding_window} tokens (sliding-window layers)", kv=kv_loc,
+            kind="attention", **fa)
     add("norms", m.n_layers, 0.0, 6 * T * d * ab, pk_a, note="2 norms and residual adds (elementwise)")
 
     if P.n_dense_layers and P.dense_ffn_per_layer:
         F = m.ffn_intermediate
         add("ffn", P.n_dense_layers, 2 * P.dense_ffn_per_layer * T / tp,
             P.dense_ffn_per_layer * wb / tp + T * (2 * d + 2 * F / tp) * ab, pk_w, note="dense FFN",
-            weights=P.dense_ffn_per_layer * wb / tp)
+            weights=P.dense_ffn_per_layer * wb / tp, kind="gemm", key=wkey, M=T, shapes=op_shapes(m, "ffn", tp))
     if P.n_moe_layers:
         E, k = m.n_experts, m.experts_per_token
         if ep_imbalance != 1.0:
@@ -307,27 +328,31 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         eb = prec.expert.bytes
         Fe = m.moe_intermediate
         add("router", P.n_moe_layers, 2 * P.router_per_moe_layer * T, P.router_per_moe_layer * wb + T * d * ab, pk_w,
-            note="expert gate (replicated)", weights=P.router_per_moe_layer * wb)
+            note="expert gate (replicated)", weights=P.router_per_moe_layer * wb, kind="gemm", key=wkey, M=T,
+            shapes=op_shapes(m, "router", 1))
         share = lay.expert_share(m)     # 1/ep, or ceil(E/ep)/E on the fullest rank when ep does not divide E
         add("experts", P.n_moe_layers, 2 * Tst * k * P.expert * share / tp,
             touched * P.expert * eb * share / tp + Tst * k * (2 * d + 2 * Fe / tp) * ab * share, pk_e,
             note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts"
             + (f" (busiest EP rank: {float(ep_imbalance):g} x the mean tokens)" if ep_imbalance != 1.0 else ""),
-            weights=touched * P.expert * eb * share / tp)
+            weights=touched * P.expert * eb * share / tp, kind="grouped", key=ekey, M=Tst * k / touched,
+            groups=touched * share, shapes=op_shapes(m, "experts", tp))
         if P.shared_per_moe_layer:
             Fs = m.shared_width
             add("shared_experts", P.n_moe_layers, 2 * P.shared_per_moe_layer * T / tp,
                 P.shared_per_moe_layer * wb / tp + T * (2 * d + 2 * Fs / tp) * ab, pk_w, note="shared expert(s)",
-                weights=P.shared_per_moe_layer * wb / tp)
+                weights=P.shared_per_moe_layer * wb / tp, kind="gemm", key=wkey, M=T,
+                shapes=op_shapes(m, "shared_experts", tp))
     logits_tokens = T if phase == "decode" else S
     W_lm = m.vocab_size * d
     add("lm_head", 1, 2 * W_lm * logits_tokens / tp, W_lm * wb / tp + logits_tokens * (d + m.vocab_size / tp) * ab, pk_w,
-        note="logits (prefill: last position only)", weights=W_lm * wb / tp)
+        note="logits (prefill: last position only)", weights=W_lm * wb / tp, kind="gemm", key=wkey,
+        M=logits_tokens, shapes=op_shapes(m, "lm_head", tp))
 
     if np.any(tp > 1):
         add("tp_allreduce", 2 * m.n_layers, 0.0, 0.0, pk_a,
             comm=coll.all_reduce(T * d * ab, tp, hw, eff.link_bw, up_bw=group_bw("all_reduce", tp), span=pl.tp),
-            note="2 all-reduces of activations per layer")
+            note="2 all-reduces of activations per layer", kind="comm")
     if P.n_moe_layers and np.any(ep > 1):
         note = "dispatch + combine all-to-all per MoE layer"
         if ep_imbalance != 1.0:
@@ -337,13 +362,13 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         if ep_overlap:
             a2a = np.maximum(0.0, a2a - xp.moe_layer_compute_s(out.ops, m.n_layers))
             note += "; two-micro-batch overlap: only the part longer than the layer's compute is exposed"
-        add("ep_alltoall", P.n_moe_layers, 0.0, 0.0, pk_a, comm=a2a, note=note)
+        add("ep_alltoall", P.n_moe_layers, 0.0, 0.0, pk_a, comm=a2a, note=note, kind="comm")
     if has_cp:
         att = _sum(out.ops[k].total_s for k in ("attention", "attention_local") if k in out.ops)
         name, comm, note = cp_comm(m, hw, lay, eff.link_bw, phase, S, T, new_tokens, kvl, shard, cpd,
                                    group_bw("all_gather", cpd), pl.cp, att)
         Tz = np.zeros(np.shape(comm))
-        out.ops[name] = Op(name, float(m.n_layers), Tz, Tz, Tz, Tz, comm, pk_a, 0.0, note)
+        out.ops[name] = Op(name, float(m.n_layers), Tz, Tz, Tz, Tz, comm, pk_a, 0.0, note, kernels=sum(op_kernels(name)))
     return out
 
 

@@ -5,6 +5,14 @@ framework buffers; it mirrors vLLM's default gpu_memory_utilization = 0.9 (vLLM 
 Activations: the working set of one prefill chunk of `chunk_tokens` tokens (default 8192, vLLM's default
 max_num_batched_tokens for chunked prefill on large GPUs), about (8 d + 3 F / tp) values per token in bf16
 (residual, norm output, q/k/v and attention output, FFN gate/up intermediate), plus the chunk's fp32 logits slice.
+
+With a serving engine (specs/serving_engines.py) the engine's own settings replace the reserve and the chunk:
+- usable = kv_memory_fraction x HBM (kv_fraction_of "total", vLLM's gpu_memory_utilization: weights, activations
+  and KV together), or weights + activations + kv_memory_fraction x (HBM - weights - activations) ("free",
+  TensorRT-LLM's free_gpu_memory_fraction of what is left once the weights and the step's buffers are allocated);
+- activations: one step of at most the engine's max_batched_tokens;
+- a sequence holds whole KV blocks: its context rounded up to kv_block_tokens;
+- max_batch: at most max_running sequences per attention group (one scheduler per data-parallel rank).
 """
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
+from tokenmath.specs.serving_engines import EngineProfile
 
 RESERVE_FRACTION = 0.10
 CHUNK_TOKENS = 8192
@@ -26,7 +35,7 @@ class Memory:
     weights: np.ndarray       # bytes per chip
     kv: np.ndarray            # bytes per chip
     activations: np.ndarray   # bytes per chip
-    usable: float             # bytes per chip available to the model
+    usable: np.ndarray | float   # bytes per chip available to the model (an array when it depends on the weights)
 
     @property
     def total(self):
@@ -58,31 +67,72 @@ def kv_per_chip(m: Model, lay: Layout, kv_bytes: float, batch, context):
     return seqs_per_group(batch, lay) * per_seq / (np.asarray(lay.pp, float) * lay.kv_shard(m))
 
 
-def activations_per_chip(m: Model, lay: Layout, tokens):
+def chunk_tokens(hw_memory_bytes: float, engine: EngineProfile | None = None) -> int:
+    """Tokens of the largest step whose activations are held: the engine's max_batched_tokens, else CHUNK_TOKENS."""
+    if engine is None:
+        return CHUNK_TOKENS
+    return engine.limits_for(hw_memory_bytes)[1] or CHUNK_TOKENS
+
+
+def kv_context(context, engine: EngineProfile | None = None):
+    """Tokens of KV a sequence of `context` tokens holds: whole blocks of the engine's kv_block_tokens."""
+    if engine is None or engine.kv_block_tokens == 1:
+        return context
+    blk = float(engine.kv_block_tokens)
+    return np.ceil(np.asarray(context, float) / blk) * blk
+
+
+def usable_bytes(hw_memory_bytes: float, reserve: float, fixed, engine: EngineProfile | None = None):
+    """Bytes per chip the model may use: HBM x (1 - reserve) without an engine, else the engine's memory fraction
+    (of the total, or of what `fixed` = weights + activations leaves)."""
+    if engine is None:
+        return hw_memory_bytes * (1 - reserve)
+    f = engine.kv_memory_fraction
+    if engine.kv_fraction_of == "total":
+        return f * hw_memory_bytes
+    return fixed + f * (hw_memory_bytes - fixed)
+
+
+def activations_per_chip(m: Model, lay: Layout, tokens, chunk: int = CHUNK_TOKENS):
     tp = np.asarray(lay.tp, float)
-    t = np.minimum(np.asarray(tokens, float), CHUNK_TOKENS)
+    t = np.minimum(np.asarray(tokens, float), chunk)
     F = max(m.ffn_intermediate, m.experts_per_token * m.moe_intermediate + m.shared_width)
     return t * (8 * m.d_model + 3 * F / tp) * 2.0 + np.minimum(t, 256) * m.vocab_size / tp * 4.0
 
 
 def memory_per_chip(m: Model, hw_memory_bytes: float, lay: Layout, weight_bytes: float, expert_bytes: float,
-                    kv_bytes: float, batch, context, prefill_tokens, reserve: float = RESERVE_FRACTION) -> Memory:
+                    kv_bytes: float, batch, context, prefill_tokens, reserve: float = RESERVE_FRACTION,
+                    engine: EngineProfile | None = None) -> Memory:
+    w = weights_per_chip(m, lay, weight_bytes, expert_bytes)
+    chunk = chunk_tokens(hw_memory_bytes, engine)
+    usable = hw_memory_bytes * (1 - reserve) if engine is None else \
+        usable_bytes(hw_memory_bytes, reserve, w + activations_per_chip(m, lay, chunk, chunk), engine)
     return Memory(
-        weights=weights_per_chip(m, lay, weight_bytes, expert_bytes) + np.zeros(np.shape(batch)),
-        kv=kv_per_chip(m, lay, kv_bytes, batch, context),
-        activations=activations_per_chip(m, lay, prefill_tokens),
-        usable=hw_memory_bytes * (1 - reserve),
+        weights=w + np.zeros(np.shape(batch)),
+        kv=kv_per_chip(m, lay, kv_bytes, batch, kv_context(context, engine)),
+        activations=activations_per_chip(m, lay, prefill_tokens, chunk),
+        usable=usable,
     )
 
 
+def running_cap(hw_memory_bytes: float, engine: EngineProfile | None = None) -> float:
+    """Most sequences one attention group (one scheduler) runs at once: the engine's max_running, else no cap."""
+    cap = 0 if engine is None else engine.limits_for(hw_memory_bytes)[0]
+    return float(cap) if cap else np.inf
+
+
 def max_batch(m: Model, hw_memory_bytes: float, lay: Layout, weight_bytes: float, expert_bytes: float,
-              kv_bytes: float, context, reserve: float = RESERVE_FRACTION):
-    """Largest batch (sequences, a multiple of dp x ep) whose KV fits beside weights and activations; 0 if none.
+              kv_bytes: float, context, reserve: float = RESERVE_FRACTION, engine: EngineProfile | None = None):
+    """Largest batch (sequences, a multiple of dp x ep) whose KV fits beside weights and activations, and that the
+    engine runs at once (at most its max_running per group); 0 if none.
     Memory is linear in the number of sequences per group, so this is solved exactly, not searched."""
-    usable = hw_memory_bytes * (1 - reserve)
     groups = np.asarray(lay.dp, float) * np.asarray(lay.ep, float)
-    per_seq = kv_bytes_per_sequence(m, context, kv_bytes) / (np.asarray(lay.pp, float) * lay.kv_shard(m))
+    per_seq = kv_bytes_per_sequence(m, kv_context(context, engine), kv_bytes) / (np.asarray(lay.pp, float) * lay.kv_shard(m))
     # activations at a full chunk: conservative when the whole batch's prompts are shorter than one chunk
-    fixed = weights_per_chip(m, lay, weight_bytes, expert_bytes) + activations_per_chip(m, lay, CHUNK_TOKENS)
+    chunk = chunk_tokens(hw_memory_bytes, engine)
+    fixed = weights_per_chip(m, lay, weight_bytes, expert_bytes) + activations_per_chip(m, lay, chunk, chunk)
+    usable = usable_bytes(hw_memory_bytes, reserve, fixed, engine)
     per_group = np.floor(np.maximum(usable - fixed, 0.0) / per_seq)
+    if engine is not None:
+        per_group = np.minimum(per_group, running_cap(hw_memory_bytes, engine))
     return (per_group * groups).astype(np.int64)

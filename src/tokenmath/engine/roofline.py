@@ -15,9 +15,20 @@ def op_time(flops, nbytes, peak_flops: float, bandwidth: float):
     return np.maximum(compute, memory), compute, memory
 
 
+def kernel_op_time(flops, nbytes, peak_flops, bandwidth, fixed_s=0.0):
+    """With a kernel model (engine/kernels.py): t0 + max(FLOPs / achieved FLOP/s, bytes / achieved B/s), where the
+    achieved rates already carry the op's shape-dependent fractions (arrays broadcast). Returns (time_s, compute_s,
+    memory_s) with the fixed time t0 inside both compute_s and memory_s, so max(compute_s, memory_s) is the time
+    for every caller that takes it."""
+    compute = fixed_s + np.asarray(flops, dtype=float) / peak_flops
+    memory = fixed_s + np.asarray(nbytes, dtype=float) / bandwidth
+    return np.maximum(compute, memory), compute, memory
+
+
 def retime(pass_cost, flops_eff, bw_eff):
     """Time of a pass evaluated at 100% of peak FLOP/s and bandwidth, re-timed at other achievable fractions
-    (arrays broadcast): sum over ops of count x max(compute / flops_eff, memory / bw_eff, communication)."""
+    (arrays broadcast): sum over ops of count x max(compute / flops_eff, memory / bw_eff, communication).
+    Flat passes only (Efficiency.kernels None): a kernel-model pass has shape-dependent fractions and fixed times."""
     fe, be = np.asarray(flops_eff, float), np.asarray(bw_eff, float)
     t = 0.0
     for op in pass_cost.ops.values():

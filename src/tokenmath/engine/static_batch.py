@@ -13,6 +13,18 @@ Scheduling model (stated so it can be checked):
   prefill takes (M + pp - 1) / pp passes (pipeline fill);
 - the decode step is the mean over the generation (context growing from input_len to input_len + output_len);
   attention cost is linear in context, so the mean equals the cost at the mean context (windows handled exactly).
+
+A serving engine (Efficiency.engine, specs/serving_engines.py; None: none of this) adds what its scheduler does
+around the device's work, per step (engine_step):
+- a step the engine does not replay from a captured graph (graphs_at the pass's sequences) is launched kernel by
+  kernel from the CPU; the device cannot finish before the launcher does: max(device, kernels x launch time);
+- the engine's per-step CPU work (scheduling, sampling, detokenization; step_cpu_s, 0 until fitted) runs beside the
+  device with overlap scheduling: max(device side, CPU), else after it: device side + CPU;
+- with chunked prefill the prompts of a pass are prefilled in ceil(tokens / max_batched_tokens) steps, each
+  reading the weights again and attending to the chunks before it, each paying the per-step costs once;
+- memory: the engine's memory fraction, KV blocks and running-sequence cap (engine/memory.py); a batch over the cap
+  does not fit (the engine would not run it at once).
+No engine term is ever negative, so an engine never makes a step faster than the engine-free one.
 """
 from __future__ import annotations
 
@@ -25,9 +37,11 @@ from tokenmath.specs.hardware import Hardware
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.memory import Memory, max_batch, memory_per_chip
-from tokenmath.engine.forward import ACT_BYTES, PassCost, Precision, decode_context, forward_pass, prefill_pairs
+from tokenmath.engine.memory import Memory, chunk_tokens, max_batch, memory_per_chip, running_cap
+from tokenmath.engine.forward import (ACT_BYTES, BOTTLENECKS, PassCost, Precision, decode_context, forward_pass,
+                                      prefill_pairs)
 from tokenmath.mapping.placement import place
+from tokenmath.specs.serving_engines import LAUNCH_CPU_S, EngineProfile
 
 
 @dataclass(frozen=True)
@@ -46,10 +60,72 @@ class BatchCost:
     decode_floor_s: np.ndarray
     memory: Memory
     max_batch: np.ndarray
+    engine: EngineProfile | None = None
+    decode_device_s: np.ndarray | None = None   # the step without the engine's launch and CPU costs (s)
+    decode_launch_s: np.ndarray | float = 0.0   # CPU launch time of an eager step (0 where a graph is replayed), s
+    prefill_chunks: np.ndarray | float = 1.0    # prefill steps per micro-batch (chunked prefill)
+    running_cap: float = np.inf                 # sequences one attention group runs at once (inf: no cap)
+    runs_at_once: np.ndarray | bool = True      # the busiest group's sequences are within running_cap
 
     @property
     def fits(self):
-        return self.memory.fits & (self.batch >= 1)
+        """Memory holds the batch and the engine runs all of it at once."""
+        return self.memory.fits & (self.batch >= 1) & self.runs_at_once
+
+    @property
+    def decode_bottleneck_code(self):
+        """The decode pass's bottleneck (PassCost.bottleneck_code), or 3 "overhead" where the engine's host side (the
+        CPU launching an eager step's kernels, or its per-step CPU work) outlasts the pass's largest class."""
+        code = self.decode.bottleneck_code
+        if self.engine is None:
+            return code
+        d = self.decode
+        host = np.maximum(self.decode_launch_s, self.engine.step_cpu)
+        top = np.maximum(np.maximum(d.compute_bound_s, d.memory_bound_s), np.maximum(d.comm_s, d.overhead_s))
+        return np.where(host > top, np.int8(3), code).astype(np.int8)
+
+    @property
+    def decode_bottleneck(self):
+        return BOTTLENECKS[self.decode_bottleneck_code]
+
+
+def launch_time_s(eff: Efficiency, hw: Hardware) -> float:
+    """CPU seconds to launch one kernel: the chip's kernel model's figure when it has one (cpu_launch_s), else
+    serving_engines.LAUNCH_CPU_S."""
+    from tokenmath.specs.kernels import resolve
+    km = resolve(eff.kernels, hw) if eff.kernels is not None else None
+    v = getattr(km, "cpu_launch_s", None)
+    return LAUNCH_CPU_S if v is None else float(v)
+
+
+def engine_step(engine: EngineProfile, device_s, kernels, seqs, launch_s: float, tp=1):
+    """(step, CPU launch time) of one engine step whose device work takes device_s (arrays broadcast): an eager
+    step (no graph replayed for `seqs` sequences) lasts at least kernels x launch_s; the per-step CPU work adds to
+    it, or hides behind it with overlap scheduling."""
+    launch = np.where(engine.graphs_at(seqs, tp), 0.0, np.asarray(kernels, float) * launch_s)
+    dev = np.maximum(device_s, launch)
+    cpu = engine.step_cpu
+    return (np.maximum(dev, cpu) if engine.overlap_scheduling else dev + cpu), launch
+
+
+def kernels_of(p: PassCost):
+    """Kernels one pass launches (PassCost.kernels); at least one per operation occurrence where it is not known."""
+    k = getattr(p, "kernels", None)
+    return sum(op.count for op in p.ops.values()) if k is None else k
+
+
+def chunked_prefill(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, seqs, input_len, chunks,
+                    **opts) -> PassCost:
+    """One of `chunks` equal prefill steps of `seqs` prompts of input_len tokens: input_len / chunks new tokens per
+    prompt, 1/chunks of the prompt's attended pairs, reading the KV of the chunks before it (on average
+    input_len (chunks - 1) / (2 chunks) tokens). Weights are read once per chunk."""
+    ch = np.asarray(chunks, float)
+    L = np.asarray(input_len, float)
+    pf, ps = prefill_pairs(input_len, m.sliding_window)
+    before = L * (ch - 1) / (2 * ch)
+    before_sliding = np.minimum(before, m.sliding_window) if m.sliding_window else before
+    return forward_pass(m, hw, lay, prec, eff, phase="prefill", seqs=seqs, new_tokens=L / ch, pairs_full=pf / ch,
+                        pairs_sliding=ps / ch, kv_read_full=before, kv_read_sliding=before_sliding, **opts)
 
 
 def passes(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, seqs, input_len, output_len,
@@ -102,12 +178,26 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
     cpd = np.asarray(getattr(lay, "cp", 1), float)
     has_cp = bool(np.any(cpd > 1))
     prefill_tokens = s * input_len / cpd if has_cp else s * input_len
+    eng = eff.engine
     mem = memory_per_chip(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes,
-                          np.maximum(batch, 1.0), ctx, prefill_tokens, reserve)
-    bmax = max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, ctx, reserve)
+                          np.maximum(batch, 1.0), ctx, prefill_tokens, reserve, engine=eng)
+    bmax = max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, ctx, reserve,
+                     engine=eng)
     pre, dec = passes(m, hw, lay, prec, eff, s, input_len, output_len, decode_only, **opts)
     fixed = m.n_layers * eff.layer_overhead_s      # kernel launches and syncs per pass (0 unless calibrated)
-    ttft = np.nan if decode_only else (micro + pp - 1) / pp * (pre.time_s + fixed)
+    chunks = 1.0
+    if eng is not None and not decode_only and eng.chunked_prefill:
+        chunks = np.maximum(np.ceil(prefill_tokens / chunk_tokens(hw.memory_bytes, eng)), 1.0)
+        if np.any(chunks > 1):
+            pre = chunked_prefill(m, hw, lay, prec, eff, s, input_len, chunks, **opts)
+    if decode_only:
+        ttft = np.nan
+    elif eng is None:
+        ttft = (micro + pp - 1) / pp * (pre.time_s + fixed)
+    else:
+        launch_s = launch_time_s(eff, hw)
+        chunk_step, _ = engine_step(eng, pre.time_s + fixed, kernels_of(pre), prefill_tokens / chunks, launch_s, tp)
+        ttft = (micro + pp - 1) / pp * chunks * chunk_step
     if np.any(pp > 1):
         crosses = place(lay, hw.scaleup_domain).replica.domains > 1     # some hand-off leaves the domain
         hop_bw = None if links is None else links.group_bw("p2p", 2)
@@ -117,13 +207,22 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
     else:
         p2p = np.float64(0.0)              # no hand-offs: the step is the pass (t + 0.0 == t, so one addition)
         step = dec.time_s + fixed
+    device, launch = step, 0.0
+    cap, at_once = np.inf, True
+    if eng is not None:
+        step, launch = engine_step(eng, device, kernels_of(dec), s, launch_time_s(eff, hw), tp)
+        cap = running_cap(hw.memory_bytes, eng)
+        at_once = s_group <= cap
     # FLOPs and bytes do not depend on the efficiencies: the pure roofline reads them off the same pass
     floor = dec.roofline_floor_s(hw, prec)
     shape = np.broadcast(batch, input_len, output_len, tp, pp, ep, dp, cpd).shape
     def b(x):
         x = np.asarray(x, float)
         return x if x.shape == shape else np.broadcast_to(x, shape)
+    extra = {} if eng is None else dict(
+        engine=eng, decode_device_s=b(device), decode_launch_s=b(launch), prefill_chunks=b(chunks), running_cap=cap,
+        runs_at_once=np.broadcast_to(np.asarray(at_once, bool), shape))
     return BatchCost(batch=b(batch), seqs_per_microbatch=b(s), stage_seqs=b(stage), microbatches=b(micro),
                      prefill=pre, decode=dec,
                      ttft_s=b(ttft), decode_step_s=b(step), pp_p2p_s=b(p2p), decode_floor_s=b(floor), memory=mem,
-                     max_batch=np.broadcast_to(bmax, shape))
+                     max_batch=np.broadcast_to(bmax, shape), **extra)

@@ -46,6 +46,35 @@ def _napkin_lines(r: InferResult) -> list[str]:
             f"{u.seconds(r.decode_napkin_floor_s)} per step"]
 
 
+def _memory_rule(r: InferResult) -> str:
+    e = r.engine
+    if e is None:
+        return f"{u.bytes_(r.hardware.memory_bytes)} less reserve"
+    if e.kv_fraction_of == "total":
+        return f"{e.name}: {e.kv_memory_fraction:g} x {u.bytes_(r.hardware.memory_bytes)}"
+    return f"{e.name}: weights + activations + {e.kv_memory_fraction:g} x what they leave of {u.bytes_(r.hardware.memory_bytes)}"
+
+
+def _engine_lines(r: InferResult) -> list[str]:
+    """How the engine's step costs turn the device time into the predicted step."""
+    e = r.engine
+    if e is None or r.decode_device_s is None:
+        return []
+    L = [f"  engine ({e.name}): device time of the step {u.seconds(r.decode_device_s)}"]
+    if r.decode_launch_s:
+        per = r.decode_launch_s / max(r.decode_kernels, 1.0)
+        L.append(f"    no captured graph for a step of this batch: {r.decode_kernels:,.0f} kernels launched "
+                 f"from the CPU x {u.seconds(per)} = {u.seconds(r.decode_launch_s)} -> max(device, launch) = "
+                 f"{u.seconds(max(r.decode_device_s, r.decode_launch_s))}")
+    else:
+        L.append("    a captured graph is replayed at this batch: no per-kernel launch cost")
+    cpu = e.step_cpu
+    how = "hidden behind the device (overlap scheduling): max" if e.overlap_scheduling else "after the device's work: sum"
+    L.append(f"    per-step CPU work {u.seconds(cpu)}" + (" (not fitted yet: 0)" if e.step_cpu_s is None else "")
+             + f", {how} -> step {u.seconds(r.decode_step_s)}")
+    return L
+
+
 def explain_infer(r: InferResult) -> str:
     m, hw, lay, prec, eff = r.model, r.hardware, r.layout, r.precision, r.efficiency
     chips, tp = r.chips, int(lay.tp)
@@ -68,8 +97,11 @@ def explain_infer(r: InferResult) -> str:
              f"{u.bytes_(r.kv_bytes_per_token)}" + (f" (sliding layers cap at {m.sliding_window} tokens)" if m.n_sliding_layers else ""))
     mem = r.memory
     L.append(f"  per chip: weights {u.bytes_(_f(mem.weights))} + KV {u.bytes_(_f(mem.kv))} + activations "
-             f"{u.bytes_(_f(mem.activations))} = {u.bytes_(_f(mem.total))} of {u.bytes_(mem.usable)} usable "
-             f"({u.bytes_(hw.memory_bytes)} less reserve) -> {'fits' if r.fits else 'DOES NOT FIT'}")
+             f"{u.bytes_(_f(mem.activations))} = {u.bytes_(_f(mem.total))} of {u.bytes_(_f(mem.usable))} usable "
+             f"({_memory_rule(r)}) -> {'fits' if r.fits else 'DOES NOT FIT'}")
+    if r.running_cap is not None:
+        L.append(f"  {r.engine.name} runs at most {r.running_cap:,} sequences per scheduler; largest batch here "
+                 f"{r.max_batch:,}")
     L.append("")
     L.append("2. Rates per chip")
     pk = hw.peak_flops(prec.weight.compute)
@@ -82,9 +114,14 @@ def explain_infer(r: InferResult) -> str:
     L.append(f"  efficiencies: {eff.source}")
     L.append("")
     if r.decode is not None:
-        L.extend(_pass_lines(r.prefill, f"3. Prefill: {r.batch} x {r.input_len:,} tokens in one pass (per chip)"))
+        ch = r.prefill_chunks
+        how = "one pass" if ch == 1 else (f"{ch} chunked steps of at most {r.engine.limits_for(hw.memory_bytes)[1]:,} "
+                                          f"tokens ({r.engine.name}); one chunk below")
+        L.extend(_pass_lines(r.prefill, f"3. Prefill: {r.batch} x {r.input_len:,} tokens in {how} (per chip)"))
         if r.ttft_s is not None:
-            L.append(f"  TTFT = {u.seconds(r.ttft_s)}" + (" (pipeline fill included)" if int(lay.pp) > 1 else ""))
+            L.append(f"  TTFT = {u.seconds(r.ttft_s)}" + (f" = {ch} chunks x their step (each reads the weights "
+                                                          "and the chunks before it)" if ch > 1 else "")
+                     + (" (pipeline fill included)" if int(lay.pp) > 1 else ""))
         L.append("")
         L.extend(_pass_lines(r.decode, f"4. Decode step at the mean context {r.input_len + (r.output_len + 1) / 2:,.0f} (per chip)"))
     if r.fits:
@@ -92,6 +129,7 @@ def explain_infer(r: InferResult) -> str:
         if eff.layer_overhead_s:
             L.append(f"  + fixed overhead {m.n_layers} layers x {u.seconds(eff.layer_overhead_s)} (launches, syncs; "
                      f"calibrated) = {u.seconds(m.n_layers * eff.layer_overhead_s)} per pass")
+        L.extend(_engine_lines(r))
         L.append(f"  pure roofline of this step (100% of peaks) = {u.seconds(r.decode_floor_s)}; predicted "
                  f"{u.seconds(r.decode_step_s)}" + (f" incl. pipeline hand-offs {u.seconds(r.pp_p2p_s)}" if r.pp_p2p_s else ""))
         L.append("")

@@ -17,7 +17,8 @@ from tokenmath.analyses.serving.slowmode import SlowMode
 def explain_hyperbola(h: Hyperbola) -> str:
     su = h.setup
     m, hw = su.model, su.hardware
-    L = [f"Decode cost vs batch: {m.name} on {su.chips} x {hw.id}, context {h.context:,} tokens per sequence"]
+    L = [f"Decode cost vs batch: {m.name} on {su.chips} x {hw.id}, context {h.context:,} tokens per sequence",
+         f"  {su.engine_note}"]
     L.append(f"  batch 1: weight fetch {u.seconds(h.weight_fetch_s_b1)} of a {u.seconds(float(h.step_s[0]))} step "
              f"({h.weight_share[0]:.0%} of it); every sequence added shares that fetch")
     L.append(f"  per-token time = step / B: {u.seconds(float(h.per_token_s[0]))} at B=1, "
@@ -48,7 +49,8 @@ def explain_hyperbola(h: Hyperbola) -> str:
 
 def explain_slowmode(s: SlowMode) -> str:
     kind = "per request" if s.per_request else "per output token"
-    L = [f"Slow mode for {s.setup.model.name} on {s.setup.hardware.id}: cheapest cost for a latency budget {kind}"]
+    L = [f"Slow mode for {s.setup.model.name} on {s.setup.hardware.id}: cheapest cost for a latency budget {kind}",
+         f"  {s.setup.engine_note}"]
     for r in s.rows:
         if r["feasible"]:
             L.append(f"  budget {u.seconds(r['budget_s']):>8}: {r['cost_label']} with {r['chips']} chips ({r['layout']}), "
@@ -65,7 +67,7 @@ def explain_slowmode(s: SlowMode) -> str:
 def explain_pareto(p: Pareto) -> str:
     f = p.frontier
     L = [f"Pareto frontier on {p.chips} x {p.setup.hardware.id} for {p.setup.model.name} "
-         f"({len(p.points)} feasible (layout, batch) points, {len(f)} on the frontier)"]
+         f"({len(p.points)} feasible (layout, batch) points, {len(f)} on the frontier)", f"  {p.setup.engine_note}"]
     L.append("  per user: 1 / decode step; per chip: batch x output / (TTFT + output x step) / chips")
     if f:
         a, b = f[0], f[-1]
@@ -149,7 +151,7 @@ def explain_context(c: Context) -> str:
     m = su.model
     how = (f"MLA latent (kv_lora {m.kv_lora_rank} + rope {m.qk_rope_head_dim})" if m.is_mla
            else f"2 x {m.kv_heads} KV heads x {m.hd}")
-    L = [f"Context costs for {m.name} on {su.chips} x {su.hardware.id} ({su.precision.kv.name} KV)"]
+    L = [f"Context costs for {m.name} on {su.chips} x {su.hardware.id} ({su.precision.kv.name} KV)", f"  {su.engine_note}"]
     L.append(f"  KV per token = {how} = {kv_values_per_token_per_layer(m)} values x {m.n_layers} layers x "
              f"{su.precision.kv.bytes:g} B = {u.bytes_(c.kv_bytes_per_token)}"
              + (f"; {m.n_sliding_layers} sliding layers stop growing at {m.sliding_window} tokens" if m.n_sliding_layers else ""))
@@ -170,7 +172,8 @@ def explain_fleet(f: Fleet) -> str:
     r = f.result
     hw = f.setup.hardware
     L = [f"Fleet for {r['demand_output_tokens_per_s']:,.3g} output tokens/s of {r['model']} on {r['hardware']} "
-         f"(>= {r['min_tokens_per_s_per_user']:g} tok/s per user, {r['input_len']:,} in / {r['output_len']:,} out)"]
+         f"(>= {r['min_tokens_per_s_per_user']:g} tok/s per user, {r['input_len']:,} in / {r['output_len']:,} out)",
+         f"  {f.setup.engine_note}"]
     L.append(f"  replica: {r['replica_chips']} chips ({r['layout']}), batch {r['batch']}, "
              f"{r['replica_output_tokens_per_s']:,.0f} output tok/s, {r['tokens_per_s_per_user']:,.1f} tok/s per user")
     L.append(f"  replicas = ceil({r['demand_output_tokens_per_s']:,.4g} / {r['replica_output_tokens_per_s']:,.0f}) = "
@@ -190,6 +193,7 @@ def explain_price(p: PriceResult) -> str:
     return "\n".join([
         f"Serving {su.model.name} on {su.hardware.id} at >= {r['min_tokens_per_s_per_user']:g} tokens/s per user "
         f"({r['input_len']:,} in / {r['output_len']:,} out)",
+        f"  {su.engine_note}",
         f"  cheapest layout meeting the target: {r['layout']} on {r['chips']} chips, batch {r['batch']}, "
         f"decode step {r['decode_step_s'] * 1e3:.3g} ms, TTFT {r['ttft_s'] * 1e3:.3g} ms",
         f"  $/s = {r['chips']} x ${su.hardware.price_usd_per_hour}/h / 3600 = "

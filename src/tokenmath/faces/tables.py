@@ -23,6 +23,7 @@ def infer_table(r) -> None:
     t.add_row("dtypes", f"weights {d['weight_dtype']}" + (f", experts {d['expert_dtype']}" if d['expert_dtype'] != d['weight_dtype'] else "")
               + f", KV {d['kv_dtype']}")
     t.add_row("workload", f"batch {d['batch']}, {d['input_len']:,} in / {d['output_len']:,} out")
+    t.add_row("serving engine", d["engine"]["name"] + (f" (largest batch {d['max_batch']:,})" if d.get("max_batch") else ""))
     t.add_row("parameters (total / active)", f"{u.count(d['params_total'])} / {u.count(d['params_active'])}")
     t.add_row("weights", u.bytes_(d["weights_bytes"]))
     t.add_row("KV cache per token", u.bytes_(d["kv_bytes_per_token"]))
@@ -100,7 +101,8 @@ def hardware_table(as_json: bool) -> None:
 def hyperbola_table(h) -> None:
     from rich.table import Table
     d = h.to_dict()
-    t = Table(title=f"{h.setup.model.name} on {h.setup.chips} x {h.setup.hardware.id}: decode at context {h.context:,}")
+    t = Table(title=f"{h.setup.model.name} on {h.setup.chips} x {h.setup.hardware.id}: decode at context {h.context:,}"
+                    f" (engine: {d['engine']['name'] if d['engine']['id'] != 'none' else 'none'})")
     for col in ("batch", "step", "tok/s/user", "tok/s", "$/Mtok out (decode)", "weights", "KV", "bound"):
         t.add_column(col, justify="right")
     pts = d["points"]

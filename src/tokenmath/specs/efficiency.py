@@ -13,6 +13,14 @@ DEFAULT holds kernel-level ceilings measured by microbenchmarks (not fitted to a
 Whole-model decode reaches less (memory-bandwidth utilisation 0.55-0.60 at batch 1 in Databricks' "LLM inference
 performance engineering"; 0.56-0.73 in gpt-fast): small kernels, launch gaps and host overhead that a per-kernel
 ceiling does not contain. PEAK (all 1.0) is the pure roofline bound that no prediction may beat.
+
+DEFAULT (`--uncalibrated`) also carries the shape-aware kernel model (specs/kernels.py, data/kernels.toml) of
+whatever chip it prices (kernels=by_chip(), resolved by the engine): each op's time is its kernels' fixed time
+plus max(FLOPs / (peak x GEMM fraction x tile/wave utilisation), bytes / (bandwidth x streaming fraction)), from
+sourced constants with nothing fitted to LLM measurements. Its flat fractions above then only serve code that
+prices work outside the engine's op table (and explain texts). kernel_default_for(hw) is the same model resolved
+for a chip, with the class's collective fraction: what default_for will return once the flat per-family fit is
+replaced by bounded residuals on top of it (issue 16).
 """
 from __future__ import annotations
 
@@ -45,7 +53,13 @@ class Efficiency:
                 raise InputError(f"efficiency.{name}", f"{v!r} is not a fraction of peak", "a number in (0, 1]")
 
 
-DEFAULT = Efficiency()
+def _by_chip():
+    from tokenmath.specs.kernels import by_chip
+    return by_chip()
+
+
+DEFAULT = Efficiency(source="sourced kernel model of the chip's class (tokenmath.specs.kernels; data/kernels.toml), "
+                            "nothing fitted", kernels=_by_chip())
 PEAK = Efficiency(1.0, 1.0, 1.0, "peak (pure roofline)")
 
 
@@ -53,6 +67,15 @@ def default_for(hardware) -> Efficiency:
     """What the serving analyses use unless told otherwise: the efficiencies calibrated on published measurements
     (see calibrated()). DEFAULT (kernel ceilings) and PEAK (pure roofline) stay one argument away."""
     return calibrated(hardware)
+
+
+def kernel_default_for(hardware) -> Efficiency:
+    """The shape-aware kernel model of `hardware`'s chip class (a Hardware, System, or chip or system id), with no
+    fitted value: flat fields = its bf16 large-GEMM, streaming and collective fractions (for code outside the op
+    table), no fixed per-layer overhead."""
+    from tokenmath.specs.kernels import kernel_model
+    km = kernel_model(hardware)
+    return Efficiency(km.gemm["bf16"], km.stream_bw, km.link_bw, km.source, 0.0, kernels=km)
 
 
 def calibrated(hardware) -> Efficiency:

@@ -55,6 +55,7 @@ class Hardware:
     notes: str = ""
     caveats: tuple = ()            # figures without a source, or marked ASSUMED: every answer's notes carry them
     family: str = ""               # calibration family (specs/families.py): a catalog chip's, or a file's `family`
+    kernel_class: str = ""         # a file's `kernel_class` (specs/kernels.py); "" : the catalog chip's, else generic
 
     def peak_flops(self, compute: str) -> float:
         """Dense FLOP/s for matmuls on `compute` (a dtype key), falling back where the chip lacks that path."""
@@ -82,7 +83,7 @@ class Hardware:
 
 KNOWN_KEYS = ("id", "name", "vendor", "kind", "release_year", "memory_gb", "memory_bw_tbs", "tflops", "scaleup_domain",
               "scaleup_gbs", "scaleup_link", "scaleout_gbs", "scaleup_latency_us", "scaleout_latency_us", "tdp_w",
-              "price_usd_per_hour", "price_date", "notes", "sources", "measured", "family")
+              "price_usd_per_hour", "price_date", "notes", "sources", "measured", "family", "kernel_class")
 
 
 # which `sources` entry vouches for each figure of a record (the catalog schema)
@@ -160,6 +161,11 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
     if fam and fam not in FAMILY_NAMES:
         raise InputError(f"{field}.family", f"unknown hardware family {show(fam)}",
                          f"one of {', '.join(FAMILY_NAMES)} (the efficiencies calibrated for it)")
+    kcls = rec.get("kernel_class", "")
+    from tokenmath.specs.kernels import CLASSES as KERNEL_CLASSES
+    if kcls and kcls not in KERNEL_CLASSES:
+        raise InputError(f"{field}.kernel_class", f"unknown kernel class {show(kcls)}",
+                         f"one of {', '.join(KERNEL_CLASSES)} (the kernel constants of data/kernels.toml)")
     return Hardware(
         id=hid,
         name=str(rec.get("name", hid)),
@@ -181,6 +187,7 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
         notes=str(rec.get("notes", "")),
         caveats=caveats(hid, rec),
         family=str(fam or ""),
+        kernel_class=str(kcls or ""),
     )
 
 

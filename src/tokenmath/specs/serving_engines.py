@@ -1,19 +1,40 @@
 """Serving-engine profiles: the defaults of vLLM, SGLang, TensorRT-LLM, llama.cpp and MLX that shape a step's time
 and the batch an engine really runs (data/engines.toml, every value with the code or document it was read from).
-A user may pass an engine file of the same schema (TOML or JSON) wherever an engine name is accepted."""
+A user may pass an engine file of the same schema (TOML or JSON) wherever an engine name is accepted; "none"
+(resolve_engine) is no engine at all: the engine-free step physics, as before profiles existed.
+
+How a profile enters a prediction (engine/static_batch.py, engine/memory.py):
+- decode step: a batch the engine does not replay from a captured graph (graphs_at) is launched kernel by kernel
+  from the CPU, so the step lasts at least kernels x the CPU launch time per kernel; the per-step CPU work
+  (step_cpu_s) is hidden behind the device with overlap_scheduling, else added to it;
+- prefill: chunked into ceil(tokens / max_batched_tokens) steps when chunked_prefill is on;
+- max batch: the KV cache gets kv_memory_fraction of the device's memory (kv_fraction_of "total") or of what the
+  weights and activations leave ("free"), in whole KV blocks, and at most max_running sequences per instance."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tokenmath.base.errors import InputError, show, unknown_name
+from tokenmath.base.errors import InputError, closest, show, unknown_name
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
 
-DEFAULT_ENGINE = "vllm"
+DEFAULT_ENGINE = "vllm"     # the CLI's and the web page's default (Python callers: engine=None is no engine)
+NO_ENGINE = "none"          # the engine-free step: no scheduler limits, no launch or per-step CPU costs
 GRAPH_MODES = ("all", "batch1", "none")
 KV_FRACTION_OF = ("total", "free")
 # bounds of the one fitted value, step_cpu_s: a step's CPU work outside kernel launches (scheduling, sampling,
 # detokenization) is between nothing and a few ms (vLLM V0.5: 29% of a ~13 ms step, vLLM blog 2024-09-05)
 STEP_CPU_BOUNDS_S = (0.0, 0.005)
+# CPU time to launch one kernel when no graph is replayed, used where the chip's kernel model gives none: the low end
+# of the 5-20 us that PyTorch traces show per launch (HolisticTraceAnalysis docs, cuda_kernel_launch_stats.rst @0c2146a,
+# shared/reference/efficiency.md E15), so that the launch floor is never overstated (a C++ launcher, E16: 80 tiny
+# kernels in 260 us eager = 3.3 us each, sits below it)
+LAUNCH_CPU_S = 5e-6
+# every key an engine record may hold (a user file's other keys are refused, with the closest names)
+FIELDS = ("id", "name", "version", "graphs", "graph_max_batch", "graph_max_batch_large_tp", "max_running",
+          "max_running_small_gpu", "max_batched_tokens", "max_batched_tokens_small_gpu", "chunked_prefill",
+          "mixed_batches", "kv_memory_fraction", "kv_fraction_of", "kv_block_tokens", "overlap_scheduling",
+          "step_cpu_s", "step_cpu_min_s", "step_cpu_max_s", "quant", "sources")
+LARGE_TP = 4                # SGLang captures larger decode graphs from this tensor-parallel degree up
 
 
 @dataclass(frozen=True)
@@ -36,16 +57,26 @@ class EngineProfile:
     max_batched_tokens_small_gpu: int | None = None
     quant: tuple[str, ...] = ()
     version: str = ""
-    sources: dict = field(default_factory=dict)
+    sources: dict = field(default_factory=dict, hash=False)
+    graph_max_batch_large_tp: int | None = None       # SGLang: larger decode graphs from tp >= LARGE_TP
 
-    def graphs_at(self, batch):
-        """Whether a decode step of `batch` sequences replays a captured graph (arrays broadcast)."""
+    @property
+    def step_cpu(self) -> float:
+        """Seconds of CPU work per step outside kernel launches: 0 until fitted."""
+        return 0.0 if self.step_cpu_s is None else self.step_cpu_s
+
+    def graphs_at(self, batch, tp=1):
+        """Whether a step of `batch` sequences (tokens) replays a captured graph (arrays broadcast)."""
         import numpy as np
         b = np.asarray(batch)
         if self.graphs == "none":
             return np.zeros(b.shape, bool)
-        limit = 1 if self.graphs == "batch1" else self.graph_max_batch
-        return b <= limit
+        if self.graphs == "batch1":
+            return b <= 1
+        if self.graph_max_batch_large_tp:
+            limit = np.where(np.asarray(tp) >= LARGE_TP, self.graph_max_batch_large_tp, self.graph_max_batch)
+            return b <= limit
+        return b <= self.graph_max_batch
 
     def limits_for(self, memory_bytes: float) -> tuple[int, int]:
         """(max_running, max_batched_tokens) on a device with this much memory (vLLM's defaults differ below 70 GiB)."""
@@ -53,6 +84,10 @@ class EngineProfile:
         run = self.max_running_small_gpu if small and self.max_running_small_gpu else self.max_running
         tok = self.max_batched_tokens_small_gpu if small and self.max_batched_tokens_small_gpu else self.max_batched_tokens
         return run, tok
+
+    def describe(self) -> dict:
+        """{id, name}: what every answer states about the engine it assumed."""
+        return {"id": self.id, "name": self.name}
 
     def to_dict(self) -> dict:
         return {"id": self.id, "name": self.name, "version": self.version, "graphs": self.graphs,
@@ -62,6 +97,32 @@ class EngineProfile:
                 "kv_fraction_of": self.kv_fraction_of, "kv_block_tokens": self.kv_block_tokens,
                 "overlap_scheduling": self.overlap_scheduling, "step_cpu_s": self.step_cpu_s,
                 "quant": list(self.quant)}
+
+
+def engine_dict(engine: "EngineProfile | None") -> dict:
+    """The `engine` entry of an answer: {id, name}; {"id": "none", ...} for the engine-free step."""
+    if engine is None:
+        return {"id": NO_ENGINE, "name": "no serving engine (engine-free step: no scheduler limits, launch or CPU costs)"}
+    return engine.describe()
+
+
+def engine_label(engine: "EngineProfile | None") -> str:
+    """One line for text answers: which engine's defaults the figures assume."""
+    if engine is None:
+        return "engine: none (engine-free step: no scheduler limits, kernel-launch or per-step CPU costs)"
+    e = engine
+    graphs = {"none": "no graphs (every kernel launched from the CPU)", "batch1": "graphs at batch 1 only"}.get(
+        e.graphs, f"graphs up to batch {e.graph_max_batch}"
+        + (f" ({e.graph_max_batch_large_tp} from tp {LARGE_TP})" if e.graph_max_batch_large_tp else ""))
+    run = (f"at most {e.max_running:,} running sequences" if e.max_running else "no cap on running sequences beyond memory")
+    if e.max_running_small_gpu and e.max_running_small_gpu != e.max_running:
+        run += f" ({e.max_running_small_gpu:,} below 70 GiB)"
+    chunks = (f"prefill chunks of {e.max_batched_tokens:,} tokens" if e.chunked_prefill and e.max_batched_tokens
+              else "unchunked prefill")
+    cpu = "per-step CPU time not fitted (0)" if e.step_cpu_s is None else f"per-step CPU {e.step_cpu_s * 1e3:g} ms"
+    return (f"engine: {e.name} defaults ({graphs}; KV {e.kv_memory_fraction:g} of {e.kv_fraction_of} memory in "
+            f"{e.kv_block_tokens}-token blocks; {run}; {chunks}; {'overlapped' if e.overlap_scheduling else 'serial'} "
+            f"scheduling; {cpu})")
 
 
 def _int(rec: dict, key: str, field_: str, lo: int = 0, hi: int = 10_000_000, required: bool = True) -> int | None:
@@ -87,23 +148,51 @@ def _choice(rec: dict, key: str, field_: str, options) -> str:
     return v
 
 
+def _unknown_keys(rec: dict, field_: str) -> None:
+    for k in rec:
+        if k not in FIELDS:
+            near = closest(str(k), FIELDS)
+            raise InputError(f"{field_}.{k}", "is not an engine setting",
+                             (f"did you mean {', '.join(near)}? " if near else "") + "see data/engines.toml for the schema")
+
+
+def _step_cpu(rec: dict, field_: str) -> tuple[float | None, tuple[float, float]]:
+    """step_cpu_s ("fitted" or seconds) and its bounds, each inside STEP_CPU_BOUNDS_S."""
+    lo, hi = STEP_CPU_BOUNDS_S
+    b = []
+    for key, default in (("step_cpu_min_s", lo), ("step_cpu_max_s", hi)):
+        v = rec.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            raise InputError(f"{field_}.{key}", f"{show(v)} is out of range", f"seconds in [{lo}, {hi}]")
+        b.append(float(v))
+    if b[0] > b[1]:
+        raise InputError(f"{field_}.step_cpu_min_s", f"{b[0]:g} exceeds step_cpu_max_s {b[1]:g}", "min <= max")
+    step = rec.get("step_cpu_s", "fitted")
+    if step != "fitted" and (isinstance(step, bool) or not isinstance(step, (int, float)) or not b[0] <= step <= b[1]):
+        raise InputError(f"{field_}.step_cpu_s", f"{show(step)} is out of range", f'"fitted" or seconds in [{b[0]}, {b[1]}]')
+    return (None if step == "fitted" else float(step)), (b[0], b[1])
+
+
 def from_record(eid: str, rec: dict, field_: str = "engine") -> EngineProfile:
+    """A profile from one table of data/engines.toml or a user file (every key checked, errors name it)."""
     if not isinstance(rec, dict):
         raise InputError(field_, f"{show(rec)} is not a table of engine settings", "a TOML/JSON table (see data/engines.toml)")
+    _unknown_keys(rec, field_)
     frac = rec.get("kv_memory_fraction")
     if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac <= 1:
         raise InputError(f"{field_}.kv_memory_fraction", f"{show(frac)} is not a fraction", "a number in (0, 1]")
-    lo, hi = STEP_CPU_BOUNDS_S
-    step = rec.get("step_cpu_s", "fitted")
-    if step != "fitted" and (isinstance(step, bool) or not isinstance(step, (int, float)) or not lo <= step <= hi):
-        raise InputError(f"{field_}.step_cpu_s", f"{show(step)} is out of range", f'"fitted" or seconds in [{lo}, {hi}]')
+    step, bounds = _step_cpu(rec, field_)
     quant = rec.get("quant", [])
     if not isinstance(quant, list) or not all(isinstance(q, str) for q in quant):
         raise InputError(f"{field_}.quant", f"{show(quant)} is not a list of formats", 'e.g. ["fp8", "int4"]')
+    sources = rec.get("sources", {})
+    if not isinstance(sources, dict):
+        raise InputError(f"{field_}.sources", f"{show(sources)} is not a table", "a table of setting -> where it was read")
     return EngineProfile(
         id=eid, name=str(rec.get("name", eid)), version=str(rec.get("version", "")),
         graphs=_choice(rec, "graphs", field_, GRAPH_MODES),
         graph_max_batch=_int(rec, "graph_max_batch", field_),
+        graph_max_batch_large_tp=_int(rec, "graph_max_batch_large_tp", field_, required=False),
         max_running=_int(rec, "max_running", field_),
         max_batched_tokens=_int(rec, "max_batched_tokens", field_),
         max_running_small_gpu=_int(rec, "max_running_small_gpu", field_, required=False),
@@ -112,8 +201,8 @@ def from_record(eid: str, rec: dict, field_: str = "engine") -> EngineProfile:
         kv_memory_fraction=float(frac), kv_fraction_of=_choice(rec, "kv_fraction_of", field_, KV_FRACTION_OF),
         kv_block_tokens=_int(rec, "kv_block_tokens", field_, lo=1, hi=1_000_000),
         overlap_scheduling=_bool(rec, "overlap_scheduling", field_),
-        step_cpu_s=None if step == "fitted" else float(step), quant=tuple(quant),
-        sources=dict(rec.get("sources", {})) if isinstance(rec.get("sources", {}), dict) else {})
+        step_cpu_s=step, step_cpu_bounds_s=bounds, quant=tuple(quant),
+        sources={str(k): str(v) for k, v in sources.items()})
 
 
 def catalog() -> dict:
@@ -125,18 +214,29 @@ def engine_ids() -> list[str]:
 
 
 def get_engine(spec: "str | EngineProfile | None" = None) -> EngineProfile:
-    """An engine id (vllm, sglang, tensorrt-llm, llama.cpp, mlx), an engine file path, or None for the default."""
+    """An engine id (vllm, sglang, tensorrt-llm, llama.cpp, mlx), an engine file path, or None for the default.
+    An engine file holds one engine's settings at its top level, or one table of them (as in data/engines.toml)."""
     if isinstance(spec, EngineProfile):
         return spec
     if spec is None:
         spec = DEFAULT_ENGINE
-    if not isinstance(spec, str) or not spec:
-        raise InputError("engine", f"{show(spec)} is not a name", ", ".join(engine_ids()))
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError("engine", f"{show(spec)} is not a name", ", ".join(engine_ids()) + f", {NO_ENGINE} or a file")
     cat = catalog()
-    key = spec.lower()
+    key = spec.strip().lower()
     if key in cat:
         return from_record(key, cat[key], field_=f"engine[{key}]")
     if looks_like_path(spec):
         rec = read_user_file(spec, "engine")
+        tables = [k for k, v in rec.items() if isinstance(v, dict) and k != "sources"]
+        if "graphs" not in rec and len(tables) == 1:     # [my-engine] ... : the one table is the engine
+            return from_record(str(rec[tables[0]].get("id", tables[0])), rec[tables[0]], field_=f"engine.{tables[0]}")
         return from_record(str(rec.get("id", spec)), rec)
-    raise unknown_name("engine", spec, cat)
+    raise unknown_name("engine", spec, [*cat, NO_ENGINE])
+
+
+def resolve_engine(spec: "str | EngineProfile | None") -> "EngineProfile | None":
+    """None or "none": no engine (the engine-free step); else get_engine(spec)."""
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() == NO_ENGINE):
+        return None
+    return get_engine(spec)

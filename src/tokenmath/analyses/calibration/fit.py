@@ -109,7 +109,12 @@ def _search(preds, block, fit: Fit, cache: dict) -> tuple[tuple, float]:
         err = np.median(np.abs(np.log(G / meas)), axis=0)
     if not np.isfinite(err).any():
         return (), float("nan")
-    idx = np.unravel_index(np.nanargmin(np.where(np.isfinite(err), err, np.nan)), err.shape)
+    best = np.nanmin(np.where(np.isfinite(err), err, np.nan))
+    # ties (a parameter the rows do not constrain): the point nearest the start values, so an unconstrained
+    # parameter keeps its documented default instead of landing on a bound
+    dist = sum(((a - p.start) / (p.bounds[1] - p.bounds[0])) ** 2
+               for p, a in zip(block, np.meshgrid(*[np.array(q.grid, float) for q in block], indexing="ij")))
+    idx = np.unravel_index(np.argmin(np.where(err <= best + 1e-12, dist, np.inf)), err.shape)
     return idx, float(err[idx])
 
 

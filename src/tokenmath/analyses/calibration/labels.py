@@ -75,9 +75,9 @@ def regime_of(row: dict, kind: str) -> str:
     """The one primary regime of a measurement row (kind: inference | training)."""
     if kind == "training":
         return "training"
+    ld, batch = load_of(row), row.get("batch")
     if row.get("metric") in PREFILL_METRICS:
         return "prefill"
-    ld, batch = load_of(row), row.get("batch")
     if ld == "max" or batch == "max":
         return "max-load"
     if ld == "concurrency":

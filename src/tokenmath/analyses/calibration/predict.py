@@ -151,8 +151,18 @@ def predict_inference(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPre
         if not base.fits:
             p.skipped = "does not fit in tokenmath's memory model at this batch: " + "; ".join(base.advice[:1])
             return p
+        kw["batch"] = int(base.batch)        # the bound and the defaults at the batch the model runs
         dflt = infer(row["model"], row["hardware"], efficiency=DEFAULT, **kw)
         peak = infer(row["model"], row["hardware"], efficiency=PEAK, **kw)
+        if not (dflt.fits and peak.fits):
+            # a serving engine's memory accounting admitted a batch the engine-free 10% reserve does not: the bound
+            # is a time, so price it without the reserve (memory does not enter a step's time)
+            p.notes.append("pure roofline and defaults priced without the 10% memory reserve (engine's batch)")
+            dflt = infer(row["model"], row["hardware"], efficiency=DEFAULT, reserve=0.0, **kw)
+            peak = infer(row["model"], row["hardware"], efficiency=PEAK, reserve=0.0, **kw)
+            if not (dflt.fits and peak.fits):
+                p.skipped = f"the batch {base.batch} the engine profile admits does not fit without it"
+                return p
         p.evaluate = _InferenceEvaluator(row, kw, model, base)
     except InputError as e:
         p.skipped = f"not expressible: {e}"

@@ -142,9 +142,10 @@ def write_calibration(v: Validation, path) -> str:
     s = v.summary()
     med = s["median_ape"]
     lines = ["# Efficiencies fitted on data/measurements.toml by `tokenmath validate --write-calibration`.",
-             f"# Model {v.model.name!r}: {v.model.description}. Grid search minimising the median",
-             "# |log(predicted / measured)| per group of rows (analyses/calibration/parameters.py declares each",
-             "# parameter: bounds, grid, scope). A family with < 6 rows from < 2 sources uses the all-rows fit.",
+             f"# Model {v.model.name!r}: {v.model.description}.",
+             "# Grid search minimising the median |log(predicted / measured)| per group of rows",
+             "# (analyses/calibration/parameters.py declares each parameter: bounds, grid, scope).",
+             "# A family with < 6 rows from < 2 sources uses the all-rows fit.",
              "# Held-out error: leave-one-source-out (heldout_median_ape); [heldout.*] per regime, four ways.",
              f"rows = {s['rows']['scored']}",
              f"fitted = \"{datetime.date.today().isoformat()}\"",

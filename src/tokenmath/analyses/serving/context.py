@@ -34,7 +34,8 @@ class Context:
 
     def to_dict(self):
         su = self.setup
-        return {"model": su.model.id, "hardware": su.hardware.id, "chips": su.chips, "batch": self.batch,
+        return {"model": su.model.id, "hardware": su.hardware.id, "chips": su.chips, "engine": su.engine_dict,
+                "batch": self.batch,
                 "context": self.context, "kv_bytes_per_token": self.kv_bytes_per_token,
                 "kv_bytes_per_sequence_at_context": finite(kv_bytes_per_sequence(su.model, self.context, su.precision.kv.bytes)),
                 "max_batch_at_context": self.max_batch_at_context, "max_context_at_batch": self.max_context_at_batch,
@@ -42,13 +43,13 @@ class Context:
 
 
 def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, context=8192,
-            weight_dtype=None, kv_dtype=None, efficiency=None) -> Context:
+            weight_dtype=None, kv_dtype=None, efficiency=None, engine=None) -> Context:
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency)
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     batch = int_arg(batch, "batch", 1, MAX_BATCH)
     ctx = int_arg(context, "context")
     m, hw, lay, pr = su.model, su.hardware, su.layout, su.precision
-    mb = lambda c: max_batch(m, hw.memory_bytes, lay, pr.weight.bytes, pr.expert.bytes, pr.kv.bytes, c, su.reserve)  # noqa: E731
+    mb = lambda c: max_batch(m, hw.memory_bytes, lay, pr.weight.bytes, pr.expert.bytes, pr.kv.bytes, c, su.reserve, engine=su.engine)  # noqa: E731
     grid = np.unique(np.round(np.geomspace(1, 1e8, 2000)))
     fits_b = mb(grid) >= batch
     if not fits_b.any():
@@ -88,7 +89,7 @@ def _crossover(m, kv_dtype_bytes: float, c0: float, kv0: float, w0: float) -> in
 
 def _notes(su: Setup, ctx: int, max_ctx: int | None, crossover: int | None, curve_end: float) -> tuple[str, ...]:
     m = su.model
-    notes = list(su.hardware.caveats)
+    notes = [su.engine_note, *su.hardware.caveats]
     pos = m.max_context
     if pos:
         beyond = [(f"context {ctx:,}", ctx)] + ([("max_context_at_batch", max_ctx)] if max_ctx else []) + \

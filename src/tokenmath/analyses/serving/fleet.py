@@ -27,8 +27,8 @@ class Fleet:
 
 
 def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=1024, output_len=256,
-          max_chips=None, pue=1.0, weight_dtype=None, kv_dtype=None, efficiency=None) -> Fleet:
-    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
+          max_chips=None, pue=1.0, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None) -> Fleet:
+    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     demand = pos_float(demand, "demand")
     target = pos_float(min_tokens_per_s_per_user, "min_tokens_per_s_per_user")
     pue = pos_float(pue, "pue", 0.5, 5.0)
@@ -52,7 +52,8 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     # idle headroom included); the replica's own costs at its point are the same keys as every other command's
     per_mtok = request_cost_per_mtok(usd_per_s(chips, hw.price_usd_per_hour), demand) if priced else None
     costs = g.costs_per_mtok(hw.price_usd_per_hour)
-    res = {"model": su.model.id, "hardware": hw.id, "demand_output_tokens_per_s": demand,
+    res = {"model": su.model.id, "hardware": hw.id, "engine": su.engine_dict, "notes": [su.engine_note],
+           "demand_output_tokens_per_s": demand,
            "min_tokens_per_s_per_user": target, "input_len": input_len, "output_len": output_len,
            "input_tokens_per_s": demand * input_len / output_len,
            "layout": fmt_layout(*t), "tp": t[0], "pp": t[1], "ep": t[2], "dp": t[3], "batch": int(g.batch[li, bi]),

@@ -93,7 +93,7 @@ def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep
                 chips=np.asarray(lay.chips, float).reshape(-1, 1), fits=np.broadcast_to(np.asarray(sv.fits), shape),
                 ttft_s=np.asarray(sv.ttft_s, float), step_s=step,
                 max_batch=np.broadcast_to(np.asarray(sv.max_batch), shape),
-                bottleneck=np.broadcast_to(np.asarray(sv.decode.bottleneck), shape), comm_s=comm,
+                bottleneck=np.broadcast_to(np.asarray(sv.decode_bottleneck), shape), comm_s=comm,
                 comm_share=comm / step, kv_per_chip=np.broadcast_to(np.asarray(sv.memory.kv, float), shape),
                 memory_per_chip=np.broadcast_to(np.asarray(sv.memory.total, float), shape),
                 domains_spanned=np.asarray(place(lay, su.hardware.scaleup_domain).replica.domains).reshape(-1, 1),

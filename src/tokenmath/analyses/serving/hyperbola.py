@@ -88,13 +88,14 @@ class Hyperbola:
                 "floor_cost_per_mtok_output_usd": finite(self.floor_cost_per_mtok_output_usd),
                 "floor_bottleneck": self.floor_bottleneck,
                 "price_usd_per_chip_hour": su.hardware.price_usd_per_hour,
-                "points": pts}
+                "engine": su.engine_dict, "notes": [su.engine_note], "points": pts}
 
 
 def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, context=2048, weight_dtype=None,
-              kv_dtype=None, efficiency=None, max_points: int = 256) -> Hyperbola:
+              kv_dtype=None, efficiency=None, max_points: int = 256, engine=None) -> Hyperbola:
+    """engine: a serving engine's id or file, "none" or None (the engine-free step); see analyses.setup."""
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency)
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     context = int_arg(context, "context")
     m, lay = su.model, su.layout
     # decode at `context` cached tokens: input_len = context, one output step
@@ -103,7 +104,7 @@ def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None
     if bmax < 1:
         ctxs = np.geomspace(1, max(context, 2), 64)
         ok = ctxs[max_batch(m, su.hardware.memory_bytes, lay, su.precision.weight.bytes, su.precision.expert.bytes,
-                            su.precision.kv.bytes, ctxs, su.reserve) >= 1]
+                            su.precision.kv.bytes, ctxs, su.reserve, engine=su.engine) >= 1]
         hint = (f"at most {int(ok.max()):,} tokens fit at batch 1" if ok.size else "not even the weights fit")
         raise InputError("context", f"no sequence of {context:,} tokens fits on {su.chips} x {su.hardware.id}",
                          f"{hint}; add chips or use a smaller --weight-dtype/--kv-dtype")
@@ -127,8 +128,8 @@ def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None
     crossed = np.nonzero(np.asarray(comp) >= np.asarray(mem_))[0]
     crit = int(ext[crossed[0]]) if crossed.size else None
     return Hyperbola(setup=su, context=context, batch=B, step_s=step, per_token_s=step / B,
-                     bottleneck=np.asarray(dec.bottleneck), weight_share=w_share, kv_share=kv_share,
+                     bottleneck=np.asarray(sv.decode_bottleneck), weight_share=w_share, kv_share=kv_share,
                      experts_touched=touched, max_batch=bmax, critical_batch=crit,
                      critical_batch_fits=bool(crit is not None and crit <= bmax),
                      floor_step_s=float(np.asarray(sx.decode_step_s)[-1]), floor_batch=float(ext[-1]),
-                     floor_bottleneck=str(np.asarray(sx.decode.bottleneck)[-1]), weight_fetch_s_b1=float(w_share[0] * step[0]))
+                     floor_bottleneck=str(np.asarray(sx.decode_bottleneck)[-1]), weight_fetch_s_b1=float(w_share[0] * step[0]))

@@ -15,8 +15,9 @@ from tokenmath.engine.economics import (decode_cost_per_mtok, energy_j_per_token
                                         request_cost_per_mtok, usd_per_s)
 from tokenmath.engine.expert_parallel import experts_touched
 from tokenmath.engine.forward import PassCost, Precision
-from tokenmath.engine.memory import Memory, max_batch, weight_bytes_total
-from tokenmath.engine.static_batch import serve_batch
+from tokenmath.engine.memory import (Memory, activations_per_chip, chunk_tokens, max_batch, usable_bytes,
+                                     weight_bytes_total, weights_per_chip)
+from tokenmath.engine.static_batch import kernels_of, serve_batch
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import Efficiency
@@ -24,7 +25,9 @@ from tokenmath.specs.hardware import Hardware
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
+from tokenmath.specs.serving_engines import EngineProfile, engine_dict
 from tokenmath.analyses.setup import setup
+from tokenmath.analyses.serving.load import Load
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,20 @@ class InferResult:
     experts_touched_per_layer: float | None = None   # MoE: distinct routed experts a decode step reads per layer
     advice: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    max_batch: int = 0                               # the largest batch that fits (and the engine runs at once)
+    decode_device_s: float | None = None             # engine: the step's device time (engine-free step), s
+    decode_launch_s: float = 0.0                     # engine: CPU launch time of an eager step (0: graph replayed), s
+    decode_kernels: float = 0.0                      # engine: kernels one decode pass launches
+    prefill_chunks: int = 1                          # engine: prefill steps of the batch's prompts (chunked prefill)
+    running_cap: int | None = None                   # engine: sequences one attention group runs at once
+    decode_bottleneck: str | None = None             # the step's bottleneck ("overhead" where the engine's host side
+                                                     # outlasts the pass); None: the decode pass's own
+    load: Load | None = None                         # under load (--concurrency / --arrival-rate): ttft_s and
+    #                                                  decode_step_s are then per request (analyses/serving/load.py)
+
+    @property
+    def engine(self) -> EngineProfile | None:
+        return self.efficiency.engine
 
     @property
     def chips(self) -> int:
@@ -123,7 +140,7 @@ class InferResult:
             "output_tokens_per_s": f(self.output_tokens_per_s),
             "output_tokens_per_s_per_user": f(self.output_tokens_per_s_per_user),
             "bottleneck_prefill": str(self.prefill.bottleneck) if self.prefill is not None else None,
-            "bottleneck_decode": str(self.decode.bottleneck) if self.decode is not None else None,
+            "bottleneck_decode": (self.decode_bottleneck or str(self.decode.bottleneck)) if self.decode is not None else None,
             "cost_per_mtok_input_usd": f(self.cost_per_mtok_input_usd),
             "cost_per_mtok_output_usd": f(self.cost_per_mtok_output_usd),
             "cost_per_mtok_output_request_usd": f(self.cost_per_mtok_output_request_usd),
@@ -131,6 +148,14 @@ class InferResult:
             "price_usd_per_chip_hour": self.hardware.price_usd_per_hour,
             "efficiency": {"flops": self.efficiency.flops, "memory_bw": self.efficiency.memory_bw,
                            "link_bw": self.efficiency.link_bw, "source": self.efficiency.source},
+            "engine": engine_dict(self.engine), "max_batch": int(self.max_batch),
+            **({} if self.engine is None else {
+                "engine_step": {"decode_device_s": f(self.decode_device_s), "decode_launch_s": f(self.decode_launch_s),
+                                "decode_kernels": f(self.decode_kernels),
+                                "step_cpu_s": self.engine.step_cpu, "overlap_scheduling": self.engine.overlap_scheduling,
+                                "prefill_chunks": int(self.prefill_chunks),
+                                "max_running_per_group": self.running_cap}}),
+            **({} if self.load is None else {"load": self.load.to_dict()}),
             "advice": list(self.advice), "notes": list(self.notes),
         }
 
@@ -141,25 +166,40 @@ def _scalar(x):
 
 def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, input_len=1024,
           output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
-          reserve: float | None = None, cp=None) -> InferResult:
+          reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
-    batch: an integer or "max" (the largest batch that fits at input_len + output_len).
+    batch: an integer or "max" (the largest batch that fits at input_len + output_len, and that the engine runs).
+    engine: a serving engine's id or file (its step costs and limits), "none" or None (the engine-free step).
+    concurrency / arrival_rate: serving under load (closed loop of that many users / open loop at that many
+    requests/s; analyses/serving/load.py): ttft_s is then one request's, decode_step_s the mean time between its
+    tokens, and batch the sequences running at once; `load` holds the rest.
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
     input_len = int_arg(input_len, "input_len")
     output_len = int_arg(output_len, "output_len")
+    load = None
+    if concurrency is not None or arrival_rate is not None:
+        from tokenmath.analyses.serving.load import under_load
+        load = under_load(model, hardware, input_len=input_len, output_len=output_len, concurrency=concurrency,
+                          arrival_rate=arrival_rate, engine=engine, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp,
+                          weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve, cp=cp)
+               kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve, cp=cp, engine=engine)
     m, hw, lay, prec, eff, reserve = su.model, su.hardware, su.layout, su.precision, su.efficiency, su.reserve
+    eng = eff.engine
     ctx = input_len + output_len
-    notes = []
+    notes = [su.engine_note]
     if m.max_context and ctx > m.max_context:
         notes.append(f"context {ctx:,} exceeds the model's max_position_embeddings {m.max_context:,}; "
                      "the figures extrapolate the architecture")
 
-    bmax = int(max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, ctx, reserve))
+    bmax = int(max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, ctx, reserve,
+                         engine=eng))
+    if load is not None:
+        # the sequences running at once (their mean context is shorter than a static batch's full one)
+        batch = max(min(int(round(load.running or 1)), bmax), 1)
     if isinstance(batch, str):
         if batch.lower() != "max":
             batch = int_arg(batch, "batch", 1, MAX_BATCH)
@@ -170,30 +210,47 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
 
     P = count_params(m)
     sv = serve_batch(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve)
-    fits = batch >= 1 and bool(sv.memory.fits)
+    fits = batch >= 1 and bool(sv.fits)
     sizes = dict(model=m, hardware=hw, layout=lay, precision=prec, efficiency=eff, batch=batch, input_len=input_len,
                  output_len=output_len, params_total=P.total, params_active=P.active,
                  weights_bytes=weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
                  kv_bytes_per_token=kv_bytes_per_token(m, prec.kv.bytes), memory=sv.memory, fits=fits,
-                 prefill=sv.prefill, decode=sv.decode)
+                 prefill=sv.prefill, decode=sv.decode, max_batch=bmax)
+    if eng is not None:
+        cap = float(sv.running_cap)
+        sizes.update(decode_device_s=_scalar(sv.decode_device_s), decode_launch_s=_scalar(sv.decode_launch_s),
+                     decode_kernels=_scalar(kernels_of(sv.decode)), decode_bottleneck=str(sv.decode_bottleneck),
+                     prefill_chunks=int(_scalar(sv.prefill_chunks)), running_cap=int(cap) if math.isfinite(cap) else None)
     if not fits:
         # the bottlenecks stay informative when it does not fit; speeds are not reported
-        return InferResult(**sizes, advice=tuple(_advice(m, hw, lay, prec, batch, ctx, bmax, reserve)),
+        return InferResult(**sizes, load=load, advice=tuple(_advice(m, hw, lay, prec, batch, ctx, bmax, reserve, eng,
+                                                         bool(np.all(sv.memory.fits)))),
                            notes=tuple(notes))
     groups = int(lay.dp * lay.ep)
     if groups > 1 and batch % groups:
         notes.append(f"batch {batch} does not split evenly over {groups} replicas/attention groups; "
                      "the busiest group sets the pace")
-    return InferResult(**sizes, ttft_s=_scalar(sv.ttft_s), decode_step_s=_scalar(sv.decode_step_s),
+    if load is not None:
+        notes.append(f"under load ({load.source}): TTFT is one request's, the decode step the mean time between its "
+                     f"tokens; {load.running:,.0f} sequences run at once" if load.running else
+                     f"under load ({load.source})")
+    return InferResult(**sizes, load=load, ttft_s=load.ttft_s if load else _scalar(sv.ttft_s),
+                       decode_step_s=load.tpot_s if load else _scalar(sv.decode_step_s),
                        pp_p2p_s=_scalar(sv.pp_p2p_s), decode_floor_s=_scalar(sv.decode_floor_s),
                        decode_napkin_floor_s=_scalar(sv.decode.napkin_floor_s(hw)),
                        experts_touched_per_layer=_scalar(experts_touched(m, sv.stage_seqs)) if m.is_moe else None,
                        notes=tuple(notes))
 
 
-def _advice(m, hw, lay, prec, batch, ctx, bmax, reserve) -> list[str]:
-    usable = hw.memory_bytes * (1 - reserve)
+def _advice(m, hw, lay, prec, batch, ctx, bmax, reserve, eng=None, memory_fits=False) -> list[str]:
+    usable = _usable(m, hw, lay, prec, reserve, eng)
     out = []
+    if memory_fits and batch >= 1:
+        # memory holds it: the engine's cap on running sequences is what refuses it
+        cap = eng.limits_for(hw.memory_bytes)[0] if eng is not None else 0
+        groups = int(np.asarray(lay.dp) * np.asarray(lay.ep))
+        return [f"{eng.name} runs at most {cap:,} sequences per scheduler ({groups} x {cap:,} = {groups * cap:,} on "
+                f"this layout; asked for {batch:,}): the rest would wait in its queue; --batch max runs {bmax:,}"]
     wtot = weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes)
     kv_tot = _scalar(kv_bytes_per_sequence(m, ctx, prec.kv.bytes)) * max(batch, 1)
     need = math.ceil((wtot + kv_tot) / usable)
@@ -201,19 +258,31 @@ def _advice(m, hw, lay, prec, batch, ctx, bmax, reserve) -> list[str]:
         out.append(f"the weights alone ({wtot / 1e9:,.1f} GB) leave no room for even one sequence of {ctx:,} tokens "
                    f"on {int(lay.chips)} x {hw.id}")
     else:
-        out.append(f"at most {bmax} sequences of {ctx:,} tokens fit on this layout (asked for {batch})")
+        cap = eng.limits_for(hw.memory_bytes)[0] if eng is not None else 0
+        capped = bool(cap) and bmax == cap * int(np.asarray(lay.dp) * np.asarray(lay.ep))
+        out.append(f"at most {bmax} sequences of {ctx:,} tokens fit on this layout (asked for {batch})"
+                   + (f"; {eng.name} runs at most {cap:,} per scheduler" if capped else ""))
     out.append(f"weights + KV need about {need} x {hw.id} ({(wtot + kv_tot) / 1e9:,.1f} GB over "
                f"{usable / 1e9:,.1f} GB usable each)")
     for name in ("fp8", "int4"):
         d = get_dtype(name)
         if d.bytes >= prec.weight.bytes:
             continue
-        alt = max_batch(m, hw.memory_bytes, lay, d.bytes, min(d.bytes, prec.expert.bytes), prec.kv.bytes, ctx, reserve)
+        alt = max_batch(m, hw.memory_bytes, lay, d.bytes, min(d.bytes, prec.expert.bytes), prec.kv.bytes, ctx, reserve,
+                        engine=eng)
         if int(alt) >= max(batch, 1):
             out.append(f"--weight-dtype {name} fits (up to batch {int(alt)} at this context)")
             break
     if prec.kv.bytes > 1:
-        alt = max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, 1.0, ctx, reserve)
+        alt = max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, 1.0, ctx, reserve, engine=eng)
         if int(alt) >= max(batch, 1) > bmax:
             out.append(f"--kv-dtype fp8 fits (up to batch {int(alt)})")
     return out
+
+
+
+def _usable(m, hw, lay, prec, reserve, eng) -> float:
+    """Bytes per chip the model may use: the engine's memory fraction, else HBM x (1 - reserve)."""
+    chunk = chunk_tokens(hw.memory_bytes, eng)
+    fixed = weights_per_chip(m, lay, prec.weight.bytes, prec.expert.bytes) + activations_per_chip(m, lay, chunk, chunk)
+    return float(np.max(usable_bytes(hw.memory_bytes, reserve, fixed, eng)))

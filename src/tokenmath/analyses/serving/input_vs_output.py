@@ -42,7 +42,8 @@ class Prices:
 
     def to_dict(self):
         su = self.setup
-        return {"model": su.model.id, "hardware": su.hardware.id, "chips": su.chips, "cache_ttl_s": self.cache_ttl_s,
+        return {"model": su.model.id, "hardware": su.hardware.id, "chips": su.chips, "engine": su.engine_dict,
+                "cache_ttl_s": self.cache_ttl_s,
                 "min_tokens_per_s_per_user": self.min_tokens_per_s_per_user,
                 "price_usd_per_chip_hour": su.hardware.price_usd_per_hour, "rows": self.rows,
                 "kv_tiers": [{"tier": t.id, "name": t.name, "capacity_bytes_per_chip": t.capacity_bytes_per_chip,
@@ -69,9 +70,9 @@ def _batches_for_speed(su: Setup, ctx, output_len, bmax, target):
 
 def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, contexts=None, output_len=256,
            batch=None, min_tokens_per_s_per_user=None, cache_ttl_s=300.0, weight_dtype=None, kv_dtype=None,
-           efficiency=None) -> Prices:
+           efficiency=None, engine=None) -> Prices:
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency)
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     m, hw, lay = su.model, su.hardware, su.layout
     output_len = int_arg(output_len, "output_len")
     ttl = pos_float(cache_ttl_s, "cache_ttl_s")
@@ -99,7 +100,7 @@ def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, c
     hbm = hbm_tier(hw) if rate is not None else KVTier("hbm", "HBM", float(hw.memory_bytes), np.inf,
                                                        1.0 / hw.memory_bytes, in_place=True)
     tiers = [hbm] + (host_tiers() if rate is not None else [])
-    notes = []
+    notes = [su.engine_note]
     if rate is None:
         notes.append(f"{hw.id} has no price: costs in chip-seconds per Mtok; cached prompts are priced in HBM only "
                      "(the host tiers have $ prices)")

@@ -29,7 +29,8 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.expert_parallel import ep_dispatch_bytes
-from tokenmath.engine.memory import CHUNK_TOKENS, activations_per_chip, kv_per_chip, memory_per_chip, weights_per_chip
+from tokenmath.engine.memory import (activations_per_chip, chunk_tokens, kv_context, kv_per_chip, memory_per_chip,
+                                     usable_bytes, weights_per_chip)
 from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
 from tokenmath.mapping.layout import Layout
 from tokenmath.mapping.placement import span
@@ -61,7 +62,7 @@ class MoeReport:
         return {"model": su.model.id, "system": su.hardware.describe(), "chips": self.chips, "batch": self.batch,
                 "context": self.context, "input_len": self.input_len, "output_len": self.output_len,
                 "weight_dtype": su.precision.weight.name, "expert_dtype": su.precision.expert.name,
-                "kv_dtype": su.precision.kv.name,
+                "kv_dtype": su.precision.kv.name, "engine": su.engine_dict,
                 "fits_in_one_domain": self.fit["fits_in_one_domain"], "fit": self.fit, "all_to_all": self.all_to_all,
                 "max_expert_params_per_domain": self.capacity["max_expert_params"], "capacity": self.capacity,
                 "layouts": self.rows, **self.options, "notes": list(self.notes)}
@@ -104,10 +105,13 @@ def candidate_layouts(m, n: int, d: int) -> list[tuple[str, tuple[int, int, int,
 
 
 def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, weight_dtype=None, kv_dtype=None,
-        ep_imbalance=1.0, ep_overlap=False, efficiency: Efficiency | None = None, reserve=None) -> MoeReport:
-    """Expert layers against the scale-up domain of `system` for `batch` sequences of `context` tokens."""
+        ep_imbalance=1.0, ep_overlap=False, efficiency: Efficiency | None = None, reserve=None,
+        engine=None) -> MoeReport:
+    """Expert layers against the scale-up domain of `system` for `batch` sequences of `context` tokens.
+    engine: a serving engine's id or file, "none" or None (the engine-free step; see analyses.setup): its memory
+    fraction, KV blocks and running-sequence cap apply to every per-chip figure."""
     imb = check_ep_imbalance(ep_imbalance)
-    su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve)
+    su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine)
     m, hw, prec, eff = su.model, su.hardware, su.precision, su.efficiency
     if not m.is_moe:
         moes = [i for i in model_ids() if get_model(i).is_moe]
@@ -137,9 +141,11 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
                          f"a system whose domain size divides the {m.n_heads} heads or {m.n_experts} experts")
     lay = Layout(*(np.array([t[i] for t in dom_lays]) for i in range(4)))
     mem = memory_per_chip(m, hw.memory_bytes, lay, wb, eb, kb, float(batch), float(context),
-                          min(math.ceil(batch / d), 64) * input_len, su.reserve)
+                          min(math.ceil(batch / d), 64) * input_len, su.reserve, engine=su.engine)
     tot = np.asarray(mem.total, float)
-    bi = int(np.argmin(tot))
+    bi = int(np.argmin(tot if su.engine is None else tot - mem.usable))
+    if su.engine is not None:
+        usable = float(np.broadcast_to(mem.usable, tot.shape)[bi])   # the engine's memory fraction on that layout
     fit = {"fits_in_one_domain": bool(tot[bi] <= usable), "napkin_fits": bool(need <= dom_usable),
            "domain_size": d, "domain_usable_bytes": dom_usable, "expert_weights_bytes": expert_w,
            "other_weights_bytes": other_w, "kv_bytes": kv_tot, "kv_bytes_per_sequence": kv_seq,
@@ -190,9 +196,16 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
         if not tp_ok(m, t):
             continue
         lt = Layout(t, 1, d // t, 1)
-        fixed = float(weights_per_chip(m, lt, wb, 0.0)) + float(kv_per_chip(m, lt, kb, batch, context)) \
-            + float(activations_per_chip(m, lt, CHUNK_TOKENS))
-        cap = max(usable - fixed, 0.0) * d / eb
+        eng = su.engine
+        chunk = chunk_tokens(hw.memory_bytes, eng)
+        kv = float(kv_per_chip(m, lt, kb, batch, kv_context(context, eng)))
+        other = float(weights_per_chip(m, lt, wb, 0.0)) + float(activations_per_chip(m, lt, chunk, chunk))
+        if eng is not None and eng.kv_fraction_of == "free":
+            # KV gets kv_memory_fraction of what all weights and activations leave: experts <= HBM - other - KV / f
+            room = hw.memory_bytes - other - kv / eng.kv_memory_fraction
+        else:
+            room = float(usable_bytes(hw.memory_bytes, su.reserve, other, eng)) - other - kv
+        cap = max(room, 0.0) * d / eb
         if cap > best[0]:
             best = (cap, fmt_layout(t, 1, d // t, 1))
     capacity = {"max_expert_params": best[0], "max_expert_params_per_moe_layer": best[0] / max(L, 1),
@@ -210,7 +223,7 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
         p["name"] = name
         p["fits"] = bool(g.fits[i, 0])
         rows.append(p)
-    notes = list(notes_a2a)
+    notes = [su.engine_note, *notes_a2a]
     if batch % n:
         notes.append(f"batch {batch} does not split evenly over {n} chips; the busiest group sets the pace")
     if not any(r["fits"] for r in rows):

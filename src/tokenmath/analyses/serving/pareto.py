@@ -38,15 +38,16 @@ class Pareto:
 
     def to_dict(self):
         su = self.setup
-        return {"model": su.model.id, "hardware": su.hardware.id, "chips": self.chips,
+        return {"model": su.model.id, "hardware": su.hardware.id, "chips": self.chips, "engine": su.engine_dict,
+                "notes": [su.engine_note],
                 "input_len": self.grid.input_len, "output_len": self.grid.output_len,
                 "frontier": self.frontier, "points_evaluated": len(self.points),
                 "layouts": [fmt_layout(*t) for t in self.grid.layouts]}
 
 
 def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None,
-           efficiency=None, allow_pp: bool = False) -> Pareto:
-    su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
+           efficiency=None, allow_pp: bool = False, engine=None) -> Pareto:
+    su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     chips = int_arg(chips if chips is not None else su0.hardware.scaleup_domain, "chips", 1, MAX_SEARCH_CHIPS)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     lays = layouts_for(su0.model, chips, allow_pp=allow_pp, max_tp=su0.hardware.scaleup_domain)

@@ -78,6 +78,7 @@ class Plan:
         return {"model": self.setup.model.id, "system": hw.describe() if isinstance(hw, System) else {"id": hw.id},
                 "chips": self.chips, "input_len": self.input_len, "output_len": self.output_len,
                 "weight_dtype": self.setup.precision.weight.name, "kv_dtype": self.setup.precision.kv.name,
+                "engine": self.setup.engine_dict,
                 "targets": self.targets, "best": self.best, "runner_ups": self.runner_ups, "frontier": self.frontier,
                 "layouts_evaluated": self.layouts_evaluated, "points_evaluated": self.points_evaluated,
                 "points_fitting": self.points_fitting, "search_s": self.search_s, **self.options,
@@ -116,18 +117,19 @@ def _infeasible(g: Grid, fits, ttft_s, tps_user, m: Model, hw, chips, ctx):
 
 def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=None, input_len=1024,
          output_len=256, weight_dtype=None, kv_dtype=None, ep_imbalance=1.0, ep_overlap=False,
-         disaggregated=False, efficiency: Efficiency | None = None, reserve=None, runner_ups: int = 5) -> Plan:
+         disaggregated=False, efficiency: Efficiency | None = None, reserve=None, runner_ups: int = 5,
+         engine=None) -> Plan:
     """Cheapest layout and batch meeting the targets on `chips` chips of `system`, with the Pareto frontier."""
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     imb = check_ep_imbalance(ep_imbalance)
     ttft_s, tps_user = _targets(ttft_ms, min_tokens_per_s_per_user)
-    su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve)
+    su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine)
     m, hw, prec = su.model, su.hardware, su.precision
     lays = layouts_for(m, n, allow_pp=True)
     if not lays:
         raise InputError("chips", f"no layout of {n} chips suits {m.id}",
                          f"a chip count with a divisor that divides the {m.n_heads} heads")
-    notes = []
+    notes = [su.engine_note]
     if hw.scaleout_bw is None and n > hw.scaleup_domain:
         # replicas placed on real chips (mapping/placement.py): a replica of 6 chips on 12 straddles two domains of 8
         alone = np.asarray(place(as_layout(lays), hw.scaleup_domain).replica.domains).ravel() == 1
@@ -143,7 +145,7 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     t0 = time.perf_counter()
     lay = as_layout(lays)
     bmax_l = np.asarray(engine_max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes,
-                                         ctx, su.reserve), float).reshape(-1, 1)
+                                         ctx, su.reserve, engine=su.engine), float).reshape(-1, 1)
     top = int(bmax_l.max())
     if top < 1:
         raise InputError("chips", f"{m.id} does not fit on {n} x {hw.chip or hw.id} ({hw.id}) at {ctx:,} tokens "

@@ -27,8 +27,9 @@ class PriceResult:
 
 
 def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, output_len=500, margin=0.5,
-          utilization=0.6, max_chips=None, weight_dtype=None, kv_dtype=None, efficiency=None) -> PriceResult:
-    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
+          utilization=0.6, max_chips=None, weight_dtype=None, kv_dtype=None, efficiency=None,
+          engine=None) -> PriceResult:
+    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     if su.hardware.price_usd_per_hour is None:
         raise InputError("hardware", f"{su.hardware.id} has no $/chip-hour in the catalog",
                          "a chip with a price (tokenmath hardware) or a hardware file with price_usd_per_hour")
@@ -51,7 +52,8 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
     t = g.layouts[li]
     scale = 1.0 / (utilization * (1.0 - margin))
     c_in, c_out = float(in_cost[li, bi]), float(out_cost[li, bi])
-    res = {"model": su.model.id, "hardware": su.hardware.id, "layout": fmt_layout(*t), "tp": t[0], "pp": t[1],
+    res = {"model": su.model.id, "hardware": su.hardware.id, "engine": su.engine_dict, "notes": [su.engine_note],
+           "layout": fmt_layout(*t), "tp": t[0], "pp": t[1],
            "ep": t[2], "dp": t[3], "chips": int(g.chips[li, 0]), "batch": int(g.batch[li, bi]),
            "input_len": input_len, "output_len": output_len, "min_tokens_per_s_per_user": target,
            "decode_step_s": finite(g.step_s[li, bi]), "ttft_s": finite(g.ttft_s[li, bi]),

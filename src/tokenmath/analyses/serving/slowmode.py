@@ -54,14 +54,15 @@ class SlowMode:
 
     def to_dict(self):
         su = self.setup
-        return {"model": su.model.id, "hardware": su.hardware.id, "per_request": self.per_request,
+        return {"model": su.model.id, "hardware": su.hardware.id, "engine": su.engine_dict,
+                "notes": [su.engine_note], "per_request": self.per_request,
                 "rows": self.rows, "saturation_budget_s": self.saturation_budget_s, "saturation": self.saturation,
                 "why": self.why}
 
 
 def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_chips=None, input_len=1024,
-             output_len=256, weight_dtype=None, kv_dtype=None, efficiency=None) -> SlowMode:
-    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
+             output_len=256, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None) -> SlowMode:
+    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     budgets = np.array([pos_float(b, "budget") for b in (budgets_s or [b / 1e3 for b in DEFAULT_BUDGETS_MS])])
     if per_request and budgets_s is None:

@@ -45,7 +45,8 @@ from tokenmath.mapping.layout import Layout, admissible
 from tokenmath.specs.model_catalog import catalog as model_catalog
 from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
-from tokenmath.analyses.setup import resolve_precision
+from tokenmath.specs.serving_engines import engine_dict
+from tokenmath.analyses.setup import resolve_precision, with_engine
 
 AXES = ("batch", "input_len", "output_len", "tp", "pp", "ep", "dp")
 FIGURES = ("memory_per_chip_bytes", "ttft_s", "decode_step_s", "decode_floor_s", "output_tokens_per_s",
@@ -53,7 +54,9 @@ FIGURES = ("memory_per_chip_bytes", "ttft_s", "decode_step_s", "decode_floor_s",
 
 
 class Columns(dict):
-    """dict of equal-length numpy arrays; len() is the number of configurations."""
+    """dict of equal-length numpy arrays; len() is the number of configurations. `engine`: {id, name} of the
+    serving engine the figures assume."""
+    engine: dict | None = None
 
     def __len__(self):
         return len(next(iter(self.values()))) if dict.__len__(self) else 0
@@ -117,16 +120,19 @@ def _blocks(shape, chunk):
 
 
 def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,
-          kv_dtype=None, efficiency=None, reserve: float = RESERVE_FRACTION, decode_only: bool = False) -> Columns:
+          kv_dtype=None, efficiency=None, reserve: float = RESERVE_FRACTION, decode_only: bool = False,
+          engine=None) -> Columns:
     """Every configuration of the Cartesian product of the axes (C order: batch varies slowest, dp fastest).
 
     decode_only: skip the prefill pass (ttft_s, output_tokens_per_s, cost_per_mtok_input_usd NaN,
-    bottleneck_prefill ""); every other column is unchanged."""
+    bottleneck_prefill ""); every other column is unchanged.
+    engine: a serving engine's id or file, "none" or None (the engine-free step; see analyses.setup).
+    Columns.engine: {id, name} of the engine the figures assume."""
     m = _catalog_model(model.lower()) if isinstance(model, str) and model.lower() in model_catalog() else get_model(model)
     hw = (_catalog_hardware(hardware.lower()) if isinstance(hardware, str) and hardware.lower() in hardware_catalog()
           else get_hardware(hardware))
     prec = resolve_precision(m, weight_dtype, kv_dtype)
-    eff = efficiency or default_for(hw)
+    eff = with_engine(efficiency or default_for(hw), engine)
     axes = [_axis(v, n) for v, n in zip((batch, input_len, output_len, tp, pp, ep, dp), AXES)]
     shape = tuple(a.size for a in axes)
     nd = len(shape)
@@ -134,6 +140,7 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     _, _, _, TP, PP, EP, DP = (_along(a, i, nd) for i, a in enumerate(axes))
     valid = np.broadcast_to(admissible(m, TP, PP, EP), shape).reshape(-1)
     cols = Columns()
+    cols.engine = engine_dict(eff.engine)
     for i, (name, a) in enumerate(zip(AXES, axes)):
         cols[name] = _column(a.astype(np.int64), i, shape)
     cols["chips"] = np.broadcast_to((TP * PP * EP * DP).astype(np.int64), shape).reshape(-1)
@@ -197,6 +204,8 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
     out["memory_per_chip_bytes"][...] = total
     fits = view(cols["fits"])
     np.logical_and(total <= sv.memory.usable, sv.batch >= 1, out=fits)      # = sv.fits, without a second total
+    if sv.engine is not None:
+        np.logical_and(fits, sv.runs_at_once, out=fits)                      # the engine runs them all at once
     out["max_batch"][...] = sv.max_batch
     step = sv.decode_step_s
 
@@ -214,7 +223,7 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
         put("cost_per_mtok_output_usd", decode_cost_per_mtok(usd_s, step, b))
     else:
         out["cost_per_mtok_output_usd"].fill(np.nan)
-    view(codes["bottleneck_decode"])[...] = sv.decode.bottleneck_code
+    view(codes["bottleneck_decode"])[...] = sv.decode_bottleneck_code
     if decode_only:
         for k in ("ttft_s", "output_tokens_per_s", "cost_per_mtok_input_usd"):
             out[k].fill(np.nan)

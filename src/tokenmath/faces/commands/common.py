@@ -87,6 +87,17 @@ def layout_options(f):
     return f
 
 
+DEFAULT_ENGINE = "vllm"   # = specs.serving_engines.DEFAULT_ENGINE (not imported: --help stays quick)
+
+
+def engine_option(f):
+    """--engine NAME|FILE: the serving engine whose defaults shape the step and the batch (default vLLM)."""
+    return click.option("--engine", default=DEFAULT_ENGINE, show_default=True, metavar="NAME|FILE",
+                        help="Serving engine profile: vllm, sglang, tensorrt-llm, llama.cpp, mlx, an engine file "
+                             "(.toml/.json, the schema of data/engines.toml), or none (the engine-free step: no "
+                             "scheduler limits, kernel-launch or per-step CPU costs).")(f)
+
+
 def dtype_options(f):
     f = click.option("--kv-dtype", help="bf16, fp16, fp8, int8 (default bf16).")(f)
     f = click.option("--weight-dtype", help="bf16, fp16, fp8, int8, int4, fp4, mxfp4, nvfp4 (default: the checkpoint's).")(f)

@@ -1,7 +1,8 @@
 """deduce (price -> architecture) and price (architecture -> price)."""
 import click
 
-from tokenmath.faces.commands.common import dtype_options, emit_json, guarded, model_hardware, positive, positive_float
+from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, model_hardware, positive,
+                                             positive_float)
 
 
 def _range(ctx, param, value):
@@ -92,16 +93,17 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
 @click.option("--utilization", type=float, default=0.6, show_default=True, help="Share of time serving at that load.")
 @click.option("--max-chips", type=int, callback=positive)
 @dtype_options
+@engine_option
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--explain", is_flag=True)
 @guarded
 def price(model, hardware, min_tokens_per_s_per_user, input_len, output_len, margin, utilization, max_chips,
-          weight_dtype, kv_dtype, as_json, explain):
+          weight_dtype, kv_dtype, engine, as_json, explain):
     """What serving a model costs per million input/output tokens at a latency target, and the implied price."""
     from tokenmath.analyses.serving.provider_price import price as run
     r = run(model, hardware, min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_len=input_len,
             output_len=output_len, margin=margin, utilization=utilization, max_chips=max_chips,
-            weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+            weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine)
     if as_json:
         emit_json(r.to_dict())
     else:

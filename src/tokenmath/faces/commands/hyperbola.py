@@ -1,6 +1,7 @@
 import click
 
-from tokenmath.faces.commands.common import dtype_options, emit_json, guarded, layout_options, model_hardware, positive, with_plot
+from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, layout_options, model_hardware,
+                                             positive, with_plot)
 
 
 @click.command()
@@ -9,13 +10,14 @@ from tokenmath.faces.commands.common import dtype_options, emit_json, guarded, l
 @click.option("--context", type=int, default=2048, show_default=True, callback=positive,
               help="Tokens in each sequence's KV cache during decode.")
 @dtype_options
+@engine_option
 @with_plot
 @guarded
-def hyperbola(model, hardware, chips, tp, pp, ep, dp, context, weight_dtype, kv_dtype, as_json, explain, plot_file):
+def hyperbola(model, hardware, chips, tp, pp, ep, dp, context, weight_dtype, kv_dtype, engine, as_json, explain, plot_file):
     """Decode cost per output token and step latency against batch size (the batch/cost hyperbola)."""
     from tokenmath.analyses.serving.hyperbola import hyperbola as run
     h = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, context=context, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype)
+            kv_dtype=kv_dtype, engine=engine)
     if plot_file:
         from tokenmath.faces.plots import hyperbola_plot
         hyperbola_plot(h, plot_file)

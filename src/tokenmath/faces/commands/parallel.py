@@ -1,7 +1,8 @@
 """plan, moe, systems: parallelism across the scale-up boundary."""
 import click
 
-from tokenmath.faces.commands.common import dtype_options, emit_json, guarded, positive, positive_float, with_plot
+from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, positive, positive_float,
+                                             with_plot)
 
 DEFAULT_SYSTEM = "hgx-h100"
 
@@ -32,16 +33,17 @@ def _ep_options(f):
 @click.option("--disaggregated", is_flag=True, help="Also size separate prefill and decode pools for this traffic mix.")
 @_ep_options
 @dtype_options
+@engine_option
 @with_plot
 @guarded
 def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, output_len, disaggregated, ep_imbalance,
-         ep_overlap, weight_dtype, kv_dtype, as_json, explain, plot_file):
+         ep_overlap, weight_dtype, kv_dtype, engine, as_json, explain, plot_file):
     """Best layout (TP, EP, PP, DP, batch) on a system: cheapest $/Mtok meeting the targets, runner-ups, frontier."""
     from tokenmath.analyses.serving.plan import plan as run
     from tokenmath.faces.explain_parallel import explain_plan, plan_text
     r = run(model, system, chips=chips, ttft_ms=ttft_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
             input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-            ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated)
+            ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated, engine=engine)
     if plot_file:
         from tokenmath.faces.plots_parallel import plan_plot
         plan_plot(r, plot_file)
@@ -64,15 +66,16 @@ def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, ou
               help="Generated tokens per sequence (the rest of --context is the prompt).")
 @_ep_options
 @dtype_options
+@engine_option
 @with_plot
 @guarded
-def moe(model, system, chips, batch, context, output_len, ep_imbalance, ep_overlap, weight_dtype, kv_dtype, as_json,
-        explain, plot_file):
+def moe(model, system, chips, batch, context, output_len, ep_imbalance, ep_overlap, weight_dtype, kv_dtype, engine,
+        as_json, explain, plot_file):
     """Expert layers vs the rack: fit in one domain, all-to-all inside vs across, TP vs EP vs PP side by side."""
     from tokenmath.analyses.serving.moe import moe as run
     from tokenmath.faces.explain_parallel import explain_moe, moe_text
     r = run(model, system, chips=chips, batch=batch, context=context, output_len=output_len, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, ep_imbalance=ep_imbalance, ep_overlap=ep_overlap)
+            kv_dtype=kv_dtype, ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, engine=engine)
     if plot_file:
         from tokenmath.faces.plots_parallel import moe_plot
         moe_plot(r, plot_file)

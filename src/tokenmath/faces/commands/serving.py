@@ -1,8 +1,8 @@
 """slowmode, pareto, prices, context, fleet: the serving-economics questions."""
 import click
 
-from tokenmath.faces.commands.common import (dtype_options, emit_json, guarded, layout_options, model_hardware, positive, positive_float,
-                     with_plot)
+from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, layout_options, model_hardware,
+                                             positive, positive_float, with_plot)
 
 
 def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None):
@@ -38,16 +38,18 @@ def _floats(ctx, param, value):
 @click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
 @dtype_options
+@engine_option
 @with_plot
 @guarded
-def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, output_len, weight_dtype, kv_dtype,
+def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, output_len, weight_dtype, kv_dtype, engine,
              as_json, explain, plot_file):
     """Cheapest cost for a latency budget, across batch sizes and chip counts (and where waiting stops helping)."""
     from tokenmath.analyses.serving.slowmode import slowmode as run
     from tokenmath.faces.explain_serving import explain_slowmode
     from tokenmath.faces.plots import slowmode_plot
     r = run(model, hardware, budgets_s=[b / 1e3 for b in budget_ms] if budget_ms else None, per_request=per_request,
-            max_chips=max_chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+            max_chips=max_chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+            engine=engine)
     _out(r, as_json, explain, plot_file, slowmode_plot, explain_slowmode)
 
 
@@ -58,15 +60,17 @@ def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, outp
 @click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
 @dtype_options
+@engine_option
 @with_plot
 @guarded
-def pareto(model, hardware, chips, allow_pp, input_len, output_len, weight_dtype, kv_dtype, as_json, explain, plot_file):
+def pareto(model, hardware, chips, allow_pp, input_len, output_len, weight_dtype, kv_dtype, engine, as_json, explain,
+           plot_file):
     """Throughput per chip against tokens/s per user over batches and layouts: the Pareto frontier, with $/Mtok."""
     from tokenmath.analyses.serving.pareto import pareto as run
     from tokenmath.faces.explain_serving import explain_pareto, pareto_text
     from tokenmath.faces.plots import pareto_plot
     r = run(model, hardware, chips=chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, allow_pp=allow_pp)
+            kv_dtype=kv_dtype, allow_pp=allow_pp, engine=engine)
     _out(r, as_json, explain, plot_file, pareto_plot, explain_pareto, pareto_text)
 
 
@@ -81,10 +85,11 @@ def pareto(model, hardware, chips, allow_pp, input_len, output_len, weight_dtype
 @click.option("--cache-ttl-s", type=float, default=300.0, show_default=True, callback=positive_float,
               help="How long a cached prompt's KV waits for its reuse (in HBM, host DRAM or local SSD).")
 @dtype_options
+@engine_option
 @with_plot
 @guarded
 def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, min_tokens_per_s_per_user, cache_ttl_s,
-           weight_dtype, kv_dtype, as_json, explain, plot_file):
+           weight_dtype, kv_dtype, engine, as_json, explain, plot_file):
     """Cost per input vs output token across context lengths, their ratio, and a cached input token."""
     from tokenmath.analyses.serving.input_vs_output import prices as run
     from tokenmath.faces.explain_serving import explain_prices
@@ -92,7 +97,7 @@ def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, 
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp,
             contexts=[int(c) for c in contexts] if contexts else None, output_len=output_len, batch=batch,
             min_tokens_per_s_per_user=min_tokens_per_s_per_user, cache_ttl_s=cache_ttl_s, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype)
+            kv_dtype=kv_dtype, engine=engine)
     _out(r, as_json, explain, plot_file, prices_plot, explain_prices)
 
 
@@ -102,15 +107,17 @@ def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, 
 @click.option("--batch", type=int, default=1, show_default=True, callback=positive)
 @click.option("--context", type=int, default=8192, show_default=True, callback=positive)
 @dtype_options
+@engine_option
 @with_plot
 @guarded
-def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype, kv_dtype, as_json, explain, plot_file):
+def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype, kv_dtype, engine, as_json, explain,
+            plot_file):
     """KV bytes per token, max context/batch, and the context where KV reads equal weight reads."""
     from tokenmath.analyses.serving.context import context as run
     from tokenmath.faces.explain_serving import explain_context
     from tokenmath.faces.plots import context_plot
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch, context=context,
-            weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+            weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine)
     _out(r, as_json, explain, plot_file, context_plot, explain_context)
 
 
@@ -124,15 +131,16 @@ def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype
 @click.option("--pue", type=float, default=1.0, show_default=True, callback=positive_float,
               help="Facility power / chip power (1.0 counts chip TDP only).")
 @dtype_options
+@engine_option
 @with_plot
 @guarded
 def fleet(model, hardware, demand, min_tokens_per_s_per_user, input_len, output_len, max_chips, pue, weight_dtype,
-          kv_dtype, as_json, explain, plot_file):
+          kv_dtype, engine, as_json, explain, plot_file):
     """Chips, racks, megawatts and $/year to serve a demand in tokens/s at a per-user speed."""
     from tokenmath.analyses.serving.fleet import fleet as run
     from tokenmath.faces.explain_serving import explain_fleet
     kw = dict(min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_len=input_len, output_len=output_len,
-              max_chips=max_chips, pue=pue, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+              max_chips=max_chips, pue=pue, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine)
     r = run(model, hardware, demand=demand, **kw)
     if plot_file:
         from tokenmath.faces.plots import fleet_plot

@@ -55,6 +55,16 @@ def fit_names() -> tuple[str, ...]:
     return tuple(FITS)
 
 
+@cache
+def engine_param() -> Param:
+    """The serving engine a serving view assumes: a shipped profile's id or "none" (never a file: the web API reads
+    no files named by a request)."""
+    from tokenmath.specs.serving_engines import DEFAULT_ENGINE, NO_ENGINE, engine_ids
+    return Param("engine", "choice", DEFAULT_ENGINE, "serving engine profile (its graphs, scheduler limits, KV memory "
+                 "fraction and blocks); none: the engine-free step (the Python functions' default; the page and the "
+                 "CLI default to vllm)", choices=(*engine_ids(), NO_ENGINE))
+
+
 def dtype_params() -> tuple[Param, Param]:
     w, kv = dtype_choices()
     return (Param("weight_dtype", "choice", None, "weights (default: the checkpoint's)", choices=w),
@@ -83,7 +93,7 @@ def infer_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.faces.explain_infer import explain_infer
     r = infer(model(a["model"]), a["hardware"], **layout(a), batch=a["batch"],
               input_len=a["input_len"], output_len=a["output_len"], weight_dtype=a["weight_dtype"],
-              kv_dtype=a["kv_dtype"], efficiency=chosen_efficiency(a["peak"], a["calibrated"]))
+              kv_dtype=a["kv_dtype"], efficiency=chosen_efficiency(a["peak"], a["calibrated"]), engine=a["engine"])
     d = r.to_dict()
     d["model_name"] = r.model.name
     d["hardware_name"] = r.hardware.name
@@ -96,7 +106,7 @@ def hyperbola_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.hyperbola import hyperbola
     from tokenmath.faces.explain_serving import explain_hyperbola
     h = hyperbola(model(a["model"]), a["hardware"], **layout(a), context=a["context"],
-                  weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+                  weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
     d = h.to_dict()
     d["explain"] = explain_hyperbola(h)
     return d
@@ -107,7 +117,7 @@ def pareto_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.faces.explain_serving import pareto_text
     p = pareto(model(a["model"]), a["hardware"], chips=a["chips"], input_len=a["input_len"],
                output_len=a["output_len"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"],
-               allow_pp=a["allow_pp"])
+               allow_pp=a["allow_pp"], engine=a["engine"])
     d = p.to_dict()
     d["explain"] = pareto_text(p)   # the explanation, then the frontier as a table
     d["chart"] = pareto_chart(p)
@@ -118,7 +128,7 @@ def context_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.context import context
     from tokenmath.faces.explain_serving import explain_context
     c = context(model(a["model"]), a["hardware"], **layout(a), batch=a["batch"], context=a["context"],
-                weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+                weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
     d = c.to_dict()
     d["explain"] = explain_context(c)
     return d
@@ -130,7 +140,7 @@ def prices_response(model: ModelLookup, a: dict) -> dict:
     r = prices(model(a["model"]), a["hardware"], **layout(a), contexts=a["contexts"],
                output_len=a["output_len"], batch=a["batch"],
                min_tokens_per_s_per_user=a["min_tokens_per_s_per_user"], cache_ttl_s=a["cache_ttl_s"],
-               weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+               weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
     d = r.to_dict()
     d["explain"] = explain_prices(r)
     return d
@@ -220,30 +230,31 @@ def chinchilla_response(a: dict) -> dict:
 def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
     """Every analysis endpoint by name; `model` resolves a request's model id (catalog or upload)."""
     D = dtype_params()
+    E = engine_param()
     return {
         "infer": Endpoint(
             (MODEL, HARDWARE, *LAYOUT,
              Param("batch", "batch", 1, "concurrent sequences, or 'max'", 1, MAX_BATCH),
              Param("input_len", "int", 1024, "prompt tokens per sequence", 1, MAX_TOKENS),
              Param("output_len", "int", 256, "generated tokens per sequence", 1, MAX_TOKENS),
-             *D, Param("peak", "bool", False, "100% of every peak (pure roofline)"),
+             *D, E, Param("peak", "bool", False, "100% of every peak (pure roofline)"),
              Param("calibrated", "bool", True, "efficiencies fitted on published measurements (false: kernel "
                    "ceilings, as --uncalibrated)")),
             partial(infer_response, model), "tokenmath.analyses.serving.infer.infer (+ explain, roofline)"),
         "hyperbola": Endpoint(
             (MODEL, HARDWARE, *LAYOUT,
-             Param("context", "int", 2048, "tokens in each sequence's KV cache", 1, MAX_TOKENS), *D),
+             Param("context", "int", 2048, "tokens in each sequence's KV cache", 1, MAX_TOKENS), *D, E),
             partial(hyperbola_response, model), "tokenmath.analyses.serving.hyperbola.hyperbola"),
         "pareto": Endpoint(
             (MODEL, HARDWARE,
              Param("chips", "int", None, "chips (default: one scale-up domain)", 1, MAX_PARETO_CHIPS),
              Param("input_len", "int", 1024, "", 1, MAX_TOKENS),
-             Param("output_len", "int", 256, "", 1, MAX_TOKENS), *D,
+             Param("output_len", "int", 256, "", 1, MAX_TOKENS), *D, E,
              Param("allow_pp", "bool", False, "also pipeline-parallel layouts")),
             partial(pareto_response, model), "tokenmath.analyses.serving.pareto.pareto"),
         "context": Endpoint(
             (MODEL, HARDWARE, *LAYOUT, Param("batch", "int", 1, "", 1, MAX_BATCH),
-             Param("context", "int", 8192, "", 1, MAX_TOKENS), *D),
+             Param("context", "int", 8192, "", 1, MAX_TOKENS), *D, E),
             partial(context_response, model), "tokenmath.analyses.serving.context.context"),
         "prices": Endpoint(
             (MODEL, HARDWARE, *LAYOUT,
@@ -252,7 +263,7 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("batch", "int", None, "batch (default: the largest that fits at each context)", 1, MAX_BATCH),
              Param("min_tokens_per_s_per_user", "float", None,
                    "speed per user: the largest batch whose decode step gives it (instead of batch)", 1e-9, 1e9),
-             Param("cache_ttl_s", "float", 300.0, "seconds a cached prompt's KV waits for reuse", 1e-9, 1e9), *D),
+             Param("cache_ttl_s", "float", 300.0, "seconds a cached prompt's KV waits for reuse", 1e-9, 1e9), *D, E),
             partial(prices_response, model), "tokenmath.analyses.serving.input_vs_output.prices"),
         "deduce": Endpoint(
             (Param("input_price", "float", None, "$ per million input tokens", 0.0),

@@ -10,7 +10,7 @@
   const DEFAULTS = {
     tab: "overview",
     model: "llama-3.1-8b", hardware: "h100-sxm", chips: "", tp: "", ep: "", pp: "",
-    batch: "1", input_len: "1024", output_len: "256", weight_dtype: "", kv_dtype: "", peak: "",
+    batch: "1", input_len: "1024", output_len: "256", weight_dtype: "", kv_dtype: "", engine: "vllm", peak: "",
     input_price: "0.27", output_price: "1.10", cached_input_price: "", output_speed: "",
     long_context_threshold: "", long_input_price: "", long_output_price: "", d_hardware: "", margin: "",
     utilization: "",
@@ -224,8 +224,10 @@
   // ---- panels ------------------------------------------------------------------------------------------------------
   const common = () => ({
     model: state.model, hardware: state.hardware, chips: state.chips, tp: state.tp, ep: state.ep, pp: state.pp,
-    weight_dtype: state.weight_dtype, kv_dtype: state.kv_dtype,
+    weight_dtype: state.weight_dtype, kv_dtype: state.kv_dtype, engine: state.engine,
   });
+  // the serving engine a view assumed, for its title: " \u2014 engine: vLLM (V1 engine)"; "" for an answer without one
+  const engineTag = (d) => (d.engine ? ` \u2014 engine: ${d.engine.id === "none" ? "none (engine-free step)" : d.engine.name}` : "");
   const intOr = (v, d) => { const n = parseInt(v, 10); return isFinite(n) && n > 0 ? n : d; };
   const batchNum = () => (String(state.batch).trim().toLowerCase() === "max" ? null : intOr(state.batch, 1));
 
@@ -245,7 +247,8 @@
     pareto: {
       endpoint: "pareto",
       params: () => ({ model: state.model, hardware: state.hardware, chips: state.chips, input_len: state.input_len,
-                       output_len: state.output_len, weight_dtype: state.weight_dtype, kv_dtype: state.kv_dtype }),
+                       output_len: state.output_len, weight_dtype: state.weight_dtype, kv_dtype: state.kv_dtype,
+                       engine: state.engine }),
       render: renderPareto,
     },
     context: {
@@ -345,7 +348,7 @@
   function renderInfer(d, root) {
     $(".title", root).textContent = `${d.model_name} on ${d.chips} \u00d7 ${d.hardware_name}` +
       ` (tp ${d.tp}, pp ${d.pp}, ep ${d.ep}, dp ${d.dp}) \u2014 batch ${d.batch}, ` +
-      `${fmt.int(d.input_len)} in / ${fmt.int(d.output_len)} out`;
+      `${fmt.int(d.input_len)} in / ${fmt.int(d.output_len)} out` + engineTag(d);
     const mb = d.memory_breakdown_bytes;
     const cards = [];
     if (d.fits) {
@@ -447,7 +450,7 @@
     const pts = d.points || [];
     const priced = pts.length && pts[0].cost_per_mtok_output_usd !== null;
     $(".title", root).textContent = `Decode cost against batch: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware},` +
-      ` ${fmt.int(d.context)} tokens of context`;
+      ` ${fmt.int(d.context)} tokens of context` + engineTag(d);
     const b = batchNum();
     const cur = b ? pts.reduce((best, p) => (Math.abs(p.batch - b) < Math.abs(best.batch - b) ? p : best), pts[0]) : pts[pts.length - 1];
     const cost = (p) => priced ? p.cost_per_mtok_output_usd : p.step_s / p.batch;
@@ -495,7 +498,7 @@
   // ---- pareto ------------------------------------------------------------------------------------------------------
   function renderPareto(d, root) {
     const f = d.frontier || [];
-    $(".title", root).textContent = `Throughput per chip against speed per user: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware}`;
+    $(".title", root).textContent = `Throughput per chip against speed per user: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware}` + engineTag(d);
     const a = f[0], z = f[f.length - 1];
     const cards = [{ key: "evaluated", label: "points evaluated", value: fmt.int(d.points_evaluated),
                      sub: `${f.length} on the frontier; ${d.layouts.length} layouts`, why: { hl: /feasible/ } }];
@@ -532,7 +535,7 @@
 
   // ---- context -----------------------------------------------------------------------------------------------------
   function renderContext(d, root) {
-    $(".title", root).textContent = `KV cache and context: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware}, batch ${d.batch}`;
+    $(".title", root).textContent = `KV cache and context: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware}, batch ${d.batch}` + engineTag(d);
     renderCards($(".cards", root), [
       { key: "kv_bytes_per_token", label: "KV per token", value: fmt.bytes(d.kv_bytes_per_token),
         sub: `${fmt.bytes(d.kv_bytes_per_sequence_at_context)} per sequence at ${fmt.int(d.context)}`, why: { hl: /KV per token/ } },
@@ -572,7 +575,7 @@
     const unit = rows.length ? rows[0].unit : "$/Mtok";
     const usd = unit.startsWith("$");
     const f = usd ? fmt.usd : (x) => fmt.num(x) + " chip-s";
-    $(".title", root).textContent = `Input against output tokens: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware} (${unit})`;
+    $(".title", root).textContent = `Input against output tokens: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware} (${unit})` + engineTag(d);
     const L = intOr(state.input_len, 1024);
     const r = rows.find((x) => x.input_len === L) || rows[0];
     const cards = [];
@@ -830,6 +833,12 @@
     for (const d of catalog.meta.weight_dtypes) wsel.append(h("option", { value: d, text: d }));
     ksel.append(h("option", { value: "", text: "bf16 (default)" }));
     for (const d of catalog.meta.kv_dtypes) ksel.append(h("option", { value: d, text: d }));
+    const esel = $("#engine");
+    const inferEp = (catalog.meta.endpoints || {})["/api/infer"] || { params: [] };
+    const ep = inferEp.params.find((p) => p.name === "engine");
+    for (const e of (ep ? ep.choices : ["vllm", "none"])) {
+      esel.append(h("option", { value: e, text: e === "none" ? "none (engine-free step)" : e }));
+    }
     const fsel = $("#fit");
     for (const f of catalog.meta.fits) fsel.append(h("option", { value: f, text: f }));
     await restoreUpload();

@@ -1,0 +1,155 @@
+"""The core loop: steps of one replica, from the first arrival to the last completion.
+
+It knows nothing about a particular engine: a policy (scheduler.py) says what the next step holds, a StepCost
+(step_cost.py) says how long it takes, the State (state.py) keeps the requests. Each turn of the loop is either
+- one step holding prefill chunks (mixed with the running decodes, or alone), or
+- a run of k decode-only steps, when the policy has nothing to prefill: the batch is the same n_d sequences until
+  the next event (a completion, an arrival the policy would admit, the KV cache filling), and the steps differ
+  only by their growing contexts (each step attends n_d more keys), so the run is priced in closed form from its
+  first step time t0 and its slope s: k t0 + s k (k-1) / 2 (exact while the step time is linear in the keys);
+- or idle until the next arrival.
+A run costs the same Python work whatever its length, so a simulation costs ~ the number of events (arrivals,
+completions, prefill steps), not the number of steps.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tokenmath.analyses.serving.simulation.step_cost import chunk_geometry
+
+
+@dataclass
+class Records:
+    """What the loop saw, for result.py: inter-token gaps (seconds, weighted by the decodes that waited them),
+    (time, KV tokens held, queue, running) after each turn, and the sums of each kind of step (for the mean
+    compositions: steps, seconds, decodes, keys, then prefill tokens, chunks, pairs, sliding pairs, reads, sliding
+    reads)."""
+    gaps: list = field(default_factory=list)
+    gap_weights: list = field(default_factory=list)
+    series: list = field(default_factory=list)
+    decode: list = field(default_factory=lambda: [0, 0.0, 0.0, 0.0])
+    mixed: list = field(default_factory=lambda: [0] + [0.0] * 9)
+    prefill_only: list = field(default_factory=lambda: [0] + [0.0] * 9)
+
+
+def steps_until(delta: float, t0: float, s: float, k_max: int) -> int:
+    """Fewest steps (1..k_max) of times t0, t0 + s, t0 + 2 s, ... whose sum reaches delta seconds."""
+    if delta <= t0:
+        return 1
+    if abs(s) < 1e-15 * t0:
+        k = math.ceil(delta / t0)
+    else:
+        b = t0 - s / 2
+        k = math.ceil((-b + math.sqrt(max(b * b + 2 * s * delta, 0.0))) / s)
+    while k > 1 and (k - 1) * (t0 + s * (k - 2) / 2) >= delta:
+        k -= 1
+    return max(1, min(k, k_max))
+
+
+def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records:
+    """Simulate until every request completes. arrivals: sorted times (open loop), or None for a closed loop of
+    `concurrency` users who send the next request (in index order) when one of theirs completes."""
+    n = len(st.I)
+    rec = Records()
+    closed = arrivals is None
+    arr = [] if closed else list(map(float, arrivals))
+    issued = 0
+    if closed:
+        for _ in range(min(concurrency, n)):
+            st.waiting.append(issued)
+            issued += 1
+    window = cost.window
+    schedule, admits, step_s, ends = policy.schedule, policy.admits_arrival, cost.step_s, cost.decode_ends
+    gap, gap_w, series = rec.gaps.append, rec.gap_weights.append, rec.series.append
+    dec, mix, pre = rec.decode, rec.mixed, rec.prefill_only
+    decoding, waiting, heap, done = st.decoding, st.waiting, st.heap, st.done
+    last_dec = 0.0
+    for _ in range(max_turns):
+        if st.completed >= n:
+            return rec
+        while not closed and issued < n and arr[issued] <= st.now:
+            st.arrival[issued] = arr[issued]
+            waiting.append(issued)
+            issued += 1
+        done_before = st.completed
+        chunks, with_dec = schedule(st)
+        if chunks:                                        # one step with prefill chunks
+            n_d = len(decoding) if with_dec else 0
+            keys = st.Q + n_d * st.G
+            t_p = l_p = pf = ps = rf = rs = 0
+            for i, k in chunks:
+                prior = done[i]
+                if window:
+                    a, b, c, e = chunk_geometry(prior, k, window)
+                else:
+                    a = b = k * prior + k * (k + 1) / 2
+                    c = e = prior
+                t_p += k
+                l_p += 1
+                pf += a
+                ps += b
+                rf += c
+                rs += e
+            dt = step_s(n_d, keys, t_p, l_p, pf, ps, rf, rs)
+            st.now += dt
+            if n_d:
+                st.G += 1
+                gap(st.now - last_dec)
+                gap_w(n_d)
+                last_dec = st.now
+            elif not decoding:
+                last_dec = st.now                         # nobody was waiting for a token: gaps start here
+            for i, k in chunks:
+                st.prefilled(i, k)
+            acc = mix if n_d else pre
+            acc[0] += 1
+            acc[1] += dt
+            acc[2] += n_d
+            acc[3] += keys
+            acc[4] += t_p
+            acc[5] += l_p
+            acc[6] += pf
+            acc[7] += ps
+            acc[8] += rf
+            acc[9] += rs
+        elif decoding:                                    # a run of decode-only steps until the next event
+            n_d = len(decoding)
+            keys = st.Q + n_d * st.G
+            k = st.next_finish() - st.G
+            room = int((st.cap - keys - st.kv_pf - st.round * len(st.running)) // n_d) + 1
+            k = max(1, min(k, room))
+            t0, t1 = ends(n_d, keys, keys + (k - 1) * n_d)
+            s = (t1 - t0) / (k - 1) if k > 1 else 0.0
+            dt = k * (t0 + s * (k - 1) / 2)
+            if not closed and issued < n and st.now + dt > arr[issued] and admits(st):
+                k = steps_until(arr[issued] - st.now, t0, s, k)
+                dt = k * (t0 + s * (k - 1) / 2)
+            gap(st.now - last_dec + t0)
+            gap_w(n_d)
+            if k > 1:
+                gap((dt - t0) / (k - 1))
+                gap_w(n_d * (k - 1))
+            st.now += dt
+            st.G += k
+            last_dec = st.now
+            dec[0] += k
+            dec[1] += dt
+            dec[2] += n_d * k
+            dec[3] += k * keys + n_d * k * (k - 1) / 2
+        elif not closed and issued < n:                   # idle until the next arrival
+            st.now = max(st.now, arr[issued])
+            last_dec = st.now
+            continue
+        else:
+            raise RuntimeError(f"simulation stalled at t={st.now:.3f} s with {len(waiting)} waiting")
+        if heap and heap[0][0] <= st.G:
+            st.finish_due()
+        if closed:
+            for _ in range(st.completed - done_before):
+                if issued < n:
+                    st.arrival[issued] = st.now
+                    waiting.append(issued)
+                    issued += 1
+        series((st.now, st.Q + len(decoding) * (st.G - 1) + st.kv_pf, len(waiting), len(st.running)))
+    raise RuntimeError(f"simulation did not finish in {max_turns:,} turns")

@@ -1,0 +1,155 @@
+"""The simulated replica's state: every request's progress, the queue, the running set and the KV it holds.
+
+Token accounting (what a step reads and writes):
+- a request's prefill processes `need` tokens (its prompt, or after a preemption its prompt plus what it had
+  generated: recompute), in chunks; the chunk that completes it samples a token (the first one the first time);
+- a decoding request with `gen` tokens generated feeds the last one back: the step writes it to the KV cache and
+  attends need + (tokens generated since) keys. With G the number of decode steps run so far, a request that
+  joined decoding when G was g0 attends q + G keys, q = need + 1 - g0; the running total of attended keys is
+  A = Q + n_d x G (Q the sum of q), kept in O(1) as requests join and leave;
+- it finishes when gen reaches its output length: at G = g0 + output - gen, the key of a heap.
+KV held (tokens): A + the prefilled part of partial prefills, plus half a block per running request (paging
+rounds each sequence up to whole blocks; half a block is the mean waste). Prefix caching: a request whose prefix
+group has been prefilled before starts its prefill after the shared tokens (read from cache, not recomputed);
+shared blocks are still counted once per request (conservative).
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+
+class State:
+    def __init__(self, inp, out, prefix_group, prefix_tokens, cap_tokens: float, block_tokens: int):
+        n = len(inp)
+        self.I, self.O = list(map(int, inp)), list(map(int, out))
+        self.group, self.shared = list(map(int, prefix_group)), list(map(int, prefix_tokens))
+        self.need = list(self.I)
+        self.done = [0] * n
+        self.gen = [0] * n                 # tokens generated when the request last joined decoding (or finished)
+        self.g0 = [0] * n
+        self.q = [0] * n
+        self.epoch = [0] * n
+        self.res = [0] * n                 # KV tokens reserved at admission: need + output still to generate
+        self.arrival = [0.0] * n
+        self.first = [-1.0] * n
+        self.end = [-1.0] * n
+        self.waiting: deque[int] = deque()
+        self.running: dict[int, None] = {}      # admission order: prefilling and decoding
+        self.prefilling: dict[int, None] = {}
+        self.decoding: dict[int, None] = {}
+        self.heap: list[tuple[int, int, int]] = []
+        self.cached: set[int] = set()
+        self.now = 0.0
+        self.G = 0
+        self.Q = 0
+        self.kv_pf = 0                      # tokens held by partial prefills
+        self.reserved = 0                   # sum of (need + output still to generate) over running requests
+        self.cap = float(cap_tokens)
+        self.round = (block_tokens - 1) / 2
+        self.preemptions = 0
+        self.completed = 0
+
+    # ---- what the policies read ----------------------------------------------------------------------------
+    @property
+    def n_d(self) -> int:
+        return len(self.decoding)
+
+    def attended(self) -> int:
+        return self.Q + len(self.decoding) * self.G
+
+    def kv_used(self) -> float:
+        """KV tokens held once the next decode step has written its tokens."""
+        return self.Q + len(self.decoding) * self.G + self.kv_pf + self.round * len(self.running)
+
+    def pending(self, i: int) -> int:
+        """Tokens a waiting request would still prefill if admitted now (after a cached shared prefix)."""
+        g = self.group[i]
+        start = self.shared[i] if (g >= 0 and g in self.cached and not self.done[i]) else self.done[i]
+        return self.need[i] - start
+
+    def next_finish(self) -> int | None:
+        """G at which the next decoding request finishes (stale heap entries of preempted requests dropped)."""
+        heap = self.heap
+        while heap and (heap[0][2] != self.epoch[heap[0][1]] or heap[0][1] not in self.decoding):
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def generated(self, i: int) -> int:
+        return self.gen[i] + (self.G - self.g0[i] if i in self.decoding else 0)
+
+    # ---- transitions ---------------------------------------------------------------------------------------
+    def admit(self) -> int:
+        i = self.waiting.popleft()
+        self.running[i] = None
+        self.prefilling[i] = None
+        g = self.group[i]
+        if g >= 0 and g in self.cached and not self.done[i]:
+            self.done[i] = self.shared[i]
+            self.kv_pf += self.done[i]
+        self.res[i] = self.need[i] + self.O[i] - self.gen[i]
+        self.reserved += self.res[i]
+        return i
+
+    def prefilled(self, i: int, n: int) -> None:
+        """A chunk of n tokens of request i ran in the step that just ended (at self.now)."""
+        done = self.done[i] + n
+        self.done[i] = done
+        if done < self.need[i]:
+            self.kv_pf += n
+            return
+        del self.prefilling[i]
+        self.kv_pf -= done - n
+        if self.group[i] >= 0:
+            self.cached.add(self.group[i])
+        gen = self.gen[i] = self.gen[i] + 1
+        if self.first[i] < 0:
+            self.first[i] = self.now
+        if gen >= self.O[i]:
+            self._leave(i)
+            return
+        G = self.G
+        self.decoding[i] = None
+        self.g0[i] = G
+        q = self.q[i] = done + 1 - G
+        self.Q += q
+        heapq.heappush(self.heap, (G + self.O[i] - gen, i, self.epoch[i]))
+
+    def finish_due(self) -> list[int]:
+        """Requests whose last token came out of the decode steps run so far; they leave."""
+        out = []
+        heap = self.heap
+        while heap and heap[0][0] <= self.G:
+            _, i, ep = heapq.heappop(heap)
+            if ep != self.epoch[i] or i not in self.decoding:
+                continue
+            del self.decoding[i]
+            self.Q -= self.q[i]
+            self.gen[i] = self.O[i]
+            self._leave(i)
+            out.append(i)
+        return out
+
+    def _leave(self, i: int) -> None:
+        del self.running[i]
+        self.reserved -= self.res[i]
+        self.end[i] = self.now
+        self.completed += 1
+
+    def preempt(self, i: int) -> None:
+        """Recompute: drop i's KV; it goes back to the head of the queue to prefill prompt + generated tokens."""
+        g = self.generated(i)
+        if i in self.decoding:
+            del self.decoding[i]
+            self.Q -= self.q[i]
+        if i in self.prefilling:
+            del self.prefilling[i]
+            self.kv_pf -= self.done[i]
+        del self.running[i]
+        self.reserved -= self.res[i]
+        self.gen[i] = g
+        self.need[i] = self.I[i] + g
+        self.done[i] = 0
+        self.epoch[i] += 1
+        self.waiting.appendleft(i)
+        self.preemptions += 1

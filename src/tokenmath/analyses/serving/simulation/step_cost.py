@@ -1,0 +1,268 @@
+"""Each step's time from the one engine (engine/forward.py, engine/static_batch.engine_step), fast enough to price
+every step of a long simulation.
+
+A step of continuous batching is one forward pass over a mixed batch: n_d decode tokens (one per running sequence,
+attending A keys in all) and prefill chunks (t_p tokens over l_p chunks, attending their causal pairs and the cached
+tokens before them). The engine's pass is a sum of ops, and only attention depends on context:
+- every other op runs over the step's T = n_d + t_p tokens (GEMMs read the weights once for all of them; MoE
+  experts touched by the step's real token count; the collectives carry T tokens), lm_head over L = n_d + l_p rows;
+- attention is priced as two kernels, the decodes' (a decode pass's attention op at n_d sequences attending A) and
+  the chunks' (a prefill pass's attention op at l_p chunks of t_p / l_p tokens): FlashInfer and SGLang launch them
+  apart; vLLM's one varlen kernel does the same sum of work (max of the sums would credit decode KV streaming hidden
+  under prefill compute, an optimistic bound; the difference is at most the smaller part).
+`direct` composes exactly that from engine calls at the step's own shape (~1 ms each); a 100,000-request run has
+~10^6 steps, so the simulator uses `step_s`, the same sum from tables the engine filled once (vectorized) at
+construction: the non-attention ops at every integer token count, lm_head at every row count, and the attention
+op's compute and memory legs, affine in the pairs and cached tokens (compute = c0 + alpha pairs, alpha a function
+of the chunk length under a kernel model; memory = m0(tokens) + beta cached tokens). Exact at integer tokens per
+pass, linear in between; tests/test_simulation_step_cost.py checks step_s against direct on random steps (1%).
+
+With a serving engine on the efficiency (Efficiency.engine), each step goes through engine_step: a step not replayed
+from a captured graph (decode: sequences per group; mixed: tokens per pass, as static_batch prices a prefill chunk)
+lasts at least kernels x the launch time, and the per-step CPU time adds to it or hides behind it (overlap).
+Layout: a step splits evenly over the dp x ep attention groups (one scheduler each; limits are per group), and with
+pp stages over M = min(pp, sequences per group) micro-batches, each pass followed by pp - 1 hand-offs (as
+static_batch does for decode). Context parallelism is not simulated.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tokenmath.base.errors import InputError
+from tokenmath.engine import collectives as coll
+from tokenmath.engine.forward import ACT_BYTES, forward_pass
+from tokenmath.engine.static_batch import engine_step, kernels_of, launch_time_s
+from tokenmath.mapping.placement import place
+
+ATTENTION_OPS = ("attention", "attention_local")
+MAX_TABLE = 1 << 20          # tokens per pass the tables cover at most
+PROBE = 1e6                  # pairs / cached tokens of the probes that read alpha and beta
+
+
+def chunk_geometry(prior: float, n: float, window: int = 0) -> tuple[float, float, float, float]:
+    """A prefill chunk of n tokens after `prior` cached ones: (causal pairs in a full layer, pairs in a sliding
+    layer of `window`, cached tokens read in a full layer, in a sliding layer)."""
+    pairs = n * prior + n * (n + 1) / 2
+    if not window:
+        return pairs, pairs, prior, prior
+
+    def upto(length):            # pairs of positions 1..length with a window: sum of min(p, window)
+        k = min(length, window)
+        return k * (k + 1) / 2 + (length - k) * window
+    return pairs, upto(prior + n) - upto(prior), prior, min(prior, window)
+
+
+def _vec(x, shape) -> list:
+    return list(map(float, np.broadcast_to(np.asarray(x, float), shape)))
+
+
+class StepCost:
+    """Step times of one replica of `su` (analyses.setup.Setup, its serving engine on su.efficiency.engine).
+    max_tokens: the most tokens one step may hold (sizes the tables)."""
+
+    def __init__(self, su, max_tokens: int):
+        m, hw, lay = su.model, su.hardware, su.layout
+        if int(np.max(lay.cp)) > 1:
+            raise InputError("cp", "simulate does not model context parallelism", "cp = 1")
+        self.su = su
+        self.engine = su.efficiency.engine
+        self.groups = int(lay.dp * lay.ep)
+        self.pp = int(lay.pp)
+        self.tp = int(lay.tp)
+        self.window = int(m.sliding_window) if m.n_sliding_layers else 0
+        n = int(np.ceil(max_tokens / self.groups)) + 2
+        if n > MAX_TABLE:
+            raise InputError("max_tokens", f"{max_tokens:,} tokens in one step is beyond what is simulated",
+                             f"at most {MAX_TABLE * self.groups:,}")
+        self.size = n
+        grid = np.arange(n, dtype=float)
+        self.launch_s = launch_time_s(su.efficiency, hw) if self.engine is not None else 0.0
+        hop = 0.0
+        if self.pp > 1:
+            crosses = place(lay, hw.scaleup_domain).replica.domains > 1
+            hop = (self.pp - 1) * coll.p2p(grid * m.d_model * ACT_BYTES / lay.tp, crosses, hw, su.efficiency.link_bw)
+        self.t = {}
+        for phase in ("decode", "prefill"):
+            one = np.maximum(grid, 1.0)          # row 0 repeats row 1: no step has 0 tokens
+            p = self._pass(phase, one, 1.0, 0.0, 0.0) if phase == "decode" else self._pass(phase, 1.0, one, 0.0, 0.0)
+            g = sum(np.broadcast_to(op.total_s, grid.shape) for k, op in p.ops.items()
+                    if k not in ATTENTION_OPS and k != "lm_head") + p.overhead_s + hop
+            att = next((p.ops[k] for k in ATTENTION_OPS if k in p.ops), None)
+            counts = tuple(p.ops[k].count if k in p.ops else 0.0 for k in ATTENTION_OPS)
+            graphs = self.engine.graphs_at(one, self.tp) if self.engine is not None else np.ones(n, bool)
+            launch = np.where(graphs, 0.0, kernels_of(p) * self.launch_s)
+            zero = np.zeros(n)
+            tab = {"g": _vec(g, grid.shape), "m0": _vec(att.memory_s if att else zero, grid.shape),
+                   "c0": _vec(att.compute_s if att else zero, grid.shape), "nf": counts[0], "ns": counts[1],
+                   "launch": _vec(launch, grid.shape), "alpha": [0.0] * n, "beta": 0.0}
+            if att is not None:
+                # alpha per chunk length (the kernel model's attention fraction depends on it), beta: one probe
+                if phase == "decode":
+                    pc = self._pass(phase, 1.0, 1.0, PROBE, 0.0)
+                    tab["alpha"] = [(_att(pc).compute_s.item() - tab["c0"][1]) / PROBE] * n
+                else:
+                    pc = self._pass(phase, 1.0, one, PROBE, 0.0)
+                    tab["alpha"] = _vec((_att(pc).compute_s - att.compute_s) / PROBE, grid.shape)
+                pk = self._pass(phase, 1.0, 1.0, 0.0, PROBE)
+                tab["beta"] = (_att(pk).memory_s.item() - tab["m0"][1]) / PROBE
+            self.t[phase] = tab
+        self.lm = _vec(self._pass("decode", one, 1.0, 0.0, 0.0).ops["lm_head"].total_s, grid.shape)
+        # decode steps at n sequences (one group, one stage, no window): t(keys) = base + nf max(c0 + a keys,
+        # m0' + b keys), the per-n constants read off the same tables
+        dt = self.t["decode"]
+        self.lines = self.groups == 1 and self.pp == 1 and not self.window
+        if self.lines:
+            nf, a, b = dt["nf"], dt["alpha"][0], dt["beta"]
+            self.line = (nf * a, nf * b, [g + lm for g, lm in zip(dt["g"], self.lm)],
+                         [nf * c for c in dt["c0"]], [nf * (m - b * k) for k, m in enumerate(dt["m0"])], dt["launch"])
+            pt = self.t["prefill"]
+            nf = pt["nf"]
+            self.pline = (pt["g"], [nf * x for x in pt["alpha"]], nf * pt["beta"], [nf * c for c in pt["c0"]],
+                          [nf * m for m in pt["m0"]], pt["launch"])
+
+    def _pass(self, phase, seqs, new_tokens, pairs, kv_read):
+        su = self.su
+        return forward_pass(su.model, su.hardware, su.layout, su.precision, su.efficiency, phase=phase,
+                            seqs=np.asarray(seqs, float), new_tokens=np.asarray(new_tokens, float),
+                            pairs_full=pairs, pairs_sliding=pairs, kv_read_full=kv_read, kv_read_sliding=kv_read)
+
+    def split(self, seqs: float) -> float:
+        """Passes a step's work is divided by: attention groups x pipeline micro-batches."""
+        return self.groups * (min(self.pp, max(seqs / self.groups, 1.0)) if self.pp > 1 else 1)
+
+    def _engine(self, device: float, launch: float) -> float:
+        """engine_step for one scalar step (the same rule; tests compare the two)."""
+        e = self.engine
+        if e is None:
+            return device
+        dev = max(device, launch)
+        return max(dev, e.step_cpu) if e.overlap_scheduling else dev + e.step_cpu
+
+    # ---- the fast path (pure-Python floats: the simulator calls it once per step or run) ---------------------
+    def step_s(self, n_d: float, keys: float, t_p: float = 0.0, l_p: float = 0.0, pairs: float = 0.0,
+               pairs_sl: float = 0.0, read: float = 0.0, read_sl: float = 0.0) -> float:
+        """Seconds of a step: n_d decodes attending `keys` keys in all, plus prefill chunks holding t_p tokens over
+        l_p chunks with these pairs and cached reads (full / sliding layers; chunk_geometry)."""
+        if self.lines and type(t_p) is int and type(n_d) is int and 0 < t_p and n_d + t_p + 1 < self.size:
+            return self._mixed_line(n_d, keys, t_p, l_p, pairs, read)
+        seqs = n_d + l_p
+        if seqs <= 0:
+            return 0.0
+        d = self.split(seqs)
+        x = (n_d + t_p) / d
+        i = int(x)
+        if i + 1 >= self.size:
+            raise InputError("max_tokens", f"a step of {n_d + t_p:,.0f} tokens is beyond the step tables",
+                             f"at most {(self.size - 2) * self.groups:,}")
+        f = x - i
+        tab = self.t["prefill" if t_p > 0 else "decode"]
+        g = tab["g"]
+        t = g[i] + f * (g[i + 1] - g[i]) if f else g[i]
+        y = seqs / d
+        j = int(y)
+        lm = self.lm
+        t += lm[j] + (y - j) * (lm[j + 1] - lm[j]) if y != j else lm[j]
+        if n_d:
+            t += self._attention(self.t["decode"], n_d / d, n_d / d, keys / d, keys / d - n_d / d,
+                                 min(keys / n_d, self.window) * n_d / d if self.window else 0.0)
+        if t_p > 0:
+            seq = t_p / l_p
+            t += self._attention(tab, t_p / d, seq, pairs / d, read / d, pairs_sl / d, read_sl / d)
+        if self.engine is None:
+            return t
+        launch = tab["launch"][min(int(n_d / d) if t_p <= 0 else i, self.size - 1)]
+        return self._engine(t, launch)
+
+    def _mixed_line(self, n_d, keys, t_p, l_p, pairs, read) -> float:
+        """step_s for one group, one stage, no window, whole tokens: the same sum without interpolation."""
+        g, pa, pb, pc0, pm0, launch = self.pline
+        i = int(n_d + t_p)
+        k = int(t_p)
+        t = g[i] + self.lm[int(n_d + l_p)] + max(pc0[k] + pa[int(t_p / l_p)] * pairs, pm0[k] + pb * read)
+        if n_d:
+            a, b, _, c0, m0, _ = self.line
+            t += max(c0[n_d] + a * keys, m0[n_d] + b * keys)
+        e = self.engine
+        if e is None:
+            return t
+        t = max(t, launch[i])
+        return max(t, e.step_cpu) if e.overlap_scheduling else t + e.step_cpu
+
+    def _attention(self, tab, tokens, seq, pairs, read, pairs_sl=0.0, read_sl=None):
+        """Seconds of an attention op over `tokens` query tokens (per pass), chunks of `seq` tokens."""
+        k = int(tokens)
+        m0 = tab["m0"][k] + (tokens - k) * (tab["m0"][k + 1] - tab["m0"][k])
+        c0 = tab["c0"][k] + (tokens - k) * (tab["c0"][k + 1] - tab["c0"][k])
+        a = tab["alpha"][min(int(seq), self.size - 1)]
+        b = tab["beta"]
+        t = 0.0
+        if tab["nf"]:
+            t += tab["nf"] * max(c0 + a * pairs, m0 + b * read)
+        if tab["ns"]:
+            if read_sl is None:          # decodes: pairs_sl is the sliding keys; each reads all but its own token
+                read_sl = pairs_sl - tokens
+            t += tab["ns"] * max(c0 + a * pairs_sl, m0 + b * read_sl)
+        return t
+
+    def decode_s(self, n_d: float, keys: float) -> float:
+        return self.step_s(n_d, keys)
+
+    def decode_ends(self, n_d: int, keys0: float, keys1: float) -> tuple[float, float]:
+        """(first, last) step times of a run of decode steps of n_d sequences attending keys0 ... keys1 keys
+        (step_s twice, from per-n constants where the layout allows: the simulator's most frequent call)."""
+        a, b, base, c0, m0, launch = self.line if self.lines else (None,) * 6
+        if not self.lines or type(n_d) is not int or n_d + 1 >= self.size:
+            return self.step_s(n_d, keys0), self.step_s(n_d, keys1)
+        t0 = base[n_d] + max(c0[n_d] + a * keys0, m0[n_d] + b * keys0)
+        t1 = base[n_d] + max(c0[n_d] + a * keys1, m0[n_d] + b * keys1)
+        e = self.engine
+        if e is None:
+            return t0, t1
+        lau, cpu = launch[n_d], e.step_cpu
+        if e.overlap_scheduling:
+            return max(t0, lau, cpu), max(t1, lau, cpu)
+        return max(t0, lau) + cpu, max(t1, lau) + cpu
+
+    # ---- the reference: engine calls at the step's own shape -------------------------------------------------
+    def direct(self, n_d, keys, t_p=0.0, l_p=0.0, pairs=0.0, pairs_sl=0.0, read=0.0, read_sl=0.0):
+        """(seconds, PassCost of the step's non-attention ops) of the same step from forward_pass calls at its own
+        shape, composed as the docstring says (the check of the fast path; the source of each step's bottleneck)."""
+        su, m = self.su, self.su.model
+        seqs = n_d + l_p
+        d = self.split(seqs)
+        mixed = t_p > 0
+        w = self.window
+        phase = "prefill" if mixed else "decode"
+        s = seqs / d
+        if mixed:
+            base = self._pass(phase, s, (n_d + t_p) / seqs, 0.0, 0.0)
+        else:
+            dk = min(keys / n_d, w) if w else keys / n_d
+            base = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode", seqs=s,
+                                new_tokens=1.0, pairs_full=keys / n_d, pairs_sliding=dk, kv_read_full=keys / n_d - 1,
+                                kv_read_sliding=dk - 1)
+        t = sum(op.total_s.item() for k, op in base.ops.items() if k not in ATTENTION_OPS or not mixed)
+        t += base.overhead_s
+        if mixed and n_d:
+            dk = min(keys / n_d, w) if w else keys / n_d
+            dec = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode",
+                               seqs=n_d / d, new_tokens=1.0, pairs_full=keys / n_d, pairs_sliding=dk,
+                               kv_read_full=keys / n_d - 1, kv_read_sliding=dk - 1)
+            t += sum(dec.ops[k].total_s.item() for k in ATTENTION_OPS if k in dec.ops)
+        if mixed:
+            pre = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="prefill",
+                               seqs=l_p / d, new_tokens=t_p / l_p, pairs_full=pairs / l_p,
+                               pairs_sliding=pairs_sl / l_p, kv_read_full=read / l_p, kv_read_sliding=read_sl / l_p)
+            t += sum(pre.ops[k].total_s.item() for k in ATTENTION_OPS if k in pre.ops)
+        if self.pp > 1:
+            crosses = place(su.layout, su.hardware.scaleup_domain).replica.domains > 1
+            t += (self.pp - 1) * coll.p2p((n_d + t_p) / d * m.d_model * ACT_BYTES / su.layout.tp, crosses,
+                                          su.hardware, su.efficiency.link_bw).item()
+        if self.engine is not None:
+            t = float(engine_step(self.engine, t, kernels_of(base), (n_d + t_p) / d if mixed else n_d / d,
+                                  self.launch_s, self.tp)[0])
+        return t, base
+
+
+def _att(p):
+    return next(p.ops[k] for k in ATTENTION_OPS if k in p.ops)

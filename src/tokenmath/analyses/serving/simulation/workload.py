@@ -1,0 +1,246 @@
+"""Workloads for the serving simulator: who sends what, and when.
+
+- closed loop: `concurrency` users, each sending its next request the moment the last one completes (the client
+  of `vllm bench serve --max-concurrency` and of InferenceMAX-style sweeps);
+- open loop: arrivals at `rate` requests/s, Poisson (exponential gaps) or gamma bursts: gaps Gamma(shape=k,
+  scale=1/(k x rate)), the same mean rate, coefficient of variation 1/sqrt(k) (k < 1 burstier than Poisson; the
+  `--burstiness` of vLLM's benchmark_serving.py);
+- a trace: a CSV or JSONL file of arrival_s, input_tokens, output_tokens and optionally prefix_id and
+  prefix_tokens (requests sharing a prefix_id share their first prefix_tokens tokens, by default the group's
+  shortest prompt minus one).
+Lengths: fixed ("1024"), uniform ("uniform:512-1536"), lognormal ("lognormal:1024,0.6": median, sigma of the
+log), or fitted to a trace's column ("fit:trace.csv": the lognormal of maximum likelihood). Seeded: the same seed
+gives the same requests.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tokenmath.base.errors import InputError, show
+from tokenmath.base.validators import MAX_TOKENS, int_arg, pos_float
+
+MAX_REQUESTS = 2_000_000
+MAX_TRACE_BYTES = 256_000_000
+LENGTH_HELP = '"1024", "uniform:512-1536", "lognormal:1024,0.6" (median, sigma) or "fit:trace.csv"'
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A distribution of token counts (each draw a whole number >= 1)."""
+    kind: str                   # fixed | uniform | lognormal
+    a: float                    # fixed: the value; uniform: low; lognormal: median
+    b: float = 0.0              # uniform: high; lognormal: sigma of the log
+    source: str = ""            # fitted: the trace it came from
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.kind == "fixed":
+            return np.full(n, int(self.a), np.int64)
+        if self.kind == "uniform":
+            return rng.integers(int(self.a), int(self.b) + 1, n).astype(np.int64)
+        x = np.exp(math.log(self.a) + self.b * rng.standard_normal(n))
+        return np.clip(np.rint(x), 1, MAX_TOKENS).astype(np.int64)
+
+    def moments(self) -> tuple[float, float]:
+        """(mean, mean of the square) of the draws (lognormal: of the continuous law, before rounding)."""
+        if self.kind == "fixed":
+            return self.a, self.a ** 2
+        if self.kind == "uniform":
+            v = np.arange(int(self.a), int(self.b) + 1, dtype=float)
+            return float(v.mean()), float((v ** 2).mean())
+        mu, s = math.log(self.a), self.b
+        return math.exp(mu + s * s / 2), math.exp(2 * mu + 2 * s * s)
+
+    @property
+    def max(self) -> int:
+        if self.kind == "fixed":
+            return int(self.a)
+        if self.kind == "uniform":
+            return int(self.b)
+        return MAX_TOKENS
+
+    def describe(self) -> str:
+        if self.kind == "fixed":
+            return f"{int(self.a)}"
+        if self.kind == "uniform":
+            return f"uniform {int(self.a)}-{int(self.b)}"
+        fit = f", fitted to {self.source}" if self.source else ""
+        return f"lognormal (median {self.a:.0f}, sigma {self.b:.2f}{fit})"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "a": self.a, "b": self.b, "source": self.source, "mean": self.moments()[0]}
+
+
+def parse_lengths(spec, field: str) -> Lengths:
+    """A length spec (an int, or the strings of LENGTH_HELP) -> Lengths."""
+    if isinstance(spec, Lengths):
+        return spec
+    if not isinstance(spec, str) or ":" not in spec:
+        return Lengths("fixed", int_arg(spec, field))
+    kind, _, rest = spec.partition(":")
+    kind = kind.strip().lower()
+    try:
+        if kind == "uniform":
+            lo, hi = (int_arg(x.strip(), field) for x in rest.split("-", 1))
+            if lo > hi:
+                raise InputError(field, f"uniform range {lo}-{hi} is empty", "low <= high")
+            return Lengths("uniform", lo, hi)
+        if kind == "lognormal":
+            med, sig = rest.split(",", 1)
+            return Lengths("lognormal", pos_float(med, field, 0.0, MAX_TOKENS), pos_float(sig, field, 0.0, 5.0))
+        if kind == "fit":
+            column = "output_tokens" if "output" in field else "input_tokens"
+            return fit_lognormal(read_trace(rest.strip(), field)[column], field, Path(rest.strip()).name)
+    except ValueError as e:
+        if isinstance(e, InputError):
+            raise
+        raise InputError(field, f"{show(spec)} is not a length spec", LENGTH_HELP) from None
+    raise InputError(field, f"{show(spec)} is not a length spec", LENGTH_HELP)
+
+
+def fit_lognormal(values: np.ndarray, field: str, source: str = "") -> Lengths:
+    """Maximum-likelihood lognormal: median exp(mean of log), sigma the std of the log."""
+    logs = np.log(np.asarray(values, float))
+    if logs.size < 2:
+        raise InputError(field, "a fit needs at least 2 requests", "a trace with more rows")
+    return Lengths("lognormal", float(np.exp(logs.mean())), max(float(logs.std()), 1e-6), source)
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str                       # closed | poisson | gamma | trace
+    requests: int
+    input: Lengths | None = None
+    output: Lengths | None = None
+    concurrency: int = 0
+    rate: float = 0.0
+    burstiness: float = 1.0
+    trace: str = ""
+    seed: int = 0
+
+    def describe(self) -> str:
+        if self.kind == "trace":
+            return f"trace {Path(self.trace).name} ({self.requests:,} requests)"
+        lens = f"input {self.input.describe()}, output {self.output.describe()}"
+        if self.kind == "closed":
+            return f"closed loop, concurrency {self.concurrency}, {self.requests:,} requests, {lens}"
+        how = "Poisson" if self.kind == "poisson" else f"gamma bursts (shape {self.burstiness:g})"
+        return f"open loop, {self.rate:g} req/s {how}, {self.requests:,} requests, {lens}"
+
+    def materialize(self):
+        """(arrival times s or None for a closed loop, input tokens, output tokens, prefix groups, prefix tokens)
+        as arrays; prefix groups are -1 where a request shares nothing."""
+        rng = np.random.default_rng(self.seed)
+        n = self.requests
+        if self.kind == "trace":
+            t = read_trace(self.trace, "trace")
+            return t["arrival_s"], t["input_tokens"], t["output_tokens"], t["prefix_group"], t["prefix_tokens"]
+        inp, out = self.input.sample(rng, n), self.output.sample(rng, n)
+        if self.kind == "closed":
+            arr = None
+        else:
+            k = 1.0 if self.kind == "poisson" else self.burstiness
+            arr = np.cumsum(rng.gamma(k, 1.0 / (k * self.rate), n))
+        return arr, inp, out, np.full(n, -1, np.int64), np.zeros(n, np.int64)
+
+    def to_dict(self) -> dict:
+        d = {"kind": self.kind, "requests": self.requests, "seed": self.seed}
+        if self.kind == "closed":
+            d["concurrency"] = self.concurrency
+        if self.kind in ("poisson", "gamma"):
+            d["arrival_rate"] = self.rate
+            d["burstiness"] = self.burstiness
+        if self.kind == "trace":
+            d["trace"] = self.trace
+        else:
+            d["input"], d["output"] = self.input.to_dict(), self.output.to_dict()
+        return d
+
+
+def make_workload(*, concurrency=None, arrival_rate=None, burstiness=1.0, trace=None, requests=1000,
+                  input_len=1024, output_len=256, seed=0) -> Workload:
+    given = [x is not None for x in (concurrency, arrival_rate, trace)]
+    if sum(given) > 1:
+        raise InputError("workload", "more than one of concurrency, arrival_rate and trace was given", "one of them")
+    seed = int_arg(seed, "seed", 0, 2 ** 63 - 1)
+    if trace is not None:
+        t = read_trace(trace, "trace")
+        return Workload("trace", int(t["arrival_s"].size), trace=str(trace), seed=seed)
+    n = int_arg(requests, "requests", 1, MAX_REQUESTS)
+    inp, out = parse_lengths(input_len, "input_len"), parse_lengths(output_len, "output_len")
+    if arrival_rate is not None:
+        rate = pos_float(arrival_rate, "arrival_rate", 0.0, 1e7)
+        k = pos_float(burstiness, "burstiness", 0.0, 1e3)
+        return Workload("poisson" if k == 1.0 else "gamma", n, inp, out, rate=rate, burstiness=k, seed=seed)
+    c = int_arg(64 if concurrency is None else concurrency, "concurrency", 1, 1_000_000)
+    return Workload("closed", n, inp, out, concurrency=c, seed=seed)
+
+
+# ---- trace files ------------------------------------------------------------------------------------------
+def _rows(path: Path, field: str):
+    raw = path.open("rb").read(MAX_TRACE_BYTES + 1)
+    if len(raw) > MAX_TRACE_BYTES:
+        raise InputError(field, f"{path.name!r} is over {MAX_TRACE_BYTES:,} bytes", "a smaller trace")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(field, f"{path.name!r} is not UTF-8 text", "a CSV or JSONL text file") from None
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        for k, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except (ValueError, RecursionError):
+                    raise InputError(field, f"line {k} of {path.name!r} is not JSON", "one JSON object per line") from None
+                if not isinstance(row, dict):
+                    raise InputError(field, f"line {k} of {path.name!r} is not an object", "one JSON object per line")
+                yield k, row
+    else:
+        for k, row in enumerate(csv.DictReader(io.StringIO(text)), 2):
+            yield k, row
+
+
+def read_trace(path, field: str = "trace") -> dict:
+    """A trace file as arrays sorted by arrival: arrival_s, input_tokens, output_tokens, prefix_group (-1: none),
+    prefix_tokens (the shared prefix each request may find cached)."""
+    p = Path(str(path))
+    if not p.is_file():
+        raise InputError(field, f"file not found: {show(str(path))}", "a CSV or JSONL trace file")
+    arr, inp, out, pid, ptok = [], [], [], [], []
+    for k, row in _rows(p, field):
+        if len(arr) >= MAX_REQUESTS:
+            raise InputError(field, f"{p.name!r} has over {MAX_REQUESTS:,} requests", "a shorter trace")
+        try:
+            a = float(row["arrival_s"])
+        except (KeyError, TypeError, ValueError):
+            raise InputError(field, f"row {k} of {p.name!r} has no number arrival_s",
+                             "columns arrival_s, input_tokens, output_tokens[, prefix_id, prefix_tokens]") from None
+        if not (math.isfinite(a) and a >= 0):
+            raise InputError(field, f"row {k}: arrival_s {show(row['arrival_s'])} is out of range", "seconds >= 0")
+        arr.append(a)
+        inp.append(int_arg(row.get("input_tokens"), f"{field} row {k} input_tokens"))
+        out.append(int_arg(row.get("output_tokens"), f"{field} row {k} output_tokens"))
+        g = row.get("prefix_id")
+        pid.append(None if g in (None, "") else str(g))
+        t = row.get("prefix_tokens")
+        ptok.append(-1 if t in (None, "") else int_arg(t, f"{field} row {k} prefix_tokens", 0))
+    if not arr:
+        raise InputError(field, f"{p.name!r} holds no requests", "at least one row")
+    order = np.argsort(np.asarray(arr), kind="stable")
+    inp_a = np.asarray(inp, np.int64)
+    groups = {g: j for j, g in enumerate(dict.fromkeys(x for x in pid if x is not None))}
+    grp = np.asarray([-1 if g is None else groups[g] for g in pid], np.int64)
+    shortest = {}
+    for g, n in zip(grp, inp_a):
+        if g >= 0:
+            shortest[g] = min(shortest.get(g, n), n)
+    pt = np.asarray([0 if g < 0 else (t if t >= 0 else shortest[g] - 1) for g, t in zip(grp, ptok)], np.int64)
+    pt = np.minimum(pt, inp_a - 1)
+    return {"arrival_s": np.asarray(arr, float)[order], "input_tokens": inp_a[order],
+            "output_tokens": np.asarray(out, np.int64)[order], "prefix_group": grp[order], "prefix_tokens": pt[order]}

@@ -1,0 +1,205 @@
+"""Closed-loop steady state in closed form: C users, each sending its next request when the last completes, served
+by one replica of an engine (the same replica, policy limits and step costs as the simulator; simulation/).
+
+At steady state the replica runs C_run = min(C, max_running, C_kv) requests (C_kv: the KV cache over the mean
+tokens a running request holds, c + half a block, c = the mean keys a decode attends,
+E[I] + (E[O^2] - E[O]) / (2 (E[O] - 1)); TensorRT-LLM's no-evict reserves E[I] + E[O] each); the rest queue.
+Completions are spread out (users desynchronize), so the prompts admitted at a step boundary are Poisson with mean
+r, the admissions per step; a step with m prompts costs tau(m) (the engine's step at that composition), and every
+average is a Poisson sum over m (the m-th term size-biased where a request asks "the step I am in").
+
+- token budget, mixed steps (vLLM; TensorRT-LLM without chunks): a request lives one prefill step plus E[O] - 1
+  decode steps, so r = C_run / E[O] and n_d = C_run - r decodes share each step; the prompts fit while
+  n_d + r E[I] <= budget. Beyond, every step is full: r = budget / (E[I] + E[O] - 1), and a prompt waits
+  C_run / r - (E[O] - 1) steps for its first token.
+  mean step = sum_m P(m) tau(C_run - m decodes, m prompts); TTFT = sum_m P(m-1) tau(m) (the request's own step);
+  TPOT = the steps' mean weighted by the decodes in them.
+- prefill first, not mixed (SGLang, MLX): every decode step holds all C_run; r = C_run / (E[O] - 1) complete per
+  decode step, and after a decode step with m >= 1 completions one prefill step of the m prompts runs before the
+  next decode step: cycle = tau_d + sum_{m>=1} P(m) tau_p(m); TPOT = cycle; TTFT = sum_m P(m-1) tau_p(m).
+Throughput = r E[O] output tokens per (mean step or cycle); a queued user waits (C - C_run) / admission rate more.
+The simulator agrees within 5% on throughput, TPOT and TTFT (tests/test_steady_state.py).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenmath.base.errors import InputError
+from tokenmath.base.validators import finite, int_arg
+from tokenmath.analyses.setup import setup
+from tokenmath.analyses.serving.simulation.replica import make_replica
+from tokenmath.analyses.serving.simulation.scheduler import PrefillFirst, NoEvict
+from tokenmath.analyses.serving.simulation.workload import Lengths, parse_lengths
+
+DEFAULT_ENGINE = "vllm"
+
+
+@dataclass(frozen=True)
+class SteadyPoint:
+    concurrency: int
+    running: float               # requests the replica runs at once
+    queued: float                # users waiting for a slot
+    limit: str                   # what caps running: "users", "max_running", "kv"
+    regime: str                  # "decode" (prompts fit in the steps) or "budget" (every step full of prefill)
+    admissions_per_step: float
+    decode_seqs: float           # decodes per step (mean)
+    step_s: float                # mean step (prefill-first: a decode step and the prefills after it)
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    chips: int
+
+    @property
+    def output_tokens_per_s_per_chip(self) -> float:
+        return self.output_tokens_per_s / self.chips
+
+    @property
+    def output_tokens_per_s_per_user(self) -> float:
+        return 1.0 / self.tpot_s if self.tpot_s > 0 else math.inf
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in ("concurrency", "limit", "regime", "chips")}
+        for k in ("running", "queued", "admissions_per_step", "decode_seqs", "step_s", "output_tokens_per_s",
+                  "output_tokens_per_s_per_chip", "output_tokens_per_s_per_user", "total_tokens_per_s", "ttft_s",
+                  "tpot_s", "e2e_s"):
+            d[k] = finite(getattr(self, k))
+        return d
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    model: str
+    hardware: str
+    chips: int
+    layout: dict
+    engine: dict
+    policy: str
+    input: Lengths
+    output: Lengths
+    points: tuple[SteadyPoint, ...]
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "hardware": self.hardware, "chips": self.chips, **self.layout,
+                "engine": self.engine, "policy": self.policy, "input": self.input.to_dict(),
+                "output": self.output.to_dict(), "points": [p.to_dict() for p in self.points]}
+
+
+def _poisson(r: float, most: float) -> tuple[np.ndarray, np.ndarray]:
+    """(m, P(m)) for m = 0..enough (the tail beyond holds < 1e-9), at most `most` (renormalized)."""
+    top = max(min(int(r + 10 * math.sqrt(r) + 12), math.ceil(most)), 1)
+    m = np.arange(top + 1)
+    logp = m * math.log(r) - r - np.array([math.lgamma(k + 1) for k in m]) if r > 0 else np.where(m == 0, 0.0, -np.inf)
+    p = np.exp(logp)
+    return m, p / p.sum()
+
+
+def _prompt_terms(i1: float, i2: float, chunk: float) -> tuple[float, float, float]:
+    """Per prompt of mean length i1 (mean square i2) prefilled in chunks of `chunk` tokens: (causal pairs, cached
+    tokens read by its later chunks, chunks)."""
+    pairs = (i2 + i1) / 2
+    j = max(math.ceil(i1 / max(chunk, 1.0)), 1)
+    read = chunk * j * (j - 1) / 2 if j > 1 else 0.0
+    return pairs, read, float(j)
+
+
+def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> SteadyPoint:
+    """The steady state of `concurrency` users on replica `rep` (simulation.replica) with step costs `cost`."""
+    C = int(concurrency)
+    i1, i2 = inp.moments()
+    o1, o2 = out.moments()
+    dec = max(o1 - 1.0, 0.0)
+    keys = i1 + ((o2 - o1) / (2 * dec) if dec > 1e-9 else 0.0)
+    policy = type(rep.policy())
+    per_req = (i1 + o1 if policy is NoEvict else keys) + (rep.block_tokens - 1) / 2
+    c_kv = rep.kv_tokens / per_req
+    c_run = float(min(C, rep.max_running, c_kv))
+    limit = "users" if c_run == C else ("max_running" if c_run == rep.max_running else "kv")
+    B = float(rep.budget)
+    chips = int(rep.su.layout.chips)
+
+    def tau(n_d, m, chunk=None):
+        """A step of n_d decodes and m prompts' worth of prefill (chunk: tokens of prefill when capped)."""
+        t_p = m * i1 if chunk is None else chunk
+        if t_p <= 0 and n_d <= 0:
+            return 0.0
+        pairs, read, j = _prompt_terms(i1, i2, max(B - n_d, 1.0))
+        frac = t_p / i1 if i1 else 0.0
+        return cost.step_s(n_d, n_d * keys, t_p, frac * j if t_p > 0 else 0.0, frac * pairs, frac * pairs,
+                           frac * read, frac * read)
+
+    if policy is PrefillFirst:
+        r = c_run / dec if dec > 1e-9 else c_run
+        m, p = _poisson(r, c_run)
+        steps = np.maximum(np.ceil(m * i1 / B), 1.0)
+        tp = np.array([k * tau(0, mm / k) if mm else 0.0 for mm, k in zip(m, steps)])
+        # the j-th of m prompts has its first token after ceil((j + 1) i1 / B) of the k prefill steps
+        own = np.array([np.mean(np.ceil(np.arange(1, mm + 1) * i1 / B)) / k if mm else 0.0 for mm, k in zip(m, steps)])
+        td = tau(c_run, 0) if dec > 1e-9 else 0.0
+        cycle = td + float(np.sum(p * tp))
+        ttft = float(np.sum(p[:-1] * (tp * own)[1:]))
+        tpot, n_d, regime = cycle, c_run, "decode"
+    else:
+        def at(r):
+            """(mean step, TTFT, TPOT, decodes per step, steps to the first token) at r admissions per step."""
+            n_d = r * dec
+            cap = B - n_d
+            if policy is NoEvict and i1 <= cap:
+                cap = math.floor(cap / i1) * i1            # whole prompts only
+            m, p = _poisson(r, c_run)
+            nd = np.maximum(n_d + r - m, 0.0)              # the prompts admitted this step are not decoding yet
+            room = np.maximum(B - nd, 1.0)
+            t = np.array([tau(a, b, chunk=min(b * i1, c)) if b else tau(a, 0) for a, b, c in zip(nd, m, room)])
+            spill = float(np.sum(p * np.maximum(m * i1 - room, 0.0)))
+            full = tau(n_d, 0, chunk=cap)
+            kappa = (full - tau(n_d, 0, chunk=cap / 2)) / (cap / 2)
+            mu = r * i1
+            backlog = r * i2 / (2 * (cap - mu)) if cap > mu else math.inf     # Kingman, tokens at a boundary
+            extra = 0.0
+            for mm, pm in zip(m[:-1], p[:-1]):             # the request and mm others arrive at one boundary
+                ahead = (backlog + np.arange(1, mm + 2) * i1) / cap
+                extra += pm * float(np.mean(np.maximum(np.ceil(ahead) - 1, 0.0)))
+            step = float(np.sum(p * t)) + spill * kappa
+            w = p * nd
+            tpot = (float(np.sum(w * t) / np.sum(w)) if np.sum(w) > 0 else step) + spill * kappa
+            return step, float(np.sum(p[:-1] * t[1:])) + extra * full, tpot, float(np.sum(w)), 1.0 + extra
+
+        hi = min(c_run / max(o1, 1.0), B / max(i1 + dec, 1.0))
+        lo = 0.0
+        if hi * (at(hi)[4] + dec) > c_run:                 # prompts wait: solve r (s_p(r) + E[O] - 1) = C_run
+            for _ in range(40):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if mid * (at(mid)[4] + dec) < c_run else (lo, mid)
+        r = hi
+        cycle, ttft, tpot, n_d, s_p = at(r)
+        regime = "decode" if s_p < 1.5 else "budget"
+    rate = r / cycle if cycle > 0 else 0.0                     # admissions (= completions) per second
+    wait = (C - c_run) / rate if rate > 0 and C > c_run else 0.0
+    out_tps = r * o1 / cycle if cycle > 0 else 0.0
+    return SteadyPoint(C, c_run, C - c_run, limit, regime, r, n_d, cycle, out_tps, r * (i1 + o1) / cycle,
+                       ttft + wait, tpot, ttft + wait + dec * tpot, chips)
+
+
+def steady_state(model="llama-3.1-8b", hardware="h100-sxm", *, concurrency=64, chips=None, tp=None, pp=None,
+                 ep=None, dp=None, engine=DEFAULT_ENGINE, input_len=1024, output_len=256, weight_dtype=None,
+                 kv_dtype=None, efficiency=None) -> SteadyState:
+    """Closed-loop steady state at one concurrency or a list of them (each an integer >= 1)."""
+    su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE)
+    cs = [concurrency] if np.ndim(concurrency) == 0 else list(concurrency)
+    if not cs:
+        raise InputError("concurrency", "no concurrency given", "an integer >= 1 or a list of them")
+    cs = [int_arg(c, "concurrency", 1, 1_000_000) for c in cs]
+    inp, out = parse_lengths(input_len, "input_len"), parse_lengths(output_len, "output_len")
+    rep = make_replica(su)
+    most = min(inp.max + out.max, rep.kv_tokens)
+    cost = rep.cost(int(most), max(cs) + min(rep.budget, 1 << 20))     # any step up to the budget
+    lay = su.layout
+    return SteadyState(su.model.id, su.hardware.id, int(lay.chips),
+                       {"tp": int(lay.tp), "pp": int(lay.pp), "ep": int(lay.ep), "dp": int(lay.dp)},
+                       rep.engine.describe(), type(rep.policy()).name, inp, out,
+                       tuple(closed_loop(rep, cost, c, inp, out) for c in cs))

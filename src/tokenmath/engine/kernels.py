@@ -1,0 +1,181 @@
+"""Kernel time as a function of shape (the constants: specs/kernels.py, data/kernels.toml). Arrays broadcast.
+
+An op keeps its FLOPs and bytes; with a kernel model its time is
+    t0 x kernels + max(FLOPs / (peak x gemm x utilisation(M, N, K)), bytes / (bandwidth x stream))
+- utilisation (tile and wave quantization, NVIDIA Matrix Multiplication Background Guide DU-09799-001 sec. 2.3,
+  3.1, 3.2): the output M x N is cut into tile_m x tile_n tiles; padding the last tile of each dimension wastes
+  its empty part (tile quantization; tile_n is the candidate that fills the chip best, DeepGEMM's heuristic); the
+  tiles run in waves of one per compute unit and a partial last wave idles units (wave quantization). A GEMM with fewer tiles than units splits K (split-K / stream-K) so that
+  tiles x splits fill the units, each slice keeping at least split_k_min_k of K. M is the tokens in the matmul
+  (per expert for MoE): decode matmuls of a few rows pad to tile_m_small and stay bandwidth-bound (GEMV-like)
+  until M* = the crossing of the two terms (`transition_m`).
+- grouped GEMM (MoE): each expert's rows pad separately; the compute fraction is multiplied by a factor that
+  falls with tokens per expert (DeepGEMM masked rows, data/kernels.toml [grouped_gemm]).
+- attention: prefill (causal) runs at the FlashAttention-3 fraction for its sequence length and head dim
+  (log-log interpolation in the measured table, held outside it) x the class's scale; decode streams the KV cache
+  at attn_decode_bw with a fixed attn_decode_fixed_s per kernel (fitted to FlashInfer's Fig. 6).
+- t0: gemm_fixed_s per GEMM kernel, small_kernel_fixed_s per elementwise kernel, attn_decode_fixed_s (decode) or
+  gemm_fixed_s (prefill) per attention kernel; the kernels of each op: specs.kernels.kernels_per_op().
+Every fraction is <= 1 and every t0 >= 0, so no op is ever faster than its pure roofline (PEAK).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tokenmath.specs.kernels import KernelModel, kernels_per_op
+
+
+def gemm_utilization(M, N, K, compute_units, tile_m, tile_n, groups=1, split_k_min_k=256):
+    """Share (0, 1] of the chip's tensor throughput that the useful FLOPs of `groups` GEMMs of M x N x K get after
+    tile and wave quantization (compute_units 0: no wave quantization)."""
+    M = np.maximum(np.asarray(M, float), 1.0)
+    N, K = np.asarray(N, float), np.asarray(K, float)
+    mt, nt = np.ceil(M / tile_m), np.ceil(N / tile_n)
+    tile_util = (M * N) / (mt * tile_m * nt * tile_n)
+    if not compute_units:
+        return tile_util
+    cu = float(compute_units)
+    tiles = mt * nt * np.asarray(groups, float)
+    split = np.clip(np.floor(cu / tiles), 1.0, np.maximum(np.floor(K / split_k_min_k), 1.0))
+    units = tiles * split
+    return tile_util * units / (np.ceil(units / cu) * cu)
+
+
+def tile_rows(km: KernelModel, M):
+    """Output tile rows for a GEMM of M rows: tile_m_small up to that many rows, else tile_m."""
+    return np.where(np.asarray(M, float) <= km.tile_m_small, km.tile_m_small, km.tile_m)
+
+
+def gemm_fraction(km: KernelModel, compute_key: str, M, shapes, groups=1):
+    """Fraction of the dense peak that an op made of the GEMMs `shapes` ((N, K) per chip, each over M rows)
+    reaches: the large-GEMM fraction x the FLOP-weighted (harmonic) utilisation of its GEMMs, each with the tile
+    width (one of km.tile_n) that fills the chip best, as the library's heuristic picks it."""
+    tm = tile_rows(km, M)
+    w_sum, t_sum = 0.0, 0.0
+    for N, K in shapes:
+        w = np.asarray(N, float) * np.asarray(K, float)
+        u = 0.0
+        for tn in km.tile_n:
+            u = np.maximum(u, gemm_utilization(M, N, K, km.compute_units, tm, tn, groups, km.split_k_min_k))
+        w_sum, t_sum = w_sum + w, t_sum + w / u
+    return km.gemm_fraction(compute_key) * w_sum / t_sum
+
+
+def _interp_log(x, xs, ys):
+    """Linear in log2(x) between the points (xs, ys), held at the ends."""
+    return np.interp(np.log2(np.maximum(np.asarray(x, float), 1.0)), np.log2(np.asarray(xs)), np.asarray(ys))
+
+
+def grouped_factor(km: KernelModel, tokens_per_expert):
+    """Multiplier (<= 1) on the GEMM compute fraction of a grouped (MoE) GEMM with this many tokens per expert,
+    read at the rows the expert's tiles hold (whole tiles: the measured points are whole tiles, and the time of
+    padded rows / factor then never falls as tokens grow)."""
+    m = np.maximum(np.asarray(tokens_per_expert, float), 1.0)
+    tm = tile_rows(km, m)
+    return np.minimum(_interp_log(np.ceil(m / tm) * tm, km.grouped_tokens, km.grouped_factor), 1.0)
+
+
+def flash_attention_fraction(km: KernelModel, seq_len, head_dim):
+    """Fraction of the dense bf16 peak causal prefill attention reaches for prompts of `seq_len` tokens and heads of
+    `head_dim`: the FlashAttention-3 table (H100), interpolated in log2 of both, x the class's scale, <= 1."""
+    rows = [_interp_log(seq_len, km.fa_seq_len, row) for row in km.fa_causal]
+    hd = np.log2(np.clip(np.asarray(head_dim, float), km.fa_head_dim[0], km.fa_head_dim[-1]))
+    hs = np.log2(np.asarray(km.fa_head_dim))
+    out = 0.0
+    for i in range(len(hs)):      # piecewise-linear weights in log2(head_dim)
+        w = np.interp(hd, hs, np.eye(len(hs))[i])
+        out = out + w * rows[i]
+    return np.minimum(out * km.attn_prefill_scale, 1.0)
+
+
+def op_kernels(name: str) -> tuple[int, int, int]:
+    """(GEMM, elementwise, attention) kernels one occurrence of op `name` launches."""
+    return kernels_per_op().get(name, (0, 0, 0))
+
+
+def fixed_s(km: KernelModel, name: str, phase: str = "decode") -> float:
+    """t0 of one occurrence of op `name`: its kernels x their fixed times (s)."""
+    g, s, a = op_kernels(name)
+    attn = km.attn_decode_fixed_s if phase == "decode" else km.gemm_fixed_s
+    return g * km.gemm_fixed_s + s * km.small_kernel_fixed_s + a * attn
+
+
+def gemm_time(km: KernelModel, M, N, K, peak_flops: float, bandwidth: float, compute_key: str = "bf16",
+              w_bytes: float = 2.0, a_bytes: float = 2.0, groups=1, kernels: int = 1, grouped: bool = False):
+    """Seconds for `groups` GEMMs of M x N x K (weights w_bytes per value, activations a_bytes) in one kernel
+    (grouped: an MoE grouped GEMM, with the grouped factor): kernels x gemm_fixed_s + max(padded FLOPs at the GEMM
+    fraction, bytes at the streaming fraction). peak_flops and bandwidth are the chip's peaks."""
+    M = np.asarray(M, float)
+    flops = 2.0 * M * N * K * groups
+    nbytes = groups * (w_bytes * N * K + a_bytes * (M * K + M * N))
+    frac = gemm_fraction(km, compute_key, M, ((N, K),), groups)
+    if grouped:
+        frac = frac * grouped_factor(km, M)
+    return kernels * km.gemm_fixed_s + np.maximum(flops / (peak_flops * frac), nbytes / (bandwidth * km.stream_bw))
+
+
+def transition_m(km: KernelModel, N, K, peak_flops: float, bandwidth: float, compute_key: str = "bf16",
+                 w_bytes: float = 2.0, a_bytes: float = 2.0):
+    """M* (rows) where a GEMM of N x K weights turns from bandwidth-bound (GEMV-like) to compute-bound, without tile
+    padding: 2 M N K / (peak g) = (w N K + a M (K + N)) / (bw s)  =>  M* = (w N K / (bw s)) / (2 N K / (peak g) -
+    a (K + N) / (bw s)). inf where the streaming side always wins."""
+    N, K = np.asarray(N, float), np.asarray(K, float)
+    bw = bandwidth * km.stream_bw
+    den = 2.0 * N * K / (peak_flops * km.gemm_fraction(compute_key)) - a_bytes * (K + N) / bw
+    return np.where(den > 0, (w_bytes * N * K / bw) / np.where(den > 0, den, 1.0), np.inf)
+
+
+def decode_attention_time(km: KernelModel, nbytes, flops, peak_bf16: float, bandwidth: float, kernels: int = 1):
+    """Seconds for decode attention that reads `nbytes` of KV (and q/o) and does `flops`: kernels x t0 +
+    max(flops / (peak x attn_decode_flops), bytes / (bw x attn_decode_bw))."""
+    return kernels * km.attn_decode_fixed_s + np.maximum(
+        np.asarray(flops, float) / (peak_bf16 * km.attn_decode_flops),
+        np.asarray(nbytes, float) / (bandwidth * km.attn_decode_bw))
+
+
+def op_shapes(m, name: str, tp) -> tuple:
+    """The (N, K) weight shapes per chip of the GEMMs of op `name` (tp shards N of column-parallel and K of
+    row-parallel matmuls; replicated latent projections of MLA stay whole). Only their utilisation is used: the
+    op's FLOPs stay the engine's."""
+    d = m.d_model
+    tp = np.asarray(tp, float)
+    if name == "attn_proj":
+        if m.is_mla:
+            h, qk = m.n_heads, m.qk_nope_head_dim + m.qk_rope_head_dim
+            q = ((m.q_lora_rank, d), (h * qk / tp, m.q_lora_rank)) if m.q_lora_rank else ((h * qk / tp, d),)
+            return q + ((m.kv_lora_rank + m.qk_rope_head_dim, d),
+                        (h * (m.qk_nope_head_dim + m.v_head_dim) / tp, m.kv_lora_rank), (d, h * m.v_head_dim / tp))
+        return (((m.n_heads + 2 * m.kv_heads) * m.hd / tp, d), (d, m.n_heads * m.hd / tp))
+    width = {"ffn": m.ffn_intermediate, "experts": m.moe_intermediate, "shared_experts": m.shared_width}.get(name)
+    if width:
+        return (((2 if m.ffn_gated else 1) * width / tp, d), (d, width / tp))
+    if name == "router":
+        return ((m.n_experts, d),)
+    if name == "lm_head":
+        return ((m.vocab_size / tp, d),)
+    return ()
+
+
+def op_rates(km: KernelModel, hw, name: str, phase: str, kind: str, *, key: str = "bf16", M=1.0, shapes=(),
+             groups=None, seq_len=None, head_dim=None):
+    """(achieved FLOP/s, achieved B/s, t0 in s) of one occurrence of op `name` on chip `hw`.
+    kind: "gemm" (M rows over `shapes`), "grouped" (M rows per expert, `groups` experts), "attention" (decode:
+    streaming KV; prefill: FlashAttention-3 at seq_len, head_dim), "stream" (elementwise), "comm" (no fixed time:
+    a collective's latency is in its comm_s). key: the compute dtype of the matmuls (Precision .compute)."""
+    bw = hw.memory_bw
+    peak = hw.peak_flops(key)
+    if kind == "comm":
+        return peak, bw * km.stream_bw, 0.0
+    t0 = fixed_s(km, name, phase)
+    if kind == "attention":
+        p16 = hw.peak_flops("bf16")
+        if phase == "decode":
+            return p16 * km.attn_decode_flops, bw * km.attn_decode_bw, t0
+        return p16 * flash_attention_fraction(km, seq_len, head_dim), bw * km.stream_bw, t0
+    hk = hw.flops_key(key)
+    if kind == "stream":
+        return peak * km.gemm_fraction(hk), bw * km.stream_bw, t0
+    frac = gemm_fraction(km, hk, M, shapes, 1 if groups is None else groups)
+    if kind == "grouped":
+        frac = frac * grouped_factor(km, M)
+    return peak * frac, bw * km.stream_bw, t0

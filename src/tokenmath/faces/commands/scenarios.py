@@ -1,0 +1,119 @@
+"""scenarios: a sweep of simulations (or steady states) over models x hardware x layouts x engines x workloads, in
+local processes or on a Dask cluster."""
+import click
+
+from tokenmath.faces.commands.common import emit_json, guarded, positive, positive_float
+
+LENGTH_HELP = 'Tokens, or "uniform:LO-HI", "lognormal:MEDIAN,SIGMA".'
+
+
+def _names(ctx, param, value):
+    if value is None:
+        return None
+    out = [v.strip() for v in str(value).split(",") if v.strip()]
+    if not out:
+        raise click.BadParameter(f"{value!r} names nothing (comma-separated names)")
+    return out
+
+
+def _numbers(kind):
+    def parse(ctx, param, value):
+        if value is None:
+            return None
+        import math
+        try:
+            out = [kind(v) for v in str(value).split(",") if v.strip()]
+        except ValueError:
+            raise click.BadParameter(f"{value!r} is not a comma-separated list of {kind.__name__}s") from None
+        if not out or any(not (v > 0 and math.isfinite(v)) for v in out):
+            raise click.BadParameter("every value must be a finite number greater than 0")
+        return out
+    return parse
+
+
+def _layouts(ctx, param, value):
+    """--layout "tp=4,dp=2" (repeatable) -> [{"tp": 4, "dp": 2}, ...]."""
+    out = []
+    for spec in value or ():
+        d = {}
+        for part in (p for p in spec.split(",") if p.strip()):
+            k, sep, v = part.partition("=")
+            k = k.strip().lower()
+            if not sep or k not in ("chips", "tp", "pp", "ep", "dp"):
+                raise click.BadParameter(f"{part.strip()!r} in {spec!r} is not KEY=N (keys chips, tp, pp, ep, dp)")
+            try:
+                d[k] = int(v)
+            except ValueError:
+                raise click.BadParameter(f"{part.strip()!r} in {spec!r}: {v.strip()!r} is not a whole number") from None
+            if d[k] < 1:
+                raise click.BadParameter(f"{part.strip()!r} in {spec!r}: must be at least 1")
+        out.append(d)
+    return out
+
+
+@click.command()
+@click.option("--file", "path", type=click.Path(dir_okay=False),
+              help="Scenario file (.toml or .json): lists under models, hardware, layouts, engines, workloads "
+                   "(see tokenmath.analyses.serving.scenarios). The options below replace what it sets.")
+@click.option("--method", type=click.Choice(["simulate", "steady"]),
+              help="simulate (default): the step-by-step simulator; steady: the closed form (closed loops only).")
+@click.option("--model", "-m", callback=_names, help="Models, comma-separated (default llama-3.1-8b).")
+@click.option("--hardware", "-H", callback=_names,
+              help="Chips or systems, comma-separated (a system is sized to each layout's chips; default h100-sxm).")
+@click.option("--engine", callback=_names, help="Engine profiles, comma-separated (default vllm).")
+@click.option("--chips", callback=_numbers(int), help="Chip counts, comma-separated: one layout each (the default spread).")
+@click.option("--layout", "layouts", multiple=True, callback=_layouts,
+              help='A layout, e.g. "chips=8,tp=4,dp=2"; repeat for more (added to --chips).')
+@click.option("--concurrency", callback=_numbers(int),
+              help="Closed-loop workloads: users, comma-separated (default 64).")
+@click.option("--arrival-rate", callback=_numbers(float), help="Open-loop workloads: requests/s, comma-separated.")
+@click.option("--burstiness", type=float, callback=positive_float, help="Open loop: gamma shape (1 = Poisson).")
+@click.option("--requests", type=int, callback=positive, help="Requests per simulation (default 1000).")
+@click.option("--input-len", help="Prompt tokens (default 1024). " + LENGTH_HELP)
+@click.option("--output-len", help="Generated tokens (default 256). " + LENGTH_HELP)
+@click.option("--seed", type=int, help="Random seed of every workload (default 0).")
+@click.option("--ttft-ms", type=float, callback=positive_float, help="Goodput target: time to first token (default 2000).")
+@click.option("--itl-ms", type=float, callback=positive_float, help="Goodput target: time per output token (default 200).")
+@click.option("--workers", type=int, callback=positive, help="Local processes (default: every core).")
+@click.option("--cluster", metavar="ADDRESS",
+              help="Run on the Dask scheduler at ADDRESS (tcp://host:port) instead of local processes; needs "
+                   "pip install 'tokenmath[cluster]' here and tokenmath on every worker.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: a row per scenario and a summary, SI units.")
+@guarded
+def scenarios(path, method, model, hardware, engine, chips, layouts, concurrency, arrival_rate, burstiness, requests,
+              input_len, output_len, seed, ttft_ms, itl_ms, workers, cluster, as_json):
+    """Sweep scenarios (models x hardware x layouts x engines x workloads): one row per scenario, and a summary."""
+    from tokenmath.analyses.serving.scenarios import read_scenarios, run_scenarios, scenario_set
+    from tokenmath.base.errors import InputError
+    from tokenmath.faces.explain_scenarios import scenarios_table
+    if seed is not None and seed < 0:
+        raise InputError("seed", f"{seed} is negative", "an integer from 0 to 4,294,967,295")
+    spec = read_scenarios(path, "file").to_dict() if path else {}
+    fields = {"models": "file.models", "hardware": "file.hardware", "engines": "file.engines"} if path else {}
+    for axis, value, opt in (("models", model, "model"), ("hardware", hardware, "hardware"),
+                             ("engines", engine, "engine")):
+        if value is not None:
+            spec[axis], fields[axis] = value, opt
+    if method:
+        spec["method"] = method
+    if chips is not None or layouts:
+        spec["layouts"] = [{"chips": c} for c in chips or ()] + list(layouts)
+    if concurrency is not None or arrival_rate is not None:
+        spec["workloads"] = ([{"concurrency": c} for c in concurrency or ()]
+                             + [{"arrival_rate": r} for r in arrival_rate or ()])
+    given = {"burstiness": burstiness, "requests": requests, "input_len": input_len, "output_len": output_len,
+             "seed": seed, "ttft_ms": ttft_ms, "itl_ms": itl_ms}
+    given = {k: v for k, v in given.items() if v is not None}
+    if given:
+        spec["workloads"] = [{**w, **given} for w in spec.get("workloads", [{"concurrency": 64}])]
+    s = scenario_set(spec, "file" if path else "scenarios")
+    if cluster:
+        from tokenmath.local.cluster import DaskCluster
+        with DaskCluster(cluster) as runner:
+            sweep = run_scenarios(s, runner=runner, fields=fields)
+    else:
+        sweep = run_scenarios(s, workers=workers, fields=fields)
+    if as_json:
+        emit_json(sweep.to_dict())
+    else:
+        click.echo(scenarios_table(sweep))

@@ -1,0 +1,112 @@
+"""Text for `tokenmath simulate` (the table and the --explain napkin) and for infer's load section. Formatting only:
+every number comes from the analysis results (simulation/result.py, load.py)."""
+from __future__ import annotations
+
+from tokenmath.base import units as u
+
+
+def _pct(p, scale=1.0) -> str:
+    d = p.to_dict()
+    return "  ".join(f"{u.seconds(d[k] * scale) if d[k] is not None else 'n/a':>13}" for k in ("p50", "p90", "p99"))
+
+
+def _engine_name(r) -> str:
+    return r.engine.get("name", r.engine.get("id", "?"))
+
+
+def simulation_table(r) -> str:
+    lay = r.layout
+    lines = [
+        f"{r.model} on {r.chips} x {r.hardware} (tp={lay['tp']} pp={lay['pp']} ep={lay['ep']} dp={lay['dp']}), "
+        f"{_engine_name(r)} scheduler ({r.policy})",
+        f"workload: {r.workload_description}",
+        f"replica: {r.budget_tokens:,} tokens per step, at most {r.max_running:,} running, KV cache "
+        f"{r.kv_capacity_tokens:,} tokens" if r.max_running < 1 << 39 else
+        f"replica: {r.budget_tokens:,} tokens per step, running limited by memory, KV cache {r.kv_capacity_tokens:,} tokens",
+        "",
+        f"served {r.requests:,} requests in {u.seconds(r.duration_s)}: "
+        f"{u.rate(r.output_tokens_per_s, 'tok/s')} output ({u.rate(r.output_tokens_per_s_per_chip, 'tok/s')} per chip), "
+        f"{u.rate(r.total_tokens_per_s, 'tok/s')} prompt + output, {r.requests_per_s:,.3g} req/s",
+    ]
+    st = r.steady
+    if st.get("output_tokens_per_s"):
+        lines.append(f"steady state ({u.seconds(st['window_start_s'])} to {u.seconds(st['window_end_s'])}): "
+                     f"{u.rate(st['output_tokens_per_s'], 'tok/s')} output, {st['running_mean']:,.1f} running on average, "
+                     f"TTFT p50 {u.seconds(st['ttft_p50_s'])} p99 {u.seconds(st['ttft_p99_s'])}")
+    lines += [
+        "",
+        f"  {'latency':<28}{'mean':>9}  {'p50':>13}  {'p90':>13}  {'p99':>13}",
+        *(f"  {name:<28}{u.seconds(p.mean) if p.mean is not None else 'n/a':>9}  {_pct(p)}" for name, p in (
+            ("time to first token", r.ttft_s), ("inter-token (every gap)", r.itl_s),
+            ("time per output token (req)", r.tpot_s), ("end to end", r.e2e_s))),
+        "",
+        f"goodput (TTFT <= {u.seconds(r.ttft_target_s)} and TPOT <= {u.seconds(r.itl_target_s)}): "
+        f"{r.goodput_rps:,.3g} req/s, {r.slo_attainment:.1%} of requests",
+        f"queue: at most {r.queue_max:,} waiting (mean {r.queue_mean:,.1f})"
+        + ("; it grew through the run" if r.queue_grows else "")
+        + f"; KV cache peak {r.kv_peak_fraction:.0%}; preemptions {r.preemptions:,}",
+    ]
+    lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def _step_lines(s, bw: float) -> list[str]:
+    head = {"decode": "decode-only steps", "mixed": "mixed steps (prefill chunks + decodes)",
+            "prefill": "prefill-only steps"}[s.kind]
+    comp = (f"{s.decode_seqs:,.1f} decodes attending {s.keys_per_decode:,.0f} tokens each"
+            + (f" + {s.prefill_tokens:,.0f} prompt tokens in {s.prefill_chunks:,.2f} chunks" if s.prefill_tokens else ""))
+    if not s.decode_seqs:
+        comp = f"{s.prefill_tokens:,.0f} prompt tokens in {s.prefill_chunks:,.2f} chunks"
+    out = [f"  {head}: {s.steps:,} step{'s' if s.steps != 1 else ''}, {u.seconds(s.seconds)} in all, {u.seconds(s.mean_step_s)} each",
+           f"    mean composition: {comp}"]
+    if s.engine_step_s is not None:
+        out.append(f"    the engine at that composition: {u.seconds(s.engine_step_s)} per step -> {s.bottleneck}-bound "
+                   f"(compute-bound ops {u.seconds(s.compute_bound_s)}, memory-bound {u.seconds(s.memory_bound_s)}, "
+                   f"communication {u.seconds(s.comm_s)}, fixed {u.seconds(s.overhead_s)})")
+        out.append(f"    napkin: weights {u.bytes_(s.weight_bytes)} + KV {u.bytes_(s.kv_bytes)} read per chip / "
+                   f"{u.rate(bw, 'B/s')} = {u.seconds(s.napkin_s)} at full bandwidth")
+    return out
+
+
+def explain_simulation(r) -> str:
+    lay = r.layout
+    groups = lay["dp"] * lay["ep"]
+    lines = [simulation_table(r), "", "How it was simulated",
+             f"  scheduler: {r.policy_description} ({_engine_name(r)}); limits per scheduler x {groups} "
+             f"attention group{'s' if groups > 1 else ''}",
+             f"  each step's time: the engine's ops over the step's tokens (weights read once for every token in "
+             f"it), attention per kernel (decodes, prompt chunks), plus the engine's launch and CPU costs; "
+             f"efficiencies: {r.efficiency_source}",
+             f"  decode steps between events run in closed form (the batch is fixed, contexts grow by one token "
+             f"a step)", "", "What bounded the steps"]
+    total = sum(s.seconds for s in r.steps) or 1.0
+    for s in r.steps:
+        lines += _step_lines(s, r.memory_bw)
+        lines.append(f"    share of the run: {s.seconds / total:.0%}")
+    return "\n".join(lines)
+
+
+def load_text(load) -> str:
+    """infer's section under load (--concurrency / --arrival-rate)."""
+    eng = load.engine.get("name", load.engine.get("id", "?"))
+    if load.mode == "closed":
+        head = f"under load: {load.concurrency:,} users in a closed loop, {eng} scheduler ({load.source})"
+    else:
+        head = f"under load: {load.arrival_rate:g} requests/s arriving at random, {eng} scheduler ({load.source})"
+    lines = ["", head]
+    if load.running is not None:
+        lines.append(f"  running at once: {load.running:,.1f}" + (f"; waiting for a slot: {load.queued:,.1f}"
+                                                                  if load.queued else ""))
+    lines += [f"  time to first token (one request): {u.seconds(load.ttft_s)}"
+              + (f" (p99 {u.seconds(load.ttft_p99_s)})" if load.ttft_p99_s is not None else ""),
+              f"  time per output token: {u.seconds(load.tpot_s)}"
+              + (f" (p99 inter-token gap {u.seconds(load.itl_p99_s)})" if load.itl_p99_s is not None else "")
+              + (f" = {load.output_tokens_per_s_per_user:,.1f} tok/s per user" if load.output_tokens_per_s_per_user else ""),
+              f"  end to end: {u.seconds(load.e2e_s)}",
+              f"  throughput: {u.rate(load.output_tokens_per_s, 'tok/s')} output, "
+              f"{u.rate(load.output_tokens_per_s_per_chip, 'tok/s')} per chip"]
+    if load.goodput_rps is not None:
+        lines.append(f"  goodput: {load.goodput_rps:,.3g} req/s ({load.slo_attainment:.0%} within TTFT "
+                     f"{u.seconds(load.ttft_target_s)} and TPOT {u.seconds(load.tpot_target_s)})" + ("; the queue grows: the rate is above what this replica serves"
+                                         if load.queue_grows else ""))
+    return "\n".join(lines)

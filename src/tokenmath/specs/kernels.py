@@ -1,0 +1,243 @@
+"""Kernel efficiency as a function of shape: the few named constants of each chip class, with their provenance.
+
+data/kernels.toml holds the constants (each marked sourced, derived with its arithmetic, fitted, or assumed from
+another class); engine/kernels.py turns them into op times. The class follows the silicon, like specs/families.py:
+- a catalog chip has the class its table in data/kernels.toml lists it under;
+- a System (or a system id) resolves to its chip;
+- a user hardware file is not a catalog chip because it borrows an id: it gets the class its `kernel_class` field
+  names, else the conservative "generic" class (the lowest sourced fractions of any class).
+`by_chip()` is the model of no chip in particular: Efficiency objects made without a chip (specs/efficiency.DEFAULT)
+carry it, and the engine resolves it against the chip it prices (`resolve`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cache
+from types import MappingProxyType
+
+from tokenmath.base.errors import InputError
+
+CLASSES = ("nvidia-hopper", "nvidia-blackwell", "nvidia-ampere", "nvidia-ada-and-consumer", "amd-cdna2", "amd-cdna3",
+           "amd-cdna4", "tpu", "apple", "generic")
+GENERIC = "generic"
+BY_CHIP = "by-chip"      # the kernel_class of by_chip(): resolved against the chip at pricing time
+FRACTIONS = ("stream_bw", "gemm_bf16", "gemm_fp8", "gemm_fp4", "attn_decode_bw", "attn_decode_flops",
+             "attn_prefill_scale", "link_bw")
+TILES = ("tile_m_small", "tile_m", "split_k_min_k")
+TIMES = ("gemm_fixed_s", "small_kernel_fixed_s", "attn_decode_fixed_s")
+# the dense-peak key a matmul runs at (Hardware.flops_key) -> the GEMM fraction that applies to it
+DTYPE_CLASS = {"fp32": "bf16", "tf32": "bf16", "bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "fp8",
+               "fp6": "fp4", "fp4": "fp4", "int4": "fp4"}
+
+
+@dataclass(frozen=True)
+class KernelModel:
+    """The kernel constants of one chip class (fractions of a peak in (0, 1], times in s, sizes in elements)."""
+    kernel_class: str
+    stream_bw: float            # fraction of HBM peak a long streaming read reaches
+    gemm: MappingProxyType      # "bf16" | "fp8" | "fp4" -> fraction of that dense peak a large GEMM sustains
+    compute_units: int          # SMs / CUs of the chip (0: unknown, no wave quantization)
+    tile_m_small: int           # output tile rows when the GEMM has at most this many rows (tokens)
+    tile_m: int                 # output tile rows otherwise
+    tile_n: tuple               # output tile columns the library chooses from, per shape (the best-filling one)
+    split_k_min_k: int          # a GEMM with fewer tiles than compute units splits K into slices of at least this
+    gemm_fixed_s: float         # fixed time of one GEMM kernel (fill, drain, epilogue), s
+    small_kernel_fixed_s: float # fixed time of one elementwise kernel (norm, activation, rotary), s
+    attn_decode_fixed_s: float  # fixed time of one decode-attention kernel, s
+    attn_decode_bw: float       # fraction of HBM peak decode attention streams the KV cache at
+    attn_decode_flops: float    # fraction of the bf16 peak compute-bound decode attention reaches
+    attn_prefill_scale: float   # multiplies the FlashAttention-3 table (measured on H100) for this class
+    link_bw: float              # fraction of link bandwidth a large collective reaches (NCCL bus bandwidth)
+    fa_seq_len: tuple           # FlashAttention-3 table: sequence lengths (columns)
+    fa_head_dim: tuple          # ... head dims (rows)
+    fa_causal: tuple            # ... fraction of the dense bf16 peak, causal, rows x columns
+    grouped_tokens: tuple       # grouped GEMM: tokens per expert
+    grouped_factor: tuple       # ... multiplier on the GEMM compute fraction
+    provenance: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))   # field -> "how: source"
+    chip: str = ""              # the chip this model was resolved for ("" for a class or by_chip())
+
+    def gemm_fraction(self, compute_key: str) -> float:
+        """The large-GEMM fraction for matmuls at the dense peak `compute_key` (Hardware.flops_key)."""
+        return float(self.gemm[DTYPE_CLASS.get(compute_key, "bf16")])
+
+    @property
+    def assumed(self) -> tuple[str, ...]:
+        """Fields with no source for this class (provenance starts with 'assumed')."""
+        return tuple(k for k, v in self.provenance.items() if v.startswith("assumed"))
+
+    @property
+    def source(self) -> str:
+        where = f"{self.kernel_class}" + (f", {self.chip}" if self.chip else "")
+        return (f"shape-aware kernel model ({where}; data/kernels.toml): stream {self.stream_bw:g} of HBM peak, "
+                f"large GEMM {self.gemm['bf16']:g} bf16 / {self.gemm['fp8']:g} fp8 of peak, tile and wave "
+                f"quantization over {self.compute_units or 'unknown'} compute units, {self.gemm_fixed_s * 1e6:g} us "
+                f"per GEMM kernel; nothing fitted to LLM measurements"
+                + (f"; {len(self.assumed)} constants assumed from another class" if self.assumed else ""))
+
+    def to_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in ("kernel_class", "chip", "stream_bw", "compute_units", "tile_m_small",
+                                              "tile_m", "tile_n", "split_k_min_k", "gemm_fixed_s",
+                                              "small_kernel_fixed_s", "attn_decode_fixed_s", "attn_decode_bw",
+                                              "attn_decode_flops", "attn_prefill_scale", "link_bw")}
+        out["gemm"] = dict(self.gemm)
+        out["provenance"] = dict(self.provenance)
+        return out
+
+
+def _bad(where: str, problem: str, valid: str):
+    raise InputError(f"kernels.toml.{where}", problem, valid)
+
+
+def _tile_n(where: str, rec) -> tuple[tuple, str]:
+    vals = rec.get("values") if isinstance(rec, dict) else None
+    if not isinstance(vals, list) or not vals or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                                          for v in vals):
+        _bad(where, "not a { values = [sizes], how, src } table", "values = a list of positive integers")
+    return tuple(vals), _entry(where, {**rec, "value": 0})[1]
+
+
+def _entry(where: str, rec) -> tuple[float, str]:
+    if not isinstance(rec, dict) or "value" not in rec:
+        _bad(where, "not a { value, how, src } table", "value = number, how = sourced|derived|fitted|assumed-...")
+    how = str(rec.get("how", ""))
+    if not (how in ("sourced", "derived", "fitted", "assumed") or how.startswith("assumed-from-")):
+        _bad(where, f"provenance {how!r}", "sourced, derived, fitted, assumed or assumed-from-<class>")
+    v = rec["value"]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        _bad(where, f"{v!r} is not a number", "a number")
+    return float(v), f"{how}: {rec.get('src', '')}"
+
+
+@cache
+def _data() -> dict:
+    from tokenmath.specs.catalog import shipped
+    return shipped("kernels.toml")
+
+
+@cache
+def kernels_per_op() -> MappingProxyType:
+    """op name -> (GEMM kernels, elementwise kernels, attention kernels) launched per occurrence (assumed counts of
+    an unfused vLLM-style layer; data/kernels.toml [kernels_per_op])."""
+    rec = _data()["kernels_per_op"]
+    return MappingProxyType({k: (int(v["gemm"]), int(v["small"]), int(v["attention"]))
+                             for k, v in rec.items() if isinstance(v, dict)})
+
+
+@cache
+def class_model(name: str) -> KernelModel:
+    """The constants of one class (no chip: compute_units 0)."""
+    classes = _data()["classes"]
+    if name not in classes:
+        from tokenmath.base.errors import closest
+        raise InputError("kernel_class", f"unknown kernel class {name!r}",
+                         f"one of {', '.join(CLASSES)}" + (f" (did you mean {', '.join(closest(name, CLASSES))}?)"
+                                                           if closest(name, CLASSES) else ""))
+    rec = dict(classes[name])
+    base = rec.pop("assumed_from", None)
+    vals, prov = {}, {}
+    if base:
+        parent = class_model(base)
+        for k in FRACTIONS + TILES + TIMES + ("tile_n",):
+            key = k.replace("gemm_", "") if k.startswith("gemm_") and k not in TIMES else None
+            vals[k] = parent.gemm[key] if key else getattr(parent, k)
+            prov[k] = f"assumed-from-{base}: {parent.provenance.get(k, '')}"
+    if "tile_n" in rec:
+        vals["tile_n"], prov["tile_n"] = _tile_n(f"classes.{name}.tile_n", rec["tile_n"])
+    elif "tile_n" not in vals:
+        _bad(f"classes.{name}.tile_n", "missing", "a { values = [sizes], how, src } table")
+    for k in FRACTIONS + TILES + TIMES:
+        if k in rec:
+            vals[k], prov[k] = _entry(f"classes.{name}.{k}", rec[k])
+        elif k not in vals:
+            _bad(f"classes.{name}.{k}", "missing", "a { value, how, src } table")
+    for k in FRACTIONS:
+        if not 0 < vals[k] <= 1:
+            _bad(f"classes.{name}.{k}", f"{vals[k]:g} is not a fraction of a peak", "in (0, 1]")
+    for k in TILES:
+        if vals[k] < 1 or vals[k] != int(vals[k]):
+            _bad(f"classes.{name}.{k}", f"{vals[k]:g} is not a size", "a positive integer")
+    for k in TIMES:
+        if not 0 <= vals[k] < 1e-3:
+            _bad(f"classes.{name}.{k}", f"{vals[k]:g} is not a kernel's fixed time", "seconds in [0, 1e-3)")
+    fa, gg = _data()["flash_attention"], _data()["grouped_gemm"]
+    return KernelModel(
+        kernel_class=name, stream_bw=vals["stream_bw"],
+        gemm=MappingProxyType({"bf16": vals["gemm_bf16"], "fp8": vals["gemm_fp8"], "fp4": vals["gemm_fp4"]}),
+        compute_units=0, tile_n=vals["tile_n"], **{k: int(vals[k]) for k in TILES}, **{k: vals[k] for k in TIMES},
+        attn_decode_bw=vals["attn_decode_bw"], attn_decode_flops=vals["attn_decode_flops"],
+        attn_prefill_scale=vals["attn_prefill_scale"], link_bw=vals["link_bw"],
+        fa_seq_len=tuple(float(x) for x in fa["seq_len"]), fa_head_dim=tuple(float(x) for x in fa["head_dim"]),
+        fa_causal=tuple(tuple(float(x) for x in row) for row in fa["causal"]),
+        grouped_tokens=tuple(float(x) for x in gg["tokens_per_expert"]),
+        grouped_factor=tuple(float(x) for x in gg["factor"]),
+        provenance=MappingProxyType(prov))
+
+
+@cache
+def _chip_classes() -> dict[str, str]:
+    return {chip: name for name, rec in _data()["classes"].items() for chip in rec.get("chips", ())}
+
+
+def class_of_chip(chip_id: str) -> str:
+    """The kernel class of a catalog chip id ("generic" for a chip in no class)."""
+    return _chip_classes().get(chip_id, GENERIC)
+
+
+@cache
+def _system_chip(key: str) -> str:
+    from tokenmath.specs.catalog import shipped
+    rec = shipped("systems.toml").get(key)
+    return str(rec["chip"]) if isinstance(rec, dict) and isinstance(rec.get("chip"), str) else key
+
+
+def _chip_of(hw) -> tuple[str, str]:
+    """(kernel class, chip id) of a chip or system id, or of a Hardware/System object."""
+    if isinstance(hw, str):
+        key = hw.lower()
+        chip = key if key in _chip_classes() else _system_chip(key)
+        return class_of_chip(chip), chip
+    named = getattr(hw, "kernel_class", "") or ""
+    chip = getattr(hw, "chip", "") or getattr(hw, "id", "")
+    if named:
+        return named, chip
+    # a catalog chip (or a system of one) carries its family; a user file that borrows an id does not
+    if getattr(hw, "family", ""):
+        return class_of_chip(chip), chip
+    return GENERIC, chip
+
+
+def kernel_class(hw) -> str:
+    return _chip_of(hw)[0]
+
+
+@cache
+def _for(name: str, chip: str) -> KernelModel:
+    km = class_model(name)
+    cu = _data()["classes"][name].get("compute_units", {}).get(chip)
+    if cu is None:
+        return replace(km, chip=chip)
+    n, how = _entry(f"classes.{name}.compute_units.{chip}", cu)
+    return replace(km, chip=chip, compute_units=int(n),
+                   provenance=MappingProxyType({**km.provenance, "compute_units": how}))
+
+
+def kernel_model(hw) -> KernelModel:
+    """The kernel model of a chip (its class's constants and its own compute units)."""
+    name, chip = _chip_of(hw)
+    if name not in CLASSES:
+        raise InputError("hardware.kernel_class", f"unknown kernel class {name!r}", f"one of {', '.join(CLASSES)}")
+    return _for(name, chip)
+
+
+@cache
+def by_chip() -> KernelModel:
+    """The model of no chip in particular (the generic constants, kernel_class "by-chip"): the engine replaces it
+    by the model of the chip it prices."""
+    return replace(class_model(GENERIC), kernel_class=BY_CHIP)
+
+
+def resolve(km: KernelModel | None, hw) -> KernelModel | None:
+    """The kernel model the engine uses for `hw`: None stays None (flat fractions), by_chip() becomes the chip's."""
+    if km is None or km.kernel_class != BY_CHIP:
+        return km
+    return kernel_model(hw)
