@@ -13,13 +13,14 @@ from click.testing import CliRunner
 
 from tokenmath.faces.cli import cli, main
 from tokenmath.faces.explain_verify import explain as verify_text
-from tokenmath.local.decode_matmul import efficiency_at
+from tokenmath.engine import kernels as K
+from tokenmath.local.decode_matmul import curve_efficiency
 from tokenmath.local.hardware_file import to_toml
 from tokenmath.local.measurement import Measurement
 from tokenmath.local.model_configs import default_config, probe_config
 from tokenmath.local.verify import parse_batches, verify
 from tokenmath.local.verify_result import knee_batch
-from tokenmath.specs.hardware import get_hardware
+from tokenmath.specs.hardware import from_record, get_hardware
 
 TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256, "intermediate_size": 688,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024,
@@ -38,8 +39,10 @@ def run_main(args):
         return code, out.getvalue().decode(), err.getvalue().decode()
 
 
-def _decode_row(m, seconds):
-    return {"rows": m, "weight_bytes": 1e9, "flops": 2e9 * m, "best_s": seconds, "median_s": seconds}
+def _curve_seconds(m, e, k=1024, n=1024, bw=20e9, peak=0.08e12, t0=0.6e-6, matrices=2):
+    """Median seconds of `matrices` calls of m x k @ k x n (fp32) that reach e of their roofline after t0 each."""
+    roof = max(2 * m * k * n / peak, 4 * (k * n + m * (k + n)) / bw)
+    return matrices * (t0 + roof / e)
 
 
 def fake_measurement(**kw) -> Measurement:
@@ -52,9 +55,14 @@ def fake_measurement(**kw) -> Measurement:
                        "torch_bf16": {"best": 0.001, "median": 0.001, "n": 512, "dtype": "bf16"},
                        "torch_fp16": {"best": 0.00001, "median": 0.00001, "n": 256, "dtype": "fp16"}},
             "overhead": {"numpy": {"best_us": 0.5, "median_us": 0.6, "calls": 10, "op": "np.add"}},
-            # 1 GB of weights: 50 ms at 20 GB/s is the roofline at 1 row, taking 62.5 ms reaches 80%; at 4 rows the
-            # 8 GFLOP take 100 ms at 80 GFLOP/s, taking 250 ms reaches 40%
-            "decode_matmul": {"m1": _decode_row(1, 0.0625), "m4": _decode_row(4, 0.25)},
+            # one 1024 x 1024 fp32 shape, 2 matrices per call; at 20 GB/s a matrix and its rows stream in
+            # 4 x (1048576 + 2048) / 20e9 = 210.1 us (1 row) and 4 x (1048576 + 8192) / 20e9 = 211.4 us (4 rows),
+            # above their FLOPs at 80 GFLOP/s (26 and 105 us): taking 0.6 us + 262.7 us reaches 80%, 0.6 us +
+            # 528.4 us 40%
+            "gemm_curve": {"1024x1024": {"k": 1024, "n": 1024, "rows": [1, 4], "matrices": [2, 2],
+                                         "best_s": [_curve_seconds(1, 0.8), _curve_seconds(4, 0.4)],
+                                         "median_s": [_curve_seconds(1, 0.8), _curve_seconds(4, 0.4)],
+                                         "reps": [3, 3], "impl": "numpy matmul"}},
             "cache_bytes": 32 << 20, "threads": 2, "date": "2026-01-01T00:00:00+00:00", "versions": {"numpy": "2"},
             "quick": True}
     base.update(kw)
@@ -77,15 +85,30 @@ def test_record_round_trips_through_toml_and_json(tmp_path):
     assert rec["measured"]["bandwidth_gbs"]["numpy_triad"]["median"] == 18.0
     assert rec["measured"]["date"] == "2026-01-01T00:00:00+00:00"
     assert rec["sources"]["bandwidth"]
-    assert rec["measured"]["decode_matmul_efficiency"] == {"m1": pytest.approx(0.8), "m4": pytest.approx(0.4)}
+    assert rec["measured"]["gemm_curve"]["1024x1024"]["matrices"] == [2, 2]
+    ks = rec["kernels"]
+    assert ks["rows"] == [1, 4] and ks["weight_elements"] == [1024 * 1024]
+    assert ks["efficiency"] == [[pytest.approx(0.8)], [pytest.approx(0.4)]]
+    assert ks["stream_gbs"] == pytest.approx(20.0) and ks["gemm_peak_tflops"] == pytest.approx(0.08)
+    assert ks["per_call_s"] == pytest.approx(0.6e-6)                   # numpy's median (no torch in the fake)
 
 
-def test_decode_efficiency_interpolates_in_log_rows():
-    eff = fake_measurement().decode_efficiency()
-    assert eff == {1: pytest.approx(0.8), 4: pytest.approx(0.4)}
-    assert efficiency_at(eff, 2) == pytest.approx(0.6)          # halfway in log(rows)
-    assert efficiency_at(eff, 64) == pytest.approx(0.4)         # the nearest end outside the table
-    assert efficiency_at({}, 8) is None
+def test_measured_curve_round_trips_into_the_kernel_model(tmp_path):
+    """The [kernels] section loads into the kernel model, whose time for a measured call is that call's median
+    seconds per matrix (per-call t0 + roofline / e): the curve reproduces what was measured."""
+    m = fake_measurement()
+    assert curve_efficiency(m.gemm_curve, 20e9, 0.08e12, 0.6e-6) == ((1, 4), (1024 * 1024,),
+                                                                      [[pytest.approx(0.8)], [pytest.approx(0.4)]])
+    # a call faster than its roofline (timer noise) counts as the roofline, never above it
+    fast = {"1024x1024": {**m.gemm_curve["1024x1024"], "median_s": [1e-6, 1e-6]}}
+    assert curve_efficiency(fast, 20e9, 0.08e12, 0.6e-6)[2] == [[1.0], [1.0]]
+    m.write(tmp_path / "x.toml")
+    hw = from_record("me", tomllib.loads((tmp_path / "x.toml").read_text()))
+    assert hw.kernels.curve_efficiency == ((pytest.approx(0.8),), (pytest.approx(0.4),))
+    r = m.gemm_curve["1024x1024"]
+    for i, rows in enumerate((1, 4)):
+        t = K.gemm_time(hw.kernels, rows, 1024, 1024, hw.flops["fp32"], hw.memory_bw, "fp32", w_bytes=4.0, a_bytes=4.0)
+        assert float(t) == pytest.approx(r["median_s"][i] / r["matrices"][i], rel=1e-3)
 
 
 def test_write_refuses_other_suffixes(tmp_path):
@@ -107,8 +130,12 @@ def test_measure_quick_cli_writes_a_loadable_hardware_file(tmp_path):
         assert v > 0 and math.isfinite(v)
     assert hw.flops.get("fp32", 0) > 1e8                     # a CPU does more than 0.1 GFLOP/s in fp32
     rec = tomllib.loads(out.read_text())
-    for k in ("name", "kind", "memory_gb", "memory_bw_tbs", "tflops", "scaleup_domain", "notes", "measured"):
+    for k in ("name", "kind", "memory_gb", "memory_bw_tbs", "tflops", "scaleup_domain", "notes", "measured", "kernels"):
         assert k in rec
+    ks = rec["kernels"]
+    assert ks["rows"][:9] == [1, 2, 4, 8, 16, 32, 64, 128, 256] and len(ks["weight_elements"]) >= 3
+    assert all(0 < e <= 1 for row in ks["efficiency"] for e in row)
+    assert hw.kernels is not None and hw.kernels.stream_bw == pytest.approx(1.0)   # the triad is memory_bw
     meas = rec["measured"]
     assert meas["quick"] is True and meas["versions"]["numpy"]
     for r in meas["bandwidth_gbs"].values():
@@ -120,7 +147,8 @@ def test_measure_quick_cli_writes_a_loadable_hardware_file(tmp_path):
     r = CliRunner().invoke(cli, ["infer", "--model", "llama-3.1-8b", "--hardware", str(out), "--batch", "1",
                                  "--input-len", "128", "--output-len", "8", "--json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["decode_step_s"] > 0
+    d = json.loads(r.output)
+    assert d["decode_step_s"] > 0 and "measured kernel model" in d["efficiency"]["source"]   # the default
 
 
 def test_measure_cuda_without_a_gpu_is_a_named_error():
@@ -205,10 +233,12 @@ def test_verify_tiny_config_end_to_end(tmp_path):
         assert r["error"] == pytest.approx((r["predicted_step_s"] - r["measured_step_s"]) / r["measured_step_s"])
         assert abs(r["error"]) < 10
         assert r["predicted_step_s"] == pytest.approx(r["predicted_roofline_s"] + r["predicted_overhead_s"])
-        # the fake file's decode-shaped matmuls reach 80% (1 row) to 40% (4 rows) of its roofline
-        assert r["kernel_efficiency"] == pytest.approx(efficiency_at({1: 0.8, 4: 0.4}, r["batch"]))
-        assert r["predicted_kernel_step_s"] > r["predicted_step_s"] and math.isfinite(r["kernel_error"])
-    assert d["efficiency"]["layer_overhead_s"] > 0 and d["efficiency"]["flops"] == 1.0
+        # the fake file's one-shape curve: 80% at 1 row, 40% at 4, 60% at 2 (halfway in log rows), every GEMM
+        assert r["gemm_efficiency"] == pytest.approx({1: 0.8, 2: 0.6, 4: 0.4}[r["batch"]])
+        assert r["flat_step_s"] > 0 and math.isfinite(r["flat_error"])
+    assert d["efficiency"]["kernels"]["curve_rows"] == [1, 4] and d["efficiency"]["layer_overhead_s"] >= 0
+    assert d["flat_efficiency"]["layer_overhead_s"] > 0
+    assert "flat_median_abs_error" in d["summary"]
     assert d["model"]["n_layers"] == 2 and d["model"]["params_total"] > 1e6
     assert d["versions"]["transformers"] and d["summary"]["median_abs_error"] >= 0
     assert plot.stat().st_size > 1000

@@ -188,6 +188,81 @@ def test_pareto(server):
     assert "frontier" in body["explain"]
 
 
+def test_pareto_by_concurrency(server):
+    """The page's engine (vLLM) gives each layout's steady state at each concurrency next to the static frontier."""
+    status, body = get_json(server, "/api/pareto", model="llama-3.1-8b", hardware="h100-sxm", chips=2)
+    assert status == 200
+    pts = [q for q in body["by_concurrency"] if q["layout"] == "tp=2 pp=1 ep=1 dp=1"]
+    assert [q["concurrency"] for q in pts][:3] == [1, 2, 4]
+    assert all(b["output_tokens_per_s_per_chip"] >= a["output_tokens_per_s_per_chip"] for a, b in pairwise(pts))
+
+
+# ---- simulate: the iteration-level simulator, bounded for a page -------------------------------------------------
+
+def test_simulate_mirrors_python_api(server):
+    from tokenmath.analyses.serving.simulation.simulate import simulate
+    from tokenmath.faces.explain_simulation import explain_simulation
+    q = {"model": "llama-3.1-8b", "hardware": "h100-sxm", "concurrency": 16, "requests": 300,
+         "input_len": "uniform:256-768", "output_len": 128, "seed": 2}
+    status, body = get_json(server, "/api/simulate", **q)
+    assert status == 200
+    r = simulate(engine="vllm", **q)         # the page's default engine
+    assert {k: v for k, v in body.items() if k != "explain"} == json.loads(json.dumps(r.to_dict()))
+    assert body["explain"] == explain_simulation(r)
+    # what the panel draws: latency CDFs (non-decreasing in the quantile) and the queue over time
+    cdf = body["cdf"]
+    assert cdf["q"][0] == 0 and cdf["q"][-1] == 1
+    for k in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
+        assert len(cdf[k]) == len(cdf["q"]) and all(a <= b for a, b in pairwise(cdf[k])), k
+    ser = body["series"]
+    assert len(ser["t_s"]) == len(ser["queue"]) == len(ser["running"]) == len(ser["kv_fraction"]) > 10
+    assert max(ser["running"]) <= 16 and max(ser["kv_fraction"]) <= 1
+    # a closed loop of 16 users never queues more than the users waiting between requests
+    assert body["queue_max"] <= 16 and body["requests"] == 300
+
+
+def test_simulate_open_loop_overload_grows_the_queue(server):
+    """Below the replica's capacity the queue stays short and nearly every request meets the targets; well above
+    it the queue grows through the run and goodput falls below the request rate."""
+    base = {"model": "llama-3.1-8b", "requests": 1500, "input_len": 1024, "output_len": 256}
+    _, light = get_json(server, "/api/simulate", arrival_rate=2, **base)
+    _, heavy = get_json(server, "/api/simulate", arrival_rate=200, **base)
+    assert light["queue_grows"] is False and light["slo_attainment"] > 0.95
+    assert heavy["queue_grows"] is True and heavy["queue_max"] > 100
+    assert heavy["goodput_rps"] < 0.5 * heavy["requests_per_s"]
+    assert heavy["ttft_s"]["p99"] > 10 * light["ttft_s"]["p99"]
+
+
+@pytest.mark.parametrize("params,field", [
+    ({"requests": 20_001}, "requests"),
+    ({"input_len": "fit:/etc/passwd"}, "input_len"),
+    ({"output_len": "uniform:9-3"}, "output_len"),
+    ({"output_len": "zipf:2"}, "output_len"),
+    ({"concurrency": 8, "arrival_rate": 2}, "workload"),
+    ({"engine": "none"}, "engine"),
+    ({"trace": "/etc/passwd"}, "trace"),
+    ({"model": "llama-3.1-70b", "chips": 1}, "hardware"),
+    ({"burstiness": 0}, "burstiness"),
+])
+def test_simulate_bad_input_is_422(server, params, field):
+    status, body = get_json(server, "/api/simulate", **params)
+    assert status == 422, body
+    assert_error(body, field)
+
+
+def test_simulate_largest_request_is_bounded(server):
+    """At the cap (20,000 requests) a simulation still answers (about a second on a developer machine; the bound
+    here is generous so a loaded CI machine does not fail it)."""
+    import time
+    _, meta = get_json(server, "/api")
+    req = next(p for p in meta["endpoints"]["/api/simulate"]["params"] if p["name"] == "requests")
+    assert req["max"] == 20_000
+    t = time.perf_counter()
+    status, body = get_json(server, "/api/simulate", requests=20_000, arrival_rate=10, seed=7)
+    assert status == 200 and body["requests"] == 20_000
+    assert time.perf_counter() - t < 20
+
+
 def test_context(server):
     status, body = get_json(server, "/api/context", model="llama-3.1-8b", batch=4, context=32768)
     assert status == 200

@@ -150,7 +150,7 @@ def test_page_in_chromium(browser, base_url, fixtures):
 
     # 7. every other panel renders its chart without an error
     for tab, chart in (("hyperbola", "#hyperbola-cost svg"), ("pareto", "#pareto-chart svg"),
-                       ("context", "#context-step svg"), ("prices", "#prices-chart svg"),
+                       ("simulate", "#simulate-cdf svg"), ("context", "#context-step svg"), ("prices", "#prices-chart svg"),
                        ("deduce", "#deduce-chart svg"), ("train", "#overtrain-chart svg")):
         page.click(f".tabs button[data-tab='{tab}']")
         wait(page, f"!document.querySelector('#tab-{tab}').hidden")
@@ -161,6 +161,8 @@ def test_page_in_chromium(browser, base_url, fixtures):
         assert page.locator(f"#tab-{tab} .cards .card").count() >= 2, tab
         assert page.locator(f"#tab-{tab} .derivation pre").first.text_content().strip(), tab
     assert page.locator("#train-breakdown svg").count() == 1
+    assert page.locator("#simulate-queue svg").count() == 1 and page.locator("#simulate-kv svg").count() == 1
+    assert page.locator("#tab-simulate .card[data-card='goodput']").count() == 1
     assert page.locator("#tab-train .ot-cards .card").count() == 4
 
     # 8. the deduce form recomputes on input; a bad price is answered in place, naming the field

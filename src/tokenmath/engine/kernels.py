@@ -16,6 +16,9 @@ An op keeps its FLOPs and bytes; with a kernel model its time is
   at attn_decode_bw with a fixed attn_decode_fixed_s per kernel (fitted to FlashInfer's Fig. 6).
 - t0: gemm_fixed_s per GEMM kernel, small_kernel_fixed_s per elementwise kernel, attn_decode_fixed_s (decode) or
   gemm_fixed_s (prefill) per attention kernel; the kernels of each op: specs.kernels.kernels_per_op().
+- a machine that measured itself (`tokenmath measure`: a hardware file's [kernels] section) has its own GEMM
+  efficiency e(M, N K), measured time vs max(FLOPs / peak, bytes / bandwidth) after the per-call t0: a GEMM runs at
+  peak x e and bandwidth x stream x e (`measured_share`), in place of tile/wave quantization and the grouped factor.
 Every fraction is <= 1 and every t0 >= 0, so no op is ever faster than its pure roofline (PEAK).
 """
 from __future__ import annotations
@@ -50,6 +53,8 @@ def gemm_fraction(km: KernelModel, compute_key: str, M, shapes, groups=1):
     """Fraction of the dense peak that an op made of the GEMMs `shapes` ((N, K) per chip, each over M rows)
     reaches: the large-GEMM fraction x the FLOP-weighted (harmonic) utilisation of its GEMMs, each with the tile
     width (one of km.tile_n) that fills the chip best, as the library's heuristic picks it."""
+    if km.curve_rows:     # a machine's own measured curve in place of tile and wave quantization
+        return km.gemm_fraction(compute_key) * measured_share(km, M, shapes)
     tm = tile_rows(km, M)
     w_sum, t_sum = 0.0, 0.0
     for N, K in shapes:
@@ -109,9 +114,11 @@ def gemm_time(km: KernelModel, M, N, K, peak_flops: float, bandwidth: float, com
     flops = 2.0 * M * N * K * groups
     nbytes = groups * (w_bytes * N * K + a_bytes * (M * K + M * N))
     frac = gemm_fraction(km, compute_key, M, ((N, K),), groups)
-    if grouped:
+    share = measured_share(km, M, ((N, K),))      # 1.0 without a measured curve
+    if grouped and not km.curve_rows:
         frac = frac * grouped_factor(km, M)
-    return kernels * km.gemm_fixed_s + np.maximum(flops / (peak_flops * frac), nbytes / (bandwidth * km.stream_bw))
+    return kernels * km.gemm_fixed_s + np.maximum(flops / (peak_flops * frac),
+                                                  nbytes / (bandwidth * km.stream_bw * share))
 
 
 def transition_m(km: KernelModel, N, K, peak_flops: float, bandwidth: float, compute_key: str = "bf16",
@@ -175,7 +182,30 @@ def op_rates(km: KernelModel, hw, name: str, phase: str, kind: str, *, key: str 
     hk = hw.flops_key(key)
     if kind == "stream":
         return peak * km.gemm_fraction(hk), bw * km.stream_bw, t0
+    if km.curve_rows:     # measured: t = max(F / (P e), B / (BW e)) reproduces the measured GEMM's time
+        e = measured_share(km, M, shapes)
+        return peak * km.gemm_fraction(hk) * e, bw * km.stream_bw * e, t0
     frac = gemm_fraction(km, hk, M, shapes, 1 if groups is None else groups)
     if kind == "grouped":
         frac = frac * grouped_factor(km, M)
     return peak * frac, bw * km.stream_bw, t0
+
+
+# ---- a machine's own measured GEMM curve (`tokenmath measure`; specs.kernels.measured_model) -------------------
+def measured_share(km: KernelModel, M, shapes):
+    """Share (0, 1] of max(FLOPs / peak, bytes / bandwidth) that the GEMMs `shapes` ((N, K) each) over M rows
+    reached on the machine that measured itself: its curve, linear in log2 M between the measured rows and in
+    log2(N K) between the measured shapes, held at the ends; FLOP-weighted (harmonic) over the shapes, as
+    gemm_fraction. 1.0 without a curve. Applied to both the FLOP/s and the bandwidth of the op."""
+    if not km.curve_rows:
+        return 1.0
+    eff = np.asarray(km.curve_efficiency, float)
+    lm, le = np.log2(np.maximum(np.asarray(M, float), 1.0)), np.log2(np.asarray(km.curve_elements, float))
+    per_shape = [np.interp(lm, np.log2(np.asarray(km.curve_rows, float)), eff[:, j]) for j in range(len(le))]
+    w_sum, t_sum = 0.0, 0.0
+    for N, K in shapes or ((1.0, km.curve_elements[-1]),):
+        w = np.asarray(N, float) * np.asarray(K, float)
+        x = np.log2(np.maximum(w, 1.0))
+        u = sum(np.interp(x, le, np.eye(len(le))[j]) * per_shape[j] for j in range(len(le)))
+        w_sum, t_sum = w_sum + w, t_sum + w / u
+    return w_sum / t_sum

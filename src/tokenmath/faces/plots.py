@@ -81,6 +81,9 @@ def pareto_plot(p, path) -> str:
                     xytext=(4, 4), textcoords="offset points")
     ax.set_xlabel("interactivity (output tokens/s per user)")
     ax.set_ylabel("throughput (output tokens/s per chip)")
+    if getattr(p, "by_concurrency", None):
+        from tokenmath.faces.plots_concurrency import concurrency_curves
+        concurrency_curves(ax, p.by_concurrency, engine=p.setup.engine_dict.get("id", ""))
     ax.set_title(f"{p.setup.model.name} on {p.chips} x {p.setup.hardware.id}: faster users cost throughput", fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -13,12 +13,12 @@ def verify_plot(v: Verification, path: str) -> str:
     ps = [r.predicted_step_s * 1e3 for r in v.rows]
     pr = [r.predicted_roofline_s * 1e3 for r in v.rows]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.6))
-    a1.plot(b, ps, "-", color="C0", lw=2, label="predicted (roofline + overhead)")
-    a1.plot(b, pr, "--", color="C0", alpha=0.6, label="predicted roofline alone")
-    pk = [r.predicted_kernel_step_s * 1e3 if r.predicted_kernel_step_s else None for r in v.rows]
+    a1.plot(b, ps, "-", color="C0", lw=2, label="predicted (ops + overhead)")
+    a1.plot(b, pr, "--", color="C0", alpha=0.6, label="predicted ops alone")
+    pk = [r.flat_step_s * 1e3 if r.flat_step_s else None for r in v.rows]
     has_k = all(x is not None for x in pk)
     if has_k:
-        a1.plot(b, pk, "-", color="C2", lw=1.5, label="predicted with measured matmul efficiency")
+        a1.plot(b, pk, "-", color="C7", lw=1.5, label="at 100% of the figures (no kernel model)")
     a1.plot(b, ms, "o", color="C3", ms=7, label="measured (median)")
     lo = [r.measured_min_s * 1e3 for r in v.rows]
     a1.plot(b, lo, "x", color="C3", alpha=0.5, label="measured (fastest step)")
@@ -26,9 +26,9 @@ def verify_plot(v: Verification, path: str) -> str:
     a1.set_ylabel("decode step time (ms)")
     a1.set_title("decode step")
     a2.plot(b, [p / x for p, x in zip(ps, b)], "-", color="C0", lw=2, label="predicted")
-    a2.plot(b, [p / x for p, x in zip(pr, b)], "--", color="C0", alpha=0.6, label="predicted roofline alone")
+    a2.plot(b, [p / x for p, x in zip(pr, b)], "--", color="C0", alpha=0.6, label="predicted ops alone")
     if has_k:
-        a2.plot(b, [p / x for p, x in zip(pk, b)], "-", color="C2", lw=1.5, label="predicted with matmul efficiency")
+        a2.plot(b, [p / x for p, x in zip(pk, b)], "-", color="C7", lw=1.5, label="at 100% of the figures")
     a2.plot(b, [m / x for m, x in zip(ms, b)], "o", color="C3", ms=7, label="measured")
     a2.set_xlabel("batch size (concurrent sequences)")
     a2.set_ylabel("time per output token = step / batch (ms)")
@@ -47,7 +47,9 @@ def verify_plot(v: Verification, path: str) -> str:
         a.legend(fontsize=8)
     s = v.summary()
     fig.suptitle(f"{v.model_name}, fp32, context {v.context}, transformers {v.versions['transformers']} on "
-                 f"{v.hardware.name}\nmedian |error| {s['median_abs_error']:.0%} at 100% of the measured figures"
-                 + (f", {s['kernel_median_abs_error']:.0%} with the measured matmul efficiency"
-                    if "kernel_median_abs_error" in s else ""), fontsize=9)
+                 f"{v.hardware.name}\nmedian |error| {s['median_abs_error']:.0%}"
+                 + (" with the measured kernel model" if v.efficiency.kernels is not None else
+                    " at 100% of the measured figures")
+                 + (f", {s['flat_median_abs_error']:.0%} at 100% of the figures"
+                    if "flat_median_abs_error" in s else ""), fontsize=9)
     return save_figure(fig, path)

@@ -27,6 +27,9 @@ def plan_plot(p, path) -> str:
     ax.plot([b["output_tokens_per_s_per_user"]], [b["output_tokens_per_s_per_chip"]], "*", color="C3", ms=14,
             label=f"best: {_short(b['layout'])} b={b['batch']}" + (f", ${c:.3g}/Mtok" if c is not None else "")
             + f", comm {b['communication_share']:.0%}")
+    if p.by_concurrency:
+        from tokenmath.faces.plots_concurrency import concurrency_curves
+        concurrency_curves(ax, list(p.by_concurrency), layouts={b["layout"]}, engine=p.setup.engine_dict.get("id", ""))
     y = p.targets.get("min_tokens_per_s_per_user")
     if y:
         ax.axvline(y, color="C3", ls=":", label=f"target >= {y:g} tok/s per user")

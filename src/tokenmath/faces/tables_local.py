@@ -6,6 +6,12 @@ from tokenmath.local.measurement import Measurement
 from tokenmath.local.verify_result import Verification
 
 
+def escape(text: str) -> str:
+    """Text with its square brackets shown, not read as rich markup ("[kernels] section")."""
+    from rich.markup import escape as rich_escape
+    return rich_escape(text)
+
+
 def _wide_console():
     """A terminal keeps its own width; a pipe or file gets 150 columns so the table is not folded."""
     from rich.console import Console
@@ -33,11 +39,21 @@ def measure_table(m: Measurement, written: str | None) -> None:
         t.add_row(f"per-call overhead {k}", seconds(v["best_us"] * 1e-6), seconds(v["median_us"] * 1e-6), v["op"])
     t.add_row("memory", f"{m.memory_bytes / 1e9:,.1f} GB", "", "total" + (" (MemTotal)" if m.device == "cpu" else ""))
     c.print(t)
+    rows, els, eff = m.curve()
+    if rows:
+        g = Table(title="GEMM efficiency: share of max(FLOPs / peak, bytes / bandwidth) after the per-call overhead "
+                        "(the file's \\[kernels] curve)", header_style="bold")
+        g.add_column("rows", justify="right")
+        for r in m.gemm_curve.values():
+            g.add_column(f"{r['k']} x {r['n']} ({4 * r['k'] * r['n'] / 2**20:,.0f} MiB)", justify="right")
+        for i, mrows in enumerate(rows):
+            g.add_row(str(mrows), *(f"{x:.0%}" for x in eff[i]))
+        c.print(g)
     rec = m.record()
     c.print(f"hardware file: memory_bw_tbs = {rec['memory_bw_tbs']:.4g} (best {m.headline_bw_kernel}), tflops = "
             + ", ".join(f"{k} {v:.4g}" for k, v in rec["tflops"].items()))
     for n in m.notes:
-        c.print(f"[dim]note: {n}[/]")
+        c.print(f"[dim]note: {escape(n)}[/]")
     if written:
         c.print(f"written to {written}: use it as --hardware {written}")
     else:
@@ -60,17 +76,18 @@ def verify_table(v: Verification) -> None:
     c.print(f"[bold]{v.model_name}[/]: {v.params_total / 1e6:,.0f}M params, {v.weights_bytes / 1e9:.3g} GB fp32, "
             f"KV {v.kv_bytes_per_token / 1e3:.3g} kB/token; transformers {v.versions['transformers']}, "
             f"torch {v.versions['torch']} on {v.device} ({v.threads} threads)")
-    c.print(f"prediction: tokenmath engine on {hw.name} ({v.hardware_source}) at 100%: "
-            f"{hw.memory_bw / 1e9:.3g} GB/s, fp32 {hw.peak_flops('fp32') / 1e9:.3g} GFLOP/s, "
-            f"+ overhead {v.overhead_per_layer_s * 1e6:.0f} us/layer x {v.n_layers} layers = "
-            f"{v.overhead_per_layer_s * v.n_layers * 1e3:.3g} ms/step (measured by a tiny-width probe)")
+    how = ("with this machine's measured kernel model (GEMM efficiency curve, per-call times)"
+           if v.efficiency.kernels is not None else "at 100% (the file has no [kernels] section)")
+    c.print(f"prediction: tokenmath engine on {hw.name} ({v.hardware_source}), {hw.memory_bw / 1e9:.3g} GB/s, fp32 "
+            f"{hw.peak_flops('fp32') / 1e9:.3g} GFLOP/s, {how}, + overhead {v.overhead_per_layer_s * 1e6:.0f} us/layer "
+            f"x {v.n_layers} layers = {v.overhead_per_layer_s * v.n_layers * 1e3:.3g} ms/step (tiny-width probe)")
     t = Table(title=f"decode step at context {v.context} (median of {v.steps} steps after {v.warmup} warm-up)",
               header_style="bold")
-    kern = any(r.predicted_kernel_step_s is not None for r in v.rows)
-    cols = ["batch", "measured", "predicted", "= roofline", "+ overhead", "error", "measured /token",
+    flat = any(r.flat_step_s is not None for r in v.rows)
+    cols = ["batch", "measured", "predicted", "= ops", "+ overhead", "error", "measured /token",
             "predicted /token", "bound"]
-    if kern:
-        cols += ["matmul eff.", "predicted (eff.)", "error (eff.)"]
+    if flat:
+        cols += ["GEMM eff.", "at 100%", "error (100%)"]
     for col in cols:
         t.add_column(col, justify="right")
     for r in v.rows:
@@ -78,24 +95,22 @@ def verify_table(v: Verification) -> None:
                  f"{r.predicted_roofline_s * 1e3:.2f} ms", f"{r.predicted_overhead_s * 1e3:.2f} ms", _pct(r.error),
                  f"{r.measured_step_s / r.batch * 1e3:.3g} ms", f"{r.predicted_step_s / r.batch * 1e3:.3g} ms",
                  r.bottleneck]
-        if kern:
-            cells += [f"{r.kernel_efficiency:.0%}" if r.kernel_efficiency else "n/a",
-                      f"{r.predicted_kernel_step_s * 1e3:.2f} ms" if r.predicted_kernel_step_s else "n/a",
-                      _pct(r.kernel_error)]
+        if flat:
+            cells += [f"{r.gemm_efficiency:.0%}" if r.gemm_efficiency else "n/a",
+                      f"{r.flat_step_s * 1e3:.2f} ms" if r.flat_step_s else "n/a", _pct(r.flat_error)]
         t.add_row(*cells)
     c.print(t)
     s = v.summary()
-    c.print(f"error (predicted - measured) / measured, at 100% of the hardware file: median |error| "
-            f"{s['median_abs_error']:.1%}, max {s['max_abs_error']:.1%}; {s['within_25pct']} of {s['rows']} batches "
-            "within 25%")
-    if "kernel_median_abs_error" in s:
-        c.print(f"with the decode-shaped matmul efficiency `measure` recorded (same engine, its FLOP/s and bandwidth "
-                f"scaled by that fraction at each batch): median |error| {s['kernel_median_abs_error']:.1%}, "
-                f"max {s['kernel_max_abs_error']:.1%}; {s['kernel_within_25pct']} of {s['rows']} within 25%")
+    c.print(f"error (predicted - measured) / measured: median |error| {s['median_abs_error']:.1%}, max "
+            f"{s['max_abs_error']:.1%}; {s['within_25pct']} of {s['rows']} batches within 25%")
+    if "flat_median_abs_error" in s:
+        c.print(f"at 100% of the file's headline figures without its kernel model (+ the probe's whole step): median "
+                f"|error| {s['flat_median_abs_error']:.1%}, max {s['flat_max_abs_error']:.1%}; "
+                f"{s['flat_within_25pct']} of {s['rows']} within 25%")
     if s["measured_knee_batch"] and s["predicted_knee_batch"]:
         c.print(f"hyperbola flattens (step(1) / floor per token) at batch ~{s['measured_knee_batch']:.3g} measured, "
                 f"~{s['predicted_knee_batch']:.3g} predicted (ratio {s['knee_ratio']:.2f})"
-                + (f", ~{s['kernel_knee_batch']:.3g} with the matmul efficiency" if s.get("kernel_knee_batch") else "")
+                + (f", ~{s['flat_knee_batch']:.3g} at 100%" if s.get("flat_knee_batch") else "")
                 + (f"; engine's critical batch (weight matmuls compute-bound) {v.critical_batch}" if v.critical_batch else ""))
     for n in v.notes:
-        c.print(f"[dim]note: {n}[/]")
+        c.print(f"[dim]note: {escape(n)}[/]")

@@ -1,95 +1,119 @@
-"""Decode-shaped matmuls and the fraction of the roofline they reach.
+"""This machine's GEMM efficiency curve: matmuls of M = 1..256 rows on weight shapes like a model's, and the share
+of the roofline each reaches. It becomes the hardware file's [kernels] section (specs.kernels.measured_model),
+which the engine reads in place of tile and wave quantization (engine/kernels.measured_share).
 
-M = 1..64 rows of activations times a stack of 2048 x 2048 fp32 weight matrices (4096 x 4096 on CUDA) as large as
-the bandwidth arrays: a decode step reads every weight once for a batch of M tokens. A framework's small-M matmul can
-stream weights far below STREAM bandwidth (torch on a 2-core CPU: ~1/3 at M = 2-16), which a roofline on the
-headline figures does not know; decode_efficiency() turns the timings into that fraction per M, and efficiency_at()
-reads it at any batch.
+For every weight shape K x N (4 MiB to 256 MiB of fp32; 4 to 64 MiB with --quick) a stack of 256 MiB (64 MiB
+quick) of such matrices is multiplied by M rows of activations, one call per matrix, as a decode step reads each
+weight once; at large M the stack is cut to a FLOP budget (those calls are compute-bound: the weights' traffic is
+small beside their FLOPs). The points are timed round-robin (gemm_curve); best and median seconds are kept.
+
+efficiency = max(FLOPs / peak, bytes / bandwidth) / (median seconds per call - the per-call overhead), <= 1:
+the median, because a prediction of a typical step is what it serves (verify times median steps); the overhead
+subtracted, because the engine adds it back as each kernel's fixed time. A framework's small-M matmul can stream
+weights far below STREAM bandwidth (torch on a 2-core CPU: ~1/3 at M = 2-16), which the headline figures do not know.
 """
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
+import time
 
 import numpy as np
 
-from tokenmath.local.timing import device_sync, times
+from tokenmath.local.timing import device_sync
 
-DECODE_ROWS = (1, 2, 4, 8, 16, 32, 64)
-DECODE_ROWS_QUICK = (1, 4, 16, 64)
+CURVE_ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# (K, N): 4, 16, 64 and 256 MiB of fp32 weights (a 1B-8B model's q/o, qkv, gate_up/lm_head, an 8B FFN)
+CURVE_SHAPES = ((1024, 1024), (1024, 4096), (2048, 8192), (4096, 16384))
+CURVE_SHAPES_QUICK = CURVE_SHAPES[:3]
+STACK_BYTES, STACK_BYTES_QUICK = 256 << 20, 64 << 20
+FLOP_BUDGET, FLOP_BUDGET_QUICK = 4e9, 1e9     # FLOPs of one timed call at large M (fewer matrices)
+PASSES_S, PASSES_S_QUICK = 12.0, 1.5          # seconds of timed passes over all the points, after the warm-up pass
 
-DecodeTable = dict[str, dict[str, float | int | str]]   # "m<rows>" -> one decode_row()
+CurveTable = dict[str, dict]   # "KxN" -> {"k", "n", "rows", "matrices", "best_s", "median_s", "reps", "impl"}
 
 
-def decode_matmul(nbytes: int, reps: int, quick: bool, device: str, with_torch: bool) -> DecodeTable:
-    """Decode-shaped fp32 matmuls: M rows of activations times a stack of k x k weight matrices that together
-    exceed the caches (as a decode step reads every weight once). Per M: time, weight bytes and FLOPs, from which
-    the achievable fraction of the headline figures at that batch follows (decode_efficiency)."""
-    k = 4096 if device == "cuda" else 2048
-    per = k * k * 4
-    count = max(2, math.ceil(nbytes / per))
-    rows = DECODE_ROWS_QUICK if quick else DECODE_ROWS
-    out = {}
-    if with_torch:
-        import torch
-        dev = torch.device(device)
-        sync = device_sync(device)
-        g = torch.Generator(device=dev).manual_seed(0)
-        ws = [torch.randn((k, k), generator=g, device=dev) for _ in range(count)]
-        impl = f"torch.nn.functional.linear ({device})"
-        with torch.inference_mode():
-            for m in rows:
-                x = torch.randn((m, k), generator=g, device=dev)
-                t = times(lambda x=x: [torch.nn.functional.linear(x, w) for w in ws], reps, sync)
-                out[f"m{m}"] = decode_row(m, k, count, t, impl)
-    else:
-        rng = np.random.default_rng(0)
-        ws = [rng.standard_normal((k, k), dtype=np.float32) for _ in range(count)]
-        for m in rows:
-            x = rng.standard_normal((m, k), dtype=np.float32)
-            t = times(lambda x=x: [x @ w for w in ws], reps)
-            out[f"m{m}"] = decode_row(m, k, count, t, "numpy matmul")
+def gemm_curve(reps: int, quick: bool, device: str, with_torch: bool) -> CurveTable:
+    """fp32 matmuls of M rows times stacks of K x N weights, per shape and M: seconds per call of the stack (best and
+    median) and the number of matrices in it. The points are timed round-robin, one pass over all of them per
+    repetition (a warm-up pass first; at least 2 and at most `reps` passes, fewer when they would pass PASSES_S), so
+    a burst of load from other processes spreads over every point instead of bending the curve."""
+    shapes = CURVE_SHAPES_QUICK if quick else CURVE_SHAPES
+    stack, budget, passes_s = ((STACK_BYTES_QUICK, FLOP_BUDGET_QUICK, PASSES_S_QUICK) if quick
+                               else (STACK_BYTES, FLOP_BUDGET, PASSES_S))
+    sync = device_sync(device if with_torch else "cpu")
+    points, out = [], {}
+    for k, n in shapes:
+        count = max(1, math.ceil(stack / (4 * k * n)))
+        ws, rows_of, call, impl = _stack(k, n, count, device, with_torch)
+        out[f"{k}x{n}"] = {"k": k, "n": n, "rows": list(CURVE_ROWS), "matrices": [], "impl": impl}
+        for m in CURVE_ROWS:
+            c = min(count, max(1, math.ceil(budget / (2.0 * m * k * n))))
+            out[f"{k}x{n}"]["matrices"].append(c)
+            points.append((f"{k}x{n}", lambda x=rows_of(m), ws=ws[:c]: call(x, ws)))
+    t0 = time.perf_counter()
+    for _, fn in points:
+        fn()
+        sync()
+    n_pass = max(2, min(reps, int(passes_s / max(time.perf_counter() - t0, 1e-9))))
+    secs: list[list[float]] = [[] for _ in points]
+    for _ in range(n_pass):
+        for i, (_, fn) in enumerate(points):
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            secs[i].append(time.perf_counter() - t0)
+    for (key, _), t in zip(points, secs):
+        for name, v in (("best_s", min(t)), ("median_s", statistics.median(t)), ("reps", len(t))):
+            out[key].setdefault(name, []).append(v)
     return out
 
 
-def decode_row(m: int, k: int, count: int, seconds: list[float], impl: str) -> dict[str, float | int | str]:
-    """One row count's entry: weight bytes, FLOPs, best and median seconds, best GB/s and GFLOP/s."""
-    wb = float(count * k * k * 4)
-    fl = float(2 * m * k * k * count)
-    best, med = min(seconds), statistics.median(seconds)
-    return {"rows": m, "weight_bytes": wb, "flops": fl, "best_s": best, "median_s": med,
-            "best_gbs": wb / best / 1e9, "best_gflops": fl / best / 1e9, "shape": f"{m} x {k} @ {k} x {k}, {count} matrices",
-            "impl": impl}
+def _stack(k: int, n: int, count: int, device: str, with_torch: bool):
+    """(count weight matrices of K x N fp32, rows_of(m) -> activations, call(x, ws), impl)."""
+    if with_torch:
+        import torch
+        dev = torch.device(device)
+        g = torch.Generator(device=dev).manual_seed(0)
+        ws = [torch.randn((n, k), generator=g, device=dev) for _ in range(count)]
+
+        def call(x, ws):
+            with torch.inference_mode():
+                for w in ws:
+                    torch.nn.functional.linear(x, w)
+        return ws, lambda m: torch.randn((m, k), generator=g, device=dev), call, f"torch.nn.functional.linear ({device})"
+    rng = np.random.default_rng(0)
+    ws = [rng.standard_normal((k, n), dtype=np.float32) for _ in range(count)]
+
+    def call_np(x, ws):
+        for w in ws:
+            x @ w
+    return ws, lambda m: rng.standard_normal((m, k), dtype=np.float32), call_np, "numpy matmul"
 
 
-def decode_efficiency(table: DecodeTable | None, memory_bw: float, peak_flops: float) -> dict[int, float]:
-    """rows -> achievable fraction of the roofline: max(FLOPs / peak, bytes / bandwidth) / best time, capped at 1.
-    memory_bw in bytes/s, peak_flops in FLOP/s. Applied to both the FLOP/s and bandwidth of a prediction, it
-    reproduces the decode-shaped matmul's own time. Entries that cannot be read are skipped."""
-    out = {}
+def curve_efficiency(table: CurveTable | None, memory_bw: float, peak_flops: float,
+                     per_call_s: float = 0.0) -> tuple[tuple[int, ...], tuple[int, ...], list[list[float]]]:
+    """(rows, weight elements N K per shape, efficiency[row][shape]): max(FLOPs / peak, bytes / bandwidth) of one
+    call / (its median seconds - per_call_s), in (0, 1]; bytes = fp32 weights + activations in and out. memory_bw in
+    B/s, peak_flops in FLOP/s. Shapes whose rows differ from the first's, or any unreadable entry: left out."""
+    shapes = []
     for r in (table or {}).values():
         try:
-            t = float(r["best_s"])
-            roof = max(float(r["flops"]) / peak_flops, float(r["weight_bytes"]) / memory_bw)
-            out[int(r["rows"])] = min(1.0, roof / t) if t > 0 else None
-        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            k, n = int(r["k"]), int(r["n"])
+            pts = list(zip(r["rows"], r["matrices"], r["median_s"], strict=True))
+            shapes.append((k * n, k, n, pts))
+        except (KeyError, TypeError, ValueError):
             continue
-    return {k: v for k, v in sorted(out.items()) if v}
+    if not shapes:
+        return (), (), []
+    shapes.sort()
+    rows = tuple(int(m) for m, _, _ in shapes[0][3])
+    shapes = [s for s in shapes if tuple(int(m) for m, _, _ in s[3]) == rows]
+    eff = [[0.0] * len(shapes) for _ in rows]
+    for j, (_, k, n, pts) in enumerate(shapes):
+        for i, (m, c, t) in enumerate(pts):
+            roof = max(2.0 * m * k * n / peak_flops, 4.0 * (k * n + m * (k + n)) / memory_bw)
+            per = float(t) / int(c) - per_call_s
+            eff[i][j] = min(1.0, roof / per) if per > 0 else 1.0
+    return rows, tuple(s[0] for s in shapes), eff
 
-
-def efficiency_at(eff: dict[int, float], rows: int) -> float | None:
-    """Interpolated in log(rows) between the measured row counts; the nearest end outside them."""
-    if not eff:
-        return None
-    ks = sorted(eff)
-    if rows <= ks[0]:
-        return eff[ks[0]]
-    if rows >= ks[-1]:
-        return eff[ks[-1]]
-    x = math.log(rows)
-    for a, b in itertools.pairwise(ks):
-        if a <= rows <= b:
-            f = (x - math.log(a)) / (math.log(b) - math.log(a))
-            return eff[a] + f * (eff[b] - eff[a])
-    return None

@@ -6,12 +6,14 @@ works everywhere. Every figure is the best of several repetitions, with the medi
   implementation (STREAM's headline kernel), copy is recorded beside it;
 - matmul FLOP/s of square products per dtype (tokenmath.local.matmul); tflops holds the best of every
   implementation for each dtype;
-- decode-shaped matmuls, 1 to 64 rows times weights larger than the caches, and the fraction of the roofline each
-  reaches (tokenmath.local.decode_matmul; recorded as `measured.decode_matmul_efficiency`);
+- the GEMM efficiency curve: matmuls of 1 to 256 rows on weight shapes of 4 to 256 MiB, and the share of the
+  roofline each reaches (tokenmath.local.decode_matmul);
 - per-call overhead of a tiny elementwise op (tokenmath.local.overhead).
 
-These are sustained figures, not datasheet peaks: a prediction meant to match this machine uses them at 100%
-(`--peak`, or Efficiency(1, 1, 1)), since the achievable fractions in tokenmath.specs.efficiency are already inside them.
+These are sustained figures, not datasheet peaks. The file's [kernels] section holds this machine's kernel model
+(streaming fraction = triad / memory_bw = 1.0, the curve, the per-call overhead as each kernel's fixed time;
+specs.kernels.measured_model), which `infer --hardware FILE` and `verify` use by default; `--peak` is the pure
+roofline of the measured figures.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from collections.abc import Callable
 
 from tokenmath.base.errors import InputError
 from tokenmath.local.bandwidth import MB, array_bytes, numpy_bandwidth, torch_bandwidth
-from tokenmath.local.decode_matmul import decode_matmul
+from tokenmath.local.decode_matmul import CURVE_ROWS, gemm_curve
 from tokenmath.local.machine import (check_device, cpu_count, cpu_name, last_level_cache_bytes, machine_busy, meminfo,
                                      torch_available, versions)
 from tokenmath.local.matmul import MIN_TFLOPS, numpy_matmul, torch_matmul
@@ -84,8 +86,9 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
     if has_torch:
         say(f"matmul: torch fp32, bf16, fp16 on {device}")
         matmul.update(torch_matmul(reps_mm, quick, device))
-    say(f"decode-shaped matmuls: 1 to 64 rows times {size / MB:,.0f} MiB of fp32 weights")
-    decode = decode_matmul(size, reps_mm, quick, device, has_torch)
+    say(f"GEMM efficiency curve: {CURVE_ROWS[0]} to {CURVE_ROWS[-1]} rows on fp32 weight shapes of 4 to "
+        f"{64 if quick else 256} MiB")
+    decode = gemm_curve(reps_mm, quick, device, has_torch)
     say("per-call overhead: tiny elementwise ops")
     overhead = call_overhead(500 if quick else 5000, device, has_torch)
     if not has_torch:

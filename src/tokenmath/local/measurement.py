@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from tokenmath.local.bandwidth import BandwidthTable
-from tokenmath.local.decode_matmul import DecodeTable, decode_efficiency
+from tokenmath.local.decode_matmul import CurveTable, curve_efficiency
 from tokenmath.local.hardware_file import write_hardware_file
 from tokenmath.local.matmul import MIN_TFLOPS, MatmulTable
 from tokenmath.local.overhead import OverheadTable
@@ -21,7 +21,7 @@ class Measurement:
     bandwidth: BandwidthTable         # kernel -> {"best" GB/s, "median" GB/s, "array_bytes", "traffic_bytes", ...}
     matmul: MatmulTable               # impl_dtype -> {"best" TFLOP/s, "median", "n", "dtype", ...}
     overhead: OverheadTable           # impl -> {"best_us", "median_us", "calls"}
-    decode_matmul: DecodeTable        # "m<rows>" -> decode-shaped matmul timing (see decode_matmul.decode_row)
+    gemm_curve: CurveTable            # "KxN" -> matmuls of 1..256 rows on that weight shape (decode_matmul.gemm_curve)
     cache_bytes: int | None
     threads: int
     date: str                         # ISO 8601, local time with its offset
@@ -60,10 +60,29 @@ class Measurement:
                 return self.overhead[k]["median_us"] * 1e-6
         return None
 
-    def decode_efficiency(self) -> dict[int, float]:
-        """rows -> fraction of this file's headline figures a decode-shaped fp32 matmul reaches."""
+    def curve(self) -> tuple[tuple[int, ...], tuple[int, ...], list[list[float]]]:
+        """(rows, weight elements per shape, efficiency[row][shape]): the share of this file's roofline (best triad,
+        best fp32 square matmul) each fp32 GEMM reached after the per-call overhead (decode_matmul.curve_efficiency)."""
         fp32 = self.flops.get("fp32")
-        return decode_efficiency(self.decode_matmul, self.memory_bw, fp32) if fp32 else {}
+        if not fp32 or not self.gemm_curve:
+            return (), (), []
+        return curve_efficiency(self.gemm_curve, self.memory_bw, fp32, self.overhead_s or 0.0)
+
+    def kernels_section(self) -> dict | None:
+        """The hardware file's [kernels] section: this machine's kernel model (specs.kernels.measured_model reads
+        it). None when no fp32 matmul or no curve was measured."""
+        rows, els, eff = self.curve()
+        if not rows:
+            return None
+        shapes = ", ".join(f"{r['k']}x{r['n']}" for r in self.gemm_curve.values())
+        return {"how": "measured", "date": self.date,
+                "src": (f"tokenmath measure: {next(iter(self.gemm_curve.values()))['impl']} fp32, K x N = {shapes}, "
+                        f"rows {rows[0]}-{rows[-1]}; efficiency = max(FLOPs / gemm_peak_tflops, bytes / stream_gbs) / "
+                        "(median s per call - per_call_s)"),
+                "stream_gbs": self.memory_bw / 1e9, "gemm_peak_tflops": self.flops["fp32"] / 1e12,
+                "gemm_dtype": "fp32", "per_call_s": self.overhead_s or 0.0, "rows": list(rows),
+                "weight_elements": list(els),
+                "efficiency": [[max(1e-4, float(f"{x:.4g}")) for x in row] for row in eff]}
 
     # the hardware file -----------------------------------------------------------------------------------------
     def record(self) -> dict:
@@ -80,7 +99,8 @@ class Measurement:
             "tflops": {d: v / 1e12 for d, v in fl.items()},
             "scaleup_domain": 1,
             "notes": (f"Measured on this machine by `tokenmath measure` on {self.date}: sustained figures, not datasheet "
-                      f"peaks (use them at 100%: --peak). Bandwidth = best {kern} ({self.bandwidth[kern]['best']:.3g} GB/s, "
+                      f"peaks; the [kernels] section is this machine's kernel model (GEMM efficiency vs rows and shape, "
+                      f"per-call overhead), used by default; --peak is the pure roofline of these figures. Bandwidth = best {kern} ({self.bandwidth[kern]['best']:.3g} GB/s, "
                       f"median {self.bandwidth[kern]['median']:.3g}); matmul: {mm}."
                       + (" --quick: small arrays and few repetitions." if self.quick else "")),
             "sources": {
@@ -91,6 +111,11 @@ class Measurement:
             },
             "measured": self.measured_table(),
         }
+        ks = self.kernels_section()
+        if ks:
+            rec["kernels"] = ks
+            rec["sources"]["kernels"] = ("tokenmath measure: GEMM efficiency vs rows and shape, streaming fraction, "
+                                         "per-call overhead (the [kernels] section)")
         return rec
 
     def measured_table(self) -> dict:
@@ -102,10 +127,7 @@ class Measurement:
         t["bandwidth_gbs"] = {k: _clean(v) for k, v in self.bandwidth.items()}
         t["matmul_tflops"] = {k: _clean(v) for k, v in self.matmul.items()}
         t["overhead_us"] = {k: _clean(v) for k, v in self.overhead.items()}
-        t["decode_matmul"] = {k: _clean(v) for k, v in self.decode_matmul.items()}
-        eff = self.decode_efficiency()
-        if eff:
-            t["decode_matmul_efficiency"] = {f"m{k}": v for k, v in eff.items()}
+        t["gemm_curve"] = {k: _clean(v) for k, v in self.gemm_curve.items()}
         if self.overhead_s is not None:
             t["per_call_overhead_s"] = self.overhead_s
         return t
@@ -119,8 +141,7 @@ class Measurement:
                 "memory_bw_bytes_per_s": self.memory_bw, "memory_bw_kernel": self.headline_bw_kernel,
                 "flops_per_s": self.flops, "per_call_overhead_s": self.overhead_s,
                 "bandwidth_gbs": self.bandwidth, "matmul_tflops": self.matmul, "overhead_us": self.overhead,
-                "decode_matmul": self.decode_matmul,
-                "decode_matmul_efficiency": {str(k): v for k, v in self.decode_efficiency().items()},
+                "gemm_curve": self.gemm_curve,
                 "cache_bytes": self.cache_bytes, "threads": self.threads, "date": self.date,
                 "versions": self.versions, "quick": self.quick, "seconds": self.seconds, "notes": list(self.notes),
                 "hardware_record": self.record()}

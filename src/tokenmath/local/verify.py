@@ -6,19 +6,20 @@ HF_HUB_OFFLINE=1). For each batch size it prefills `context` tokens, then times 
 (the model's forward with the KV cache, then argmax) and takes the median after a warm-up
 (tokenmath.local.transformers_model).
 
-The prediction is tokenmath's engine (tokenmath.infer) on the measured hardware file (`tokenmath measure`) at
-100% of the measured figures (they are sustained figures, not datasheet peaks), in fp32 as the model runs, plus
-the framework's per-call overhead as Efficiency.layer_overhead_s. That overhead is measured, not fitted: the same
-architecture is built again with tiny widths (hidden 64, vocab 256), so its decode step holds no FLOPs or bytes
-to speak of, and its step time over the layer count is what eager PyTorch and transformers add per layer
-(the embedding, final norm, lm_head call and argmax are spread over the layers with it).
+The prediction is tokenmath's engine (tokenmath.infer) on the measured hardware file (`tokenmath measure`), in fp32
+as the model runs, with the file's own kernel model (its [kernels] section, specs.kernels.measured_model): every
+GEMM at the share of the roofline that this machine's fp32 matmuls of that many rows on that weight shape reached
+(engine/kernels.measured_share), streaming at the measured triad, and the measured per-call overhead as each
+kernel's fixed time. What eager PyTorch and transformers add beyond those kernels is measured, not fitted: the same
+architecture is built again with tiny widths (hidden 64, vocab 256), so its decode step holds no FLOPs or bytes to
+speak of; its step time minus the engine's prediction of that tiny model, over the layer count, is the
+Efficiency.layer_overhead_s of the prediction (the embedding, final norm, lm_head call and argmax spread over the
+layers with it).
 
-A second prediction, reported beside the first and never in its place: the same engine with its FLOP/s and
-bandwidth scaled, at each batch, by the fraction of the roofline that a decode-shaped fp32 matmul (that many rows
-times weights far larger than the caches) reached in `tokenmath measure` (measured.decode_matmul). On a CPU,
-torch's small-M matmul streams weights far below STREAM bandwidth; this column shows how much of the error that
-kernel accounts for. What neither prediction counts is listed in the notes (transformers' DynamicCache copies the
-whole KV cache every step).
+A second prediction stands beside it for comparison (the one verify made before the curve existed): 100% of the
+file's headline figures (Efficiency(1, 1, 1), no kernel model) plus the probe's whole step over the layers. A file
+without a [kernels] section gets that one alone. What neither counts is listed in the notes (transformers'
+DynamicCache copies the whole KV cache every step).
 
 Requires torch and transformers (pip install 'tokenmath[verify]'); they are imported only inside the functions.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
@@ -36,14 +38,12 @@ from tokenmath.analyses.serving.hyperbola import hyperbola
 from tokenmath.analyses.serving.infer import infer
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg
-from tokenmath.local.decode_matmul import DecodeTable, decode_efficiency, efficiency_at
 from tokenmath.local.machine import check_device, machine_busy, meminfo, model_versions
 from tokenmath.local.measure import measure
 from tokenmath.local.model_configs import default_config, load_config, model_from_config, probe_config
 from tokenmath.local.transformers_model import Timing, build_model, require_packages, time_decode
 from tokenmath.local.verify_result import Row, Verification
-from tokenmath.specs.catalog import looks_like_path, read_user_file
-from tokenmath.specs.efficiency import Efficiency
+from tokenmath.specs.efficiency import Efficiency, kernel_default_for
 from tokenmath.specs.hardware import Hardware, from_record, get_hardware
 from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.specs.model import Model
@@ -115,30 +115,18 @@ def verify(config: dict | str | None = None, batches=DEFAULT_BATCHES, context: i
 
 
 def _hardware(hardware, device: str, quick_measure: bool, say: Callable[[str], None],
-              notes: list[str]) -> tuple[Hardware, str, DecodeTable]:
-    """(the Hardware to predict on, where it came from, its decode-shaped matmul table): measured now unless given."""
+              notes: list[str]) -> tuple[Hardware, str]:
+    """(the Hardware to predict on, where it came from): measured now unless given."""
     if hardware is None:
         say("no --hardware file: measuring this machine first" + (" (quick)" if quick_measure else ""))
         meas = measure(device=device, quick=quick_measure, progress=lambda m: say(f"measure: {m}"))
         rec = meas.record()
         hw = get_hardware(from_record(rec["id"], rec))
-        return hw, f"measured now ({'quick' if quick_measure else 'full'} tokenmath measure)", meas.decode_matmul
+        return hw, f"measured now ({'quick' if quick_measure else 'full'} tokenmath measure)"
     hw = get_hardware(hardware)
     if hw.kind != "cpu" and device == "cpu" or hw.kind == "cpu" and device == "cuda":
         notes.append(f"hardware {hw.id} is a {hw.kind}, the model runs on {device}")
-    return hw, hardware if isinstance(hardware, str) else hw.id, _decode_table(hardware)
-
-
-def _decode_table(hardware) -> DecodeTable:
-    """measured.decode_matmul of a hardware file written by `tokenmath measure` ({} for anything else)."""
-    if not isinstance(hardware, str) or not looks_like_path(hardware):
-        return {}
-    data = read_user_file(hardware, "hardware")
-    if "memory_gb" not in data and len(data) == 1 and isinstance(next(iter(data.values())), dict):
-        data = next(iter(data.values()))
-    meas = data.get("measured")
-    table = meas.get("decode_matmul") if isinstance(meas, dict) else None
-    return table if isinstance(table, dict) else {}
+    return hw, hardware if isinstance(hardware, str) else hw.id
 
 
 def _fp32_hardware(hw: Hardware) -> Hardware:
@@ -149,9 +137,8 @@ def _fp32_hardware(hw: Hardware) -> Hardware:
     return hw
 
 
-def _overhead_probe(cfg: dict, m: Model, ins: dict, say: Callable[[str], None],
-                    notes: list[str]) -> tuple[dict[int, float], float]:
-    """(batch -> median probe step s, framework overhead per layer s) from the same architecture at tiny widths."""
+def _overhead_probe(cfg: dict, ins: dict, say: Callable[[str], None], notes: list[str]) -> dict[int, float]:
+    """batch -> median step s of the same architecture at tiny widths (what the framework adds, next to no work)."""
     say("overhead probe: the same architecture at hidden 64, vocab 256")
     batches = ins["batches"]
     try:
@@ -160,36 +147,76 @@ def _overhead_probe(cfg: dict, m: Model, ins: dict, say: Callable[[str], None],
         pt = time_decode(probe, ins["device"], pb, ins["context"], ins["warmup"], 2 * ins["steps"], say, label="probe ")
         probe_steps = {t.batch: t.median_s for t in pt}
         del probe
-        return probe_steps, min(probe_steps.values()) / m.n_layers
+        return probe_steps
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - an architecture whose widths cannot shrink this way: no overhead term
         notes.append(f"overhead probe failed ({type(e).__name__}: {e}); predicted without a per-layer overhead")
-        return {}, 0.0
+        return {}
 
 
-def _row(m: Model, hw: Hardware, t: Timing, eff: Efficiency, kern: dict[int, float]) -> Row:
-    """The engine's prediction for one timed batch size, at 100% and with the decode-shaped matmul's fraction."""
-    inp = max(1, round(t.cached_tokens_mean))
-    r = infer(m, hw, batch=t.batch, input_len=inp, output_len=1, weight_dtype="fp32", kv_dtype="fp32",
-              efficiency=eff)
-    e = efficiency_at(kern, t.batch)
-    rk = None
-    if e:
-        ek = Efficiency(e, e, 1.0, source=f"decode-shaped matmul at {t.batch} rows reaches {e:.0%} of the "
-                        "hardware file's roofline (tokenmath measure)", layer_overhead_s=eff.layer_overhead_s)
-        rk = infer(m, hw, batch=t.batch, input_len=inp, output_len=1, weight_dtype="fp32", kv_dtype="fp32",
-                   efficiency=ek)
+GEMM_OPS = ("attn_proj", "ffn", "router", "experts", "shared_experts", "lm_head")
+
+
+def _gemm_share(dec, hw: Hardware) -> float | None:
+    """The share of the pure roofline (max(FLOPs / peak, bytes / bandwidth) at the file's figures) that the decode
+    pass's GEMMs run at, their fixed times left out: the measured curve as this model's shapes read it."""
+    peak, bw = hw.peak_flops("fp32"), hw.memory_bw
+    roof = busy = 0.0
+    for name in GEMM_OPS:
+        op = dec.ops.get(name)
+        if op is not None:
+            roof += op.count * float(np.max(np.maximum(op.flops / peak, op.bytes / bw)))
+            busy += op.count * float(np.max(np.maximum(op.compute_s, op.memory_s) - op.fixed_s))
+    return roof / busy if busy > 0 else None
+
+
+def _predict(m: Model, hw: Hardware, batch: int, inp: int, eff: Efficiency):
+    r = infer(m, hw, batch=batch, input_len=inp, output_len=1, weight_dtype="fp32", kv_dtype="fp32", efficiency=eff)
     if not r.fits:
-        raise InputError("batches", f"batch {t.batch} at context {inp} does not fit in {hw.memory_bytes / 1e9:.3g} GB "
+        raise InputError("batches", f"batch {batch} at context {inp} does not fit in {hw.memory_bytes / 1e9:.3g} GB "
                          "by tokenmath's count", "smaller batches or a shorter --context")
+    return r
+
+
+def _row(m: Model, hw: Hardware, t: Timing, eff: Efficiency, flat: Efficiency | None) -> Row:
+    """The engine's prediction for one timed batch size (and, beside it, the flat one at 100% of the figures)."""
+    inp = max(1, round(t.cached_tokens_mean))
+    r = _predict(m, hw, t.batch, inp, eff)
+    rf = _predict(m, hw, t.batch, inp, flat) if flat is not None else None
     dec = r.decode
     overhead = m.n_layers * eff.layer_overhead_s
     return Row(t.batch, t.median_s, t.min_s, t.steps_s, float(r.decode_step_s),
                float(r.decode_step_s) - overhead, overhead, str(dec.bottleneck),
                float(np.asarray(dec.weight_bytes)), float(np.asarray(dec.kv_bytes)),
-               float(np.asarray(dec.flops)), e,
-               float(rk.decode_step_s) if rk is not None and rk.fits else None)
+               float(np.asarray(dec.flops)), _gemm_share(dec, hw) if eff.kernels is not None else None,
+               float(rf.decode_step_s) if rf is not None else None)
+
+
+def _efficiencies(cfg: dict, m: Model, hw: Hardware, hw_source: str, probe_steps: dict[int, float], context: int,
+                  notes: list[str]) -> tuple[Efficiency, Efficiency | None]:
+    """(the prediction's efficiency, the flat one beside it or None). With the file's measured kernel model: that
+    model plus, per layer, what the tiny-width probe's step takes beyond the engine's prediction of the probe.
+    Without one: 100% of the figures plus the probe's whole step per layer (and no second column)."""
+    per_layer = min(probe_steps.values()) / m.n_layers if probe_steps else 0.0
+    flat = Efficiency(1.0, 1.0, 1.0, source=f"measured on this machine ({hw_source}) at 100%; layer overhead from a "
+                      f"tiny-width probe of the same model ({per_layer * 1e6:.0f} us per layer)",
+                      layer_overhead_s=min(per_layer, 0.999))
+    if hw.kernels is None:
+        notes.append("the hardware file has no [kernels] section (this machine's measured kernel model, written by "
+                     "`tokenmath measure`): predicted at 100% of its headline figures")
+        return flat, None
+    base = kernel_default_for(hw)
+    if not probe_steps:
+        return base, flat
+    b, t = min(probe_steps.items(), key=lambda kv: kv[1])
+    probe = model_from_config(probe_config(cfg), "probe")
+    pred = float(_predict(probe, hw, b, context, base).decode_step_s)
+    per = max(0.0, (t - pred) / m.n_layers)
+    return replace(base, layer_overhead_s=min(per, 0.999),
+                   source=f"{base.source}; + {per * 1e6:.0f} us per layer: the tiny-width probe's step "
+                          f"({t * 1e3:.3g} ms at batch {b}) beyond the engine's prediction of it "
+                          f"({pred * 1e3:.3g} ms), over {m.n_layers} layers"), flat
 
 
 def _verify(ins: dict, quick_measure: bool, say: Callable[[str], None], t_start: float) -> Verification:
@@ -198,7 +225,7 @@ def _verify(ins: dict, quick_measure: bool, say: Callable[[str], None], t_start:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     busy = machine_busy()
     notes: list[str] = [busy] if busy else []
-    hw, hw_source, decode_table = _hardware(ins["hardware"], device, quick_measure, say, notes)
+    hw, hw_source = _hardware(ins["hardware"], device, quick_measure, say, notes)
 
     # config
     if ins["config"] is None:
@@ -224,17 +251,10 @@ def _verify(ins: dict, quick_measure: bool, say: Callable[[str], None], t_start:
     del model
 
     # per-layer framework overhead: the same layers at tiny widths
-    probe_steps, per_layer = _overhead_probe(cfg, m, ins, say, notes)
-    eff = Efficiency(1.0, 1.0, 1.0, source=f"measured on this machine ({hw_source}) at 100%; layer overhead from a "
-                     f"tiny-width probe of the same model ({per_layer * 1e6:.0f} us per layer)",
-                     layer_overhead_s=min(per_layer, 0.999))
-
+    probe_steps = _overhead_probe(cfg, ins, say, notes)
     hw_pred = _fp32_hardware(hw)
-    kern = decode_efficiency(decode_table, hw_pred.memory_bw, hw_pred.peak_flops("fp32")) if decode_table else {}
-    if not kern:
-        notes.append("the hardware file has no decode-shaped matmul figures (measured.decode_matmul): "
-                     "no kernel-efficiency prediction")
-    rows = tuple(_row(m, hw_pred, t, eff, kern) for t in timings)
+    eff, flat = _efficiencies(cfg, m, hw_pred, hw_source, probe_steps, context, notes)
+    rows = tuple(_row(m, hw_pred, t, eff, flat) for t in timings)
 
     kvt = float(kv_bytes_per_token(m, 4.0))
     big = max(timings, key=lambda t: t.batch)
@@ -253,4 +273,4 @@ def _verify(ins: dict, quick_measure: bool, say: Callable[[str], None], t_start:
     threads = torch.get_num_threads()
     return Verification(cfg, m.name, P.total, wbytes, kvt, m.n_layers, device, context, ins["warmup"], ins["steps"],
                         hw_pred, hw_source, eff, probe_steps, rows, crit, vers, threads,
-                        seconds=time.perf_counter() - t_start, notes=tuple(notes))
+                        seconds=time.perf_counter() - t_start, notes=tuple(notes), flat_efficiency=flat)

@@ -18,14 +18,14 @@ class Row:
     measured_min_s: float
     measured_steps_s: tuple[float, ...]
     predicted_step_s: float
-    predicted_roofline_s: float      # the engine's per-op roofline at the measured figures, without overhead
+    predicted_roofline_s: float      # the engine's ops (with the kernel model: curve + per-call times), no overhead
     predicted_overhead_s: float      # n_layers x layer_overhead_s
     bottleneck: str
     weight_bytes: float
     kv_bytes: float
     flops: float
-    kernel_efficiency: float | None = None     # decode-shaped matmul's fraction of the roofline at this batch
-    predicted_kernel_step_s: float | None = None
+    gemm_efficiency: float | None = None   # measured curve: the GEMMs' share of the pure roofline at this batch
+    flat_step_s: float | None = None       # beside it: 100% of the file's figures + the probe's whole step
 
     @property
     def error(self) -> float:
@@ -33,10 +33,10 @@ class Row:
         return (self.predicted_step_s - self.measured_step_s) / self.measured_step_s
 
     @property
-    def kernel_error(self) -> float | None:
-        if self.predicted_kernel_step_s is None:
+    def flat_error(self) -> float | None:
+        if self.flat_step_s is None:
             return None
-        return (self.predicted_kernel_step_s - self.measured_step_s) / self.measured_step_s
+        return (self.flat_step_s - self.measured_step_s) / self.measured_step_s
 
     def to_dict(self) -> dict:
         return {"batch": self.batch, "measured_step_s": self.measured_step_s,
@@ -45,8 +45,8 @@ class Row:
                 "predicted_roofline_s": self.predicted_roofline_s, "predicted_overhead_s": self.predicted_overhead_s,
                 "measured_per_token_s": self.measured_step_s / self.batch,
                 "predicted_per_token_s": self.predicted_step_s / self.batch,
-                "kernel_efficiency": self.kernel_efficiency,
-                "predicted_kernel_step_s": self.predicted_kernel_step_s, "kernel_error": self.kernel_error,
+                "gemm_efficiency": self.gemm_efficiency, "flat_step_s": self.flat_step_s,
+                "flat_error": self.flat_error,
                 "bottleneck": self.bottleneck, "weight_bytes_read": self.weight_bytes,
                 "kv_bytes_read": self.kv_bytes, "flops": self.flops}
 
@@ -85,6 +85,7 @@ class Verification:
     threads: int
     seconds: float = 0.0
     notes: tuple[str, ...] = ()
+    flat_efficiency: Efficiency | None = None   # the flat comparison's (None: the prediction is the flat one)
 
     @property
     def overhead_per_layer_s(self) -> float:
@@ -99,19 +100,19 @@ class Verification:
         return knee_batch([r.batch for r in self.rows], [r.predicted_step_s for r in self.rows])
 
     def summary(self) -> dict:
-        """|error| statistics over the batches (and, when every batch has one, of the kernel-efficiency column)."""
+        """|error| statistics over the batches (and, when every batch has one, of the flat column beside it)."""
         errs = [abs(r.error) for r in self.rows]
         mk, pk = self.measured_knee, self.predicted_knee
         out = {"median_abs_error": statistics.median(errs), "max_abs_error": max(errs),
                "within_25pct": sum(e <= 0.25 for e in errs), "rows": len(errs),
                "measured_knee_batch": mk, "predicted_knee_batch": pk,
                "knee_ratio": (pk / mk) if mk and pk else None}
-        kerr = [abs(r.kernel_error) for r in self.rows if r.kernel_error is not None]
-        if kerr and len(kerr) == len(self.rows):
-            kk = knee_batch([r.batch for r in self.rows], [r.predicted_kernel_step_s for r in self.rows])
-            out.update(kernel_median_abs_error=statistics.median(kerr), kernel_max_abs_error=max(kerr),
-                       kernel_within_25pct=sum(e <= 0.25 for e in kerr), kernel_knee_batch=kk,
-                       kernel_knee_ratio=(kk / mk) if mk and kk else None)
+        ferr = [abs(r.flat_error) for r in self.rows if r.flat_error is not None]
+        if ferr and len(ferr) == len(self.rows):
+            fk = knee_batch([r.batch for r in self.rows], [r.flat_step_s for r in self.rows])
+            out.update(flat_median_abs_error=statistics.median(ferr), flat_max_abs_error=max(ferr),
+                       flat_within_25pct=sum(e <= 0.25 for e in ferr), flat_knee_batch=fk,
+                       flat_knee_ratio=(fk / mk) if mk and fk else None)
         return out
 
     def to_dict(self) -> dict:
@@ -126,7 +127,10 @@ class Verification:
                          "memory_bytes": hw.memory_bytes},
             "efficiency": {"flops": self.efficiency.flops, "memory_bw": self.efficiency.memory_bw,
                            "link_bw": self.efficiency.link_bw, "layer_overhead_s": self.overhead_per_layer_s,
-                           "source": self.efficiency.source},
+                           "source": self.efficiency.source,
+                           "kernels": self.efficiency.kernels.to_dict() if self.efficiency.kernels else None},
+            "flat_efficiency": None if self.flat_efficiency is None else {
+                "layer_overhead_s": self.flat_efficiency.layer_overhead_s, "source": self.flat_efficiency.source},
             "overhead_probe_step_s": {str(k): v for k, v in self.probe_steps_s.items()},
             "rows": [r.to_dict() for r in self.rows],
             "critical_batch": self.critical_batch,

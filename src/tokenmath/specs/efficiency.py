@@ -65,7 +65,10 @@ PEAK = Efficiency(1.0, 1.0, 1.0, "peak (pure roofline)")
 
 def default_for(hardware) -> Efficiency:
     """What the serving analyses use unless told otherwise: the efficiencies calibrated on published measurements
-    (see calibrated()). DEFAULT (kernel ceilings) and PEAK (pure roofline) stay one argument away."""
+    (see calibrated()). DEFAULT (kernel ceilings) and PEAK (pure roofline) stay one argument away.
+    A hardware file that carries its machine's measured kernel model (`tokenmath measure`) uses that instead."""
+    if getattr(hardware, "kernels", None) is not None:
+        return kernel_default_for(hardware)
     return calibrated(hardware)
 
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
 from tokenmath.base.errors import InputError, show, unknown_name
 from tokenmath.specs.families import NAMES as FAMILY_NAMES, of_chip
+
+if TYPE_CHECKING:
+    from tokenmath.specs.kernels import KernelModel
 
 FLOP_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
@@ -56,6 +60,7 @@ class Hardware:
     caveats: tuple = ()            # figures without a source, or marked ASSUMED: every answer's notes carry them
     family: str = ""               # calibration family (specs/families.py): a catalog chip's, or a file's `family`
     kernel_class: str = ""         # a file's `kernel_class` (specs/kernels.py); "" : the catalog chip's, else generic
+    kernels: "KernelModel | None" = None   # a file's own measured KernelModel (its [kernels] section, `tokenmath measure`)
 
     def peak_flops(self, compute: str) -> float:
         """Dense FLOP/s for matmuls on `compute` (a dtype key), falling back where the chip lacks that path."""
@@ -83,7 +88,7 @@ class Hardware:
 
 KNOWN_KEYS = ("id", "name", "vendor", "kind", "release_year", "memory_gb", "memory_bw_tbs", "tflops", "scaleup_domain",
               "scaleup_gbs", "scaleup_link", "scaleout_gbs", "scaleup_latency_us", "scaleout_latency_us", "tdp_w",
-              "price_usd_per_hour", "price_date", "notes", "sources", "measured", "family", "kernel_class")
+              "price_usd_per_hour", "price_date", "notes", "sources", "measured", "family", "kernel_class", "kernels")
 
 
 # which `sources` entry vouches for each figure of a record (the catalog schema)
@@ -188,7 +193,17 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
         caveats=caveats(hid, rec),
         family=str(fam or ""),
         kernel_class=str(kcls or ""),
+        kernels=_measured_kernels(hid, rec, field, bw * 1e12, flops),
     )
+
+
+def _measured_kernels(hid: str, rec: dict, field: str, memory_bw: float, flops: dict):
+    """The KernelModel of a file's [kernels] section (specs.kernels.measured_model), None without one."""
+    if "kernels" not in rec:
+        return None
+    from tokenmath.specs.kernels import GENERIC, measured_model
+    return measured_model(rec["kernels"], rec.get("kernel_class") or GENERIC, memory_bw, flops, hid,
+                          where=f"{field}.kernels")
 
 
 def catalog() -> dict:

@@ -55,6 +55,12 @@ class KernelModel:
     grouped_factor: tuple       # ... multiplier on the GEMM compute fraction
     provenance: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))   # field -> "how: source"
     chip: str = ""              # the chip this model was resolved for ("" for a class or by_chip())
+    # a machine that measured itself (`tokenmath measure`, measured_model): its GEMM efficiency by rows and shape,
+    # read by engine/kernels.measured_share in place of tile and wave quantization
+    curve_rows: tuple = ()      # M (rows = tokens) of the measured GEMMs, increasing
+    curve_elements: tuple = ()  # N x K (weight elements) of each measured shape, increasing
+    curve_efficiency: tuple = ()   # [row][shape]: share (0, 1] of max(FLOPs / peak, bytes / bandwidth) reached
+    measured_on: str = ""       # when and how the curve was measured ("" for a catalog class)
 
     def gemm_fraction(self, compute_key: str) -> float:
         """The large-GEMM fraction for matmuls at the dense peak `compute_key` (Hardware.flops_key)."""
@@ -67,6 +73,12 @@ class KernelModel:
 
     @property
     def source(self) -> str:
+        if self.curve_rows:
+            e = [x for row in self.curve_efficiency for x in row]
+            return (f"this machine's measured kernel model ({self.measured_on}): GEMM efficiency {min(e):.0%}-"
+                    f"{max(e):.0%} of max(FLOPs / peak, bytes / bandwidth) measured at {self.curve_rows[0]}-"
+                    f"{self.curve_rows[-1]} rows on {len(self.curve_elements)} weight shapes, stream "
+                    f"{self.stream_bw:g} of memory_bw, {self.gemm_fixed_s * 1e6:.3g} us per call; nothing fitted")
         where = f"{self.kernel_class}" + (f", {self.chip}" if self.chip else "")
         return (f"shape-aware kernel model ({where}; data/kernels.toml): stream {self.stream_bw:g} of HBM peak, "
                 f"large GEMM {self.gemm['bf16']:g} bf16 / {self.gemm['fp8']:g} fp8 of peak, tile and wave "
@@ -81,6 +93,9 @@ class KernelModel:
                                               "attn_decode_flops", "attn_prefill_scale", "link_bw")}
         out["gemm"] = dict(self.gemm)
         out["provenance"] = dict(self.provenance)
+        if self.curve_rows:
+            out.update(curve_rows=list(self.curve_rows), curve_elements=list(self.curve_elements),
+                       curve_efficiency=[list(r) for r in self.curve_efficiency], measured_on=self.measured_on)
         return out
 
 
@@ -222,7 +237,11 @@ def _for(name: str, chip: str) -> KernelModel:
 
 
 def kernel_model(hw) -> KernelModel:
-    """The kernel model of a chip (its class's constants and its own compute units)."""
+    """The kernel model of a chip (its class's constants and its own compute units), or the measured one a hardware
+    file carries (Hardware.kernels, from its [kernels] section: measured_model)."""
+    own = getattr(hw, "kernels", None)
+    if isinstance(own, KernelModel):
+        return own
     name, chip = _chip_of(hw)
     if name not in CLASSES:
         raise InputError("hardware.kernel_class", f"unknown kernel class {name!r}", f"one of {', '.join(CLASSES)}")
@@ -241,3 +260,86 @@ def resolve(km: KernelModel | None, hw) -> KernelModel | None:
     if km is None or km.kernel_class != BY_CHIP:
         return km
     return kernel_model(hw)
+
+
+# ---- a machine's own measured kernel model (the [kernels] section `tokenmath measure` writes) -------------------
+MEASURED_KEYS = ("how", "src", "date", "stream_gbs", "gemm_peak_tflops", "gemm_dtype", "per_call_s", "rows",
+                 "weight_elements", "efficiency")
+_TOL = 1e-6     # a figure written twice (memory_bw_tbs and stream_gbs) may differ in its last digit
+
+
+def _num(sec: dict, key: str, where: str, lo: float, hi: float, valid: str) -> float:
+    v = sec.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi or v != v:
+        raise InputError(f"{where}.{key}", "missing" if v is None else f"{v!r} is out of range", valid)
+    return float(v)
+
+
+def _increasing(sec: dict, key: str, where: str, integer: bool) -> tuple:
+    v = sec.get(key)
+    ok = isinstance(v, list) and v and all(not isinstance(x, bool) and isinstance(x, int if integer else (int, float))
+                                           and 1 <= x < 1e15 for x in v)
+    if not ok or any(b <= a for a, b in zip(v, v[1:])):
+        raise InputError(f"{where}.{key}", f"{v!r} is not an increasing list" if v is not None else "missing",
+                         "an increasing list of " + ("whole numbers >= 1" if integer else "numbers >= 1"))
+    return tuple(int(x) if integer else float(x) for x in v)
+
+
+def measured_model(sec, base: str, memory_bw: float, flops, chip: str = "",
+                   where: str = "hardware.kernels") -> KernelModel:
+    """The kernel model of a machine that measured itself: the constants of class `base` (the file's kernel_class,
+    else generic) except
+    - stream_bw = stream_gbs (the measured triad) / the file's memory_bw (1.0 when memory_bw_tbs is that triad);
+    - the GEMM fraction of gemm_dtype's class = gemm_peak_tflops (the square-matmul figure the curve is relative
+      to) / the file's figure for gemm_dtype (1.0 when tflops holds it); the other classes' 1.0 (the file's own
+      sustained figures);
+    - the curve: efficiency[i][j] = the share of max(FLOPs / peak, bytes / bandwidth) a GEMM of rows[i] x
+      weight_elements[j] reached after its fixed per_call_s, in (0, 1] (engine/kernels.measured_share);
+    - every kernel's fixed time = per_call_s (the measured per-call overhead); decode attention streams the KV at
+      stream_bw and computes at the GEMM fraction.
+    memory_bw in B/s, flops: dtype -> FLOP/s (the file's). InputError names the field of a value out of range."""
+    if not isinstance(sec, dict):
+        raise InputError(where, "not a table", f"a table with {', '.join(MEASURED_KEYS)}")
+    for k in sec:
+        if k not in MEASURED_KEYS:
+            raise InputError(f"{where}.{k}", "unknown key", f"valid keys: {', '.join(MEASURED_KEYS)}")
+    stream = _num(sec, "stream_gbs", where, 1e-3, memory_bw / 1e9 * (1 + _TOL),
+                  f"GB/s, at most the file's memory_bw_tbs ({memory_bw / 1e12:g} TB/s): a measured triad") * 1e9
+    dt = sec.get("gemm_dtype", "fp32")
+    if not isinstance(dt, str) or dt not in flops:
+        raise InputError(f"{where}.gemm_dtype", f"{dt!r} has no figure in tflops",
+                         f"one of {', '.join(flops)} (the dtype the curve was measured in)")
+    pk = _num(sec, "gemm_peak_tflops", where, 1e-6, flops[dt] / 1e12 * (1 + _TOL),
+              f"TFLOP/s, at most the file's tflops.{dt} ({flops[dt] / 1e12:g})") * 1e12
+    t0 = _num(sec, "per_call_s", where, 0.0, 1e-3 * (1 - _TOL), "seconds in [0, 1e-3): one call's fixed time")
+    rows = _increasing(sec, "rows", where, True)
+    els = _increasing(sec, "weight_elements", where, False)
+    eff = sec.get("efficiency")
+    if not (isinstance(eff, list) and len(eff) == len(rows) and all(isinstance(r, list) and len(r) == len(els)
+                                                                     for r in eff)):
+        raise InputError(f"{where}.efficiency", "not a rows x weight_elements table",
+                         f"{len(rows)} lists (one per row count) of {len(els)} fractions (one per shape)")
+    for i, r in enumerate(eff):
+        for j, x in enumerate(r):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= 1:
+                raise InputError(f"{where}.efficiency[{i}][{j}]", f"{x!r} is not a fraction of the roofline",
+                                 "in (0, 1]: measured time never beats max(FLOPs / peak, bytes / bandwidth)")
+    km = class_model(base)
+    s, g = min(1.0, stream / memory_bw), min(1.0, pk / flops[dt])
+    gcls = DTYPE_CLASS.get(dt, "bf16")
+    how = f"measured: tokenmath measure {sec.get('date', '')}".rstrip()
+    prov = {**km.provenance, "stream_bw": f"{how}, triad {stream / 1e9:.4g} GB/s / memory_bw {memory_bw / 1e9:.4g}",
+            **{f"gemm_{c}": (f"{how}, {dt} square matmul {pk / 1e12:.4g} / tflops.{dt} {flops[dt] / 1e12:.4g}"
+                             if c == gcls else f"{how}: the file's own sustained figure") for c in ("bf16", "fp8", "fp4")},
+            **{k: f"{how}, per-call overhead" for k in TIMES},
+            "attn_decode_bw": f"{how}: streams the KV cache like the triad",
+            "attn_decode_flops": f"{how}: taken at the {dt} square-matmul figure",
+            "curve": f"{how}: {sec.get('src', '')}"}
+    return replace(km, kernel_class="measured", chip=chip, stream_bw=s,
+                   gemm=MappingProxyType({c: (g if c == gcls else 1.0) for c in ("bf16", "fp8", "fp4")}),
+                   gemm_fixed_s=t0, small_kernel_fixed_s=t0, attn_decode_fixed_s=t0, attn_decode_bw=s,
+                   attn_decode_flops=g, curve_rows=rows, curve_elements=els,
+                   curve_efficiency=tuple(tuple(float(x) for x in r) for r in eff),
+                   measured_on=f"tokenmath measure {sec.get('date', '')}".rstrip()
+                   + (f"; other constants of the {base} class" if base else ""),
+                   provenance=MappingProxyType(prov))

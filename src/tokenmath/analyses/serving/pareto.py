@@ -5,7 +5,7 @@ point is both faster per user and more productive per chip.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS, layouts_for
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
+from tokenmath.analyses.serving.by_concurrency import concurrency_axis, trace
 from tokenmath.analyses.serving.grid import COST_KEYS, Grid, batch_axis, evaluate
 
 
@@ -28,6 +29,17 @@ def frontier_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return keep
 
 
+def flag_frontier(points: list[dict]) -> list[dict]:
+    """Each point (output_tokens_per_s_per_user, output_tokens_per_s_per_chip) marked `frontier` when no other
+    point of the list beats it on both axes."""
+    if points:
+        x = np.array([p["output_tokens_per_s_per_user"] or 0.0 for p in points])
+        y = np.array([p["output_tokens_per_s_per_chip"] or 0.0 for p in points])
+        for p, k in zip(points, frontier_mask(x, y)):
+            p["frontier"] = bool(k)
+    return points
+
+
 @dataclass(frozen=True)
 class Pareto:
     setup: Setup
@@ -35,6 +47,9 @@ class Pareto:
     grid: Grid
     points: list[dict]      # every (layout, batch) point that fits
     frontier: list[dict]    # the points no other beats on both axes, most interactive first
+    # the closed-loop steady state of each layout at each concurrency (by_concurrency.py), `frontier` flagged
+    by_concurrency: list[dict] = field(default_factory=list)
+    by_concurrency_notes: list[str] = field(default_factory=list)
 
     def to_dict(self):
         su = self.setup
@@ -42,14 +57,18 @@ class Pareto:
                 "notes": [su.engine_note],
                 "input_len": self.grid.input_len, "output_len": self.grid.output_len,
                 "frontier": self.frontier, "points_evaluated": len(self.points),
-                "layouts": [fmt_layout(*t) for t in self.grid.layouts]}
+                "layouts": [fmt_layout(*t) for t in self.grid.layouts],
+                "by_concurrency": self.by_concurrency, "by_concurrency_notes": self.by_concurrency_notes}
 
 
 def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None,
-           efficiency=None, allow_pp: bool = False, engine=None) -> Pareto:
+           efficiency=None, allow_pp: bool = False, engine=None, concurrency=None) -> Pareto:
+    """The static-batch frontier over batches and layouts; with a serving engine, also each layout's closed-loop
+    steady state at each concurrency (default by_concurrency.DEFAULT_CONCURRENCY; () for none)."""
     su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     chips = int_arg(chips if chips is not None else su0.hardware.scaleup_domain, "chips", 1, MAX_SEARCH_CHIPS)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
+    cs = concurrency_axis(concurrency, su0.engine)
     lays = layouts_for(su0.model, chips, allow_pp=allow_pp, max_tp=su0.hardware.scaleup_domain)
     if not lays:
         raise InputError("chips", f"no layout of {chips} chips suits {su0.model.id}",
@@ -79,4 +98,7 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
     ys = np.array([p["output_tokens_per_s_per_chip"] for p in pts])
     keep = frontier_mask(xs, ys) if pts else np.zeros(0, bool)
     front = sorted([p for p, k in zip(pts, keep) if k], key=lambda p: -p["output_tokens_per_s_per_user"])
-    return Pareto(setup=su0, chips=chips, grid=g, points=pts, frontier=front)
+    fitting = [t for t, any_ok in zip(g.layouts, ok.any(axis=1)) if any_ok]
+    by_c, notes = trace(su0, fitting, cs, input_len, output_len)
+    return Pareto(setup=su0, chips=chips, grid=g, points=pts, frontier=front, by_concurrency=flag_frontier(by_c),
+                  by_concurrency_notes=notes)

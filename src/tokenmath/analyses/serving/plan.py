@@ -35,7 +35,8 @@ from tokenmath.specs.model import Model
 from tokenmath.specs.systems import System
 from tokenmath.analyses.setup import Setup, check_ep_imbalance, fmt_layout, system_setup
 from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, links_for, point
-from tokenmath.analyses.serving.pareto import frontier_mask
+from tokenmath.analyses.serving.by_concurrency import concurrency_axis, trace
+from tokenmath.analyses.serving.pareto import flag_frontier, frontier_mask
 from tokenmath.analyses.serving.plan_disaggregated import disaggregate
 
 
@@ -72,6 +73,9 @@ class Plan:
     options: dict[str, float | bool]    # ep_imbalance, ep_overlap
     disaggregated: dict | None = None
     notes: tuple[str, ...] = ()
+    # the closed-loop steady state of the best layout and the runner-ups' at each concurrency (by_concurrency.py)
+    by_concurrency: tuple[dict, ...] = ()
+    by_concurrency_notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         hw = self.setup.hardware
@@ -82,7 +86,8 @@ class Plan:
                 "targets": self.targets, "best": self.best, "runner_ups": self.runner_ups, "frontier": self.frontier,
                 "layouts_evaluated": self.layouts_evaluated, "points_evaluated": self.points_evaluated,
                 "points_fitting": self.points_fitting, "search_s": self.search_s, **self.options,
-                "disaggregated": self.disaggregated, "notes": list(self.notes)}
+                "disaggregated": self.disaggregated, "notes": list(self.notes),
+                "by_concurrency": list(self.by_concurrency), "by_concurrency_notes": list(self.by_concurrency_notes)}
 
 
 def _targets(ttft_ms, min_tps_user) -> tuple[float | None, float | None]:
@@ -118,12 +123,15 @@ def _infeasible(g: Grid, fits, ttft_s, tps_user, m: Model, hw, chips, ctx):
 def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=None, input_len=1024,
          output_len=256, weight_dtype=None, kv_dtype=None, ep_imbalance=1.0, ep_overlap=False,
          disaggregated=False, efficiency: Efficiency | None = None, reserve=None, runner_ups: int = 5,
-         engine=None) -> Plan:
-    """Cheapest layout and batch meeting the targets on `chips` chips of `system`, with the Pareto frontier."""
+         engine=None, concurrency=None) -> Plan:
+    """Cheapest layout and batch meeting the targets on `chips` chips of `system`, with the Pareto frontier; with a
+    serving engine, also the best and runner-up layouts' closed-loop steady states at each concurrency (default
+    by_concurrency.DEFAULT_CONCURRENCY; () for none)."""
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     imb = check_ep_imbalance(ep_imbalance)
     ttft_s, tps_user = _targets(ttft_ms, min_tokens_per_s_per_user)
     su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine)
+    cs = concurrency_axis(concurrency, su.engine)
     m, hw, prec = su.model, su.hardware, su.precision
     lays = layouts_for(m, n, allow_pp=True)
     if not lays:
@@ -189,11 +197,15 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
                      "its cross-domain traffic runs on the scale-out link")
     disagg = (disaggregate(su, n, lays, g, B, input_len, output_len, ttft_s, tps_user, opts, best)
               if disaggregated else None)
+    traced = [g.layouts[i] for i in [li, *order]]
+    by_c, c_notes = trace(su, traced, cs, input_len, output_len)
+    if by_c and (imb != 1.0 or ep_overlap):
+        c_notes.append("by concurrency: the steady state prices EP as balanced and not overlapped")
     return Plan(setup=su, chips=n, input_len=input_len, output_len=output_len,
                 targets={"ttft_s": ttft_s, "min_tokens_per_s_per_user": tps_user}, best=best, runner_ups=runners,
                 frontier=front, points={"x": xs, "y": ys}, layouts_evaluated=len(lays), points_evaluated=int(B.size),
                 points_fitting=int(fits.sum()), search_s=search_s,
                 options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap)}, disaggregated=disagg,
-                notes=tuple(notes))
+                notes=tuple(notes), by_concurrency=tuple(flag_frontier(by_c)), by_concurrency_notes=tuple(c_notes))
 
 

@@ -28,10 +28,11 @@ def _progress(enabled: bool):
 @click.option("--json", "as_json", is_flag=True, help="The raw results and the hardware record as one JSON object.")
 @guarded
 def measure(device, out_file, quick, quiet, as_json):
-    """Measure this machine: sustained memory bandwidth (STREAM copy/triad), matmul FLOP/s per dtype, per-call overhead.
+    """Measure this machine: sustained memory bandwidth (STREAM copy/triad), matmul FLOP/s per dtype, the GEMM
+    efficiency curve (1-256 rows on model-sized weights), per-call overhead.
 
-    Writes a hardware file in the catalog's schema with --out. Its figures are sustained, not peaks: predictions
-    meant to match this machine use them at 100% (--peak)."""
+    Writes a hardware file in the catalog's schema with --out; its [kernels] section is this machine's kernel model,
+    which infer --hardware FILE and verify use by default (--peak: the pure roofline of the measured figures)."""
     from tokenmath.local.measure import measure as run
     m = run(device=device.lower(), quick=quick, progress=_progress(not quiet))
     written = m.write(out_file) if out_file else None

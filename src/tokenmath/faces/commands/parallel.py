@@ -1,6 +1,7 @@
 """plan, moe, systems: parallelism across the scale-up boundary."""
 import click
 
+from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, positive, positive_float,
                                              with_plot)
 
@@ -31,26 +32,29 @@ def _ep_options(f):
 @click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
 @click.option("--disaggregated", is_flag=True, help="Also size separate prefill and decode pools for this traffic mix.")
+@concurrency_option
 @_ep_options
 @dtype_options
 @engine_option
 @with_plot
 @guarded
-def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, output_len, disaggregated, ep_imbalance,
-         ep_overlap, weight_dtype, kv_dtype, engine, as_json, explain, plot_file):
+def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, output_len, disaggregated, concurrency,
+         ep_imbalance, ep_overlap, weight_dtype, kv_dtype, engine, as_json, explain, plot_file):
     """Best layout (TP, EP, PP, DP, batch) on a system: cheapest $/Mtok meeting the targets, runner-ups, frontier."""
     from tokenmath.analyses.serving.plan import plan as run
+    from tokenmath.faces.explain_concurrency import plan_concurrency_text
     from tokenmath.faces.explain_parallel import explain_plan, plan_text
     r = run(model, system, chips=chips, ttft_ms=ttft_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
             input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-            ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated, engine=engine)
+            ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated, engine=engine,
+            concurrency=concurrency)
     if plot_file:
         from tokenmath.faces.plots_parallel import plan_plot
         plan_plot(r, plot_file)
     if as_json:
         emit_json(r.to_dict())
     else:
-        click.echo(explain_plan(r) if explain else plan_text(r))
+        click.echo((explain_plan(r) if explain else plan_text(r)) + plan_concurrency_text(r))
         if plot_file:
             click.echo(f"chart written to {plot_file}")
 

@@ -2,33 +2,10 @@
 local processes or on a Dask cluster."""
 import click
 
+from tokenmath.faces.commands.axes import names, numbers
 from tokenmath.faces.commands.common import emit_json, guarded, positive, positive_float
 
 LENGTH_HELP = 'Tokens, or "uniform:LO-HI", "lognormal:MEDIAN,SIGMA".'
-
-
-def _names(ctx, param, value):
-    if value is None:
-        return None
-    out = [v.strip() for v in str(value).split(",") if v.strip()]
-    if not out:
-        raise click.BadParameter(f"{value!r} names nothing (comma-separated names)")
-    return out
-
-
-def _numbers(kind):
-    def parse(ctx, param, value):
-        if value is None:
-            return None
-        import math
-        try:
-            out = [kind(v) for v in str(value).split(",") if v.strip()]
-        except ValueError:
-            raise click.BadParameter(f"{value!r} is not a comma-separated list of {kind.__name__}s") from None
-        if not out or any(not (v > 0 and math.isfinite(v)) for v in out):
-            raise click.BadParameter("every value must be a finite number greater than 0")
-        return out
-    return parse
 
 
 def _layouts(ctx, param, value):
@@ -57,16 +34,16 @@ def _layouts(ctx, param, value):
                    "(see tokenmath.analyses.serving.scenarios). The options below replace what it sets.")
 @click.option("--method", type=click.Choice(["simulate", "steady"]),
               help="simulate (default): the step-by-step simulator; steady: the closed form (closed loops only).")
-@click.option("--model", "-m", callback=_names, help="Models, comma-separated (default llama-3.1-8b).")
-@click.option("--hardware", "-H", callback=_names,
+@click.option("--model", "-m", callback=names, help="Models, comma-separated (default llama-3.1-8b).")
+@click.option("--hardware", "-H", callback=names,
               help="Chips or systems, comma-separated (a system is sized to each layout's chips; default h100-sxm).")
-@click.option("--engine", callback=_names, help="Engine profiles, comma-separated (default vllm).")
-@click.option("--chips", callback=_numbers(int), help="Chip counts, comma-separated: one layout each (the default spread).")
+@click.option("--engine", callback=names, help="Engine profiles, comma-separated (default vllm).")
+@click.option("--chips", callback=numbers(int), help="Chip counts, comma-separated: one layout each (the default spread).")
 @click.option("--layout", "layouts", multiple=True, callback=_layouts,
               help='A layout, e.g. "chips=8,tp=4,dp=2"; repeat for more (added to --chips).')
-@click.option("--concurrency", callback=_numbers(int),
+@click.option("--concurrency", callback=numbers(int),
               help="Closed-loop workloads: users, comma-separated (default 64).")
-@click.option("--arrival-rate", callback=_numbers(float), help="Open-loop workloads: requests/s, comma-separated.")
+@click.option("--arrival-rate", callback=numbers(float), help="Open-loop workloads: requests/s, comma-separated.")
 @click.option("--burstiness", type=float, callback=positive_float, help="Open loop: gamma shape (1 = Poisson).")
 @click.option("--requests", type=int, callback=positive, help="Requests per simulation (default 1000).")
 @click.option("--input-len", help="Prompt tokens (default 1024). " + LENGTH_HELP)

@@ -1,6 +1,7 @@
 """slowmode, pareto, prices, context, fleet: the serving-economics questions."""
 import click
 
+from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, layout_options, model_hardware,
                                              positive, positive_float, with_plot)
 
@@ -59,19 +60,22 @@ def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, outp
 @click.option("--allow-pp", is_flag=True, help="Also consider pipeline-parallel layouts.")
 @click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
+@concurrency_option
 @dtype_options
 @engine_option
 @with_plot
 @guarded
-def pareto(model, hardware, chips, allow_pp, input_len, output_len, weight_dtype, kv_dtype, engine, as_json, explain,
-           plot_file):
+def pareto(model, hardware, chips, allow_pp, input_len, output_len, concurrency, weight_dtype, kv_dtype, engine, as_json,
+           explain, plot_file):
     """Throughput per chip against tokens/s per user over batches and layouts: the Pareto frontier, with $/Mtok."""
     from tokenmath.analyses.serving.pareto import pareto as run
+    from tokenmath.faces.explain_concurrency import pareto_concurrency_text
     from tokenmath.faces.explain_serving import explain_pareto, pareto_text
     from tokenmath.faces.plots import pareto_plot
     r = run(model, hardware, chips=chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, allow_pp=allow_pp, engine=engine)
-    _out(r, as_json, explain, plot_file, pareto_plot, explain_pareto, pareto_text)
+            kv_dtype=kv_dtype, allow_pp=allow_pp, engine=engine, concurrency=concurrency)
+    _out(r, as_json, explain, plot_file, pareto_plot, lambda x: explain_pareto(x) + pareto_concurrency_text(x),
+         lambda x: pareto_text(x) + pareto_concurrency_text(x))
 
 
 @click.command()

@@ -23,6 +23,9 @@ MAX_DEDUCE_SAMPLES = 400_000
 MAX_LAYOUT = 100_000               # chips or a parallel degree: beyond it, a typo
 MAX_TRAIN_LAYOUT = 65_536          # chips or a parallel degree of a training run
 MAX_PARETO_CHIPS = 4096
+# requests of one simulation: about a second of the server's time (benchmarks/simulate_speed.py: ~2 s per 100,000
+# open-loop requests on one core; closed loops and long outputs cost a few times more)
+MAX_SIM_REQUESTS = 20_000
 DEFAULT_TRAIN_CHIPS = 8            # when neither chips nor dp is given
 
 
@@ -121,6 +124,18 @@ def pareto_response(model: ModelLookup, a: dict) -> dict:
     d = p.to_dict()
     d["explain"] = pareto_text(p)   # the explanation, then the frontier as a table
     d["chart"] = pareto_chart(p)
+    return d
+
+
+def simulate_response(model: ModelLookup, a: dict) -> dict:
+    from tokenmath.analyses.serving.simulation.simulate import simulate
+    from tokenmath.faces.explain_simulation import explain_simulation
+    r = simulate(model(a["model"]), a["hardware"], **layout(a), engine=a["engine"], concurrency=a["concurrency"],
+                 arrival_rate=a["arrival_rate"], burstiness=a["burstiness"], requests=a["requests"],
+                 input_len=a["input_len"], output_len=a["output_len"], ttft_ms=a["ttft_ms"], itl_ms=a["itl_ms"],
+                 seed=a["seed"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+    d = r.to_dict()
+    d["explain"] = explain_simulation(r)
     return d
 
 
@@ -252,6 +267,20 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("output_len", "int", 256, "", 1, MAX_TOKENS), *D, E,
              Param("allow_pp", "bool", False, "also pipeline-parallel layouts")),
             partial(pareto_response, model), "tokenmath.analyses.serving.pareto.pareto"),
+        "simulate": Endpoint(
+            (MODEL, HARDWARE, *LAYOUT, E,
+             Param("concurrency", "int", None, "closed loop: users, each sending its next request when one "
+                   "completes (64 when neither this nor arrival_rate is given)", 1, 1_000_000),
+             Param("arrival_rate", "float", None, "open loop: requests per second", 1e-6, 1e7),
+             Param("burstiness", "float", 1.0, "open loop: gamma shape of the gaps (1 = Poisson)", 1e-3, 1e3),
+             Param("requests", "int", 1000, "requests served", 1, MAX_SIM_REQUESTS),
+             Param("input_len", "length", 1024, 'prompt tokens, or "uniform:LO-HI" / "lognormal:MEDIAN,SIGMA"',
+                   1, MAX_TOKENS),
+             Param("output_len", "length", 256, "generated tokens (as input_len)", 1, MAX_TOKENS),
+             Param("ttft_ms", "float", None, "goodput target: time to first token (default 2000)", 1e-3, 1e9),
+             Param("itl_ms", "float", None, "goodput target: time per output token (default 200)", 1e-3, 1e9),
+             Param("seed", "int", 0, "random seed of the workload", 0, 2 ** 32 - 1), *D),
+            partial(simulate_response, model), "tokenmath.analyses.serving.simulation.simulate.simulate"),
         "context": Endpoint(
             (MODEL, HARDWARE, *LAYOUT, Param("batch", "int", 1, "", 1, MAX_BATCH),
              Param("context", "int", 8192, "", 1, MAX_TOKENS), *D, E),

@@ -39,6 +39,7 @@ class Param:
     help text and, for numbers, the inclusive range [lo, hi] in the parameter's own unit."""
     name: str
     kind: str                      # model | hardware | int | float | batch | bool | choice | range | hwlist | intlist
+                                   # | length (tokens, or "uniform:LO-HI" / "lognormal:MEDIAN,SIGMA")
     default: Any = None
     help: str = ""
     lo: float | None = None
@@ -188,11 +189,31 @@ def coerce(p: Param, v):
             raise InputError(p.name, f"needs 1 to {MAX_HARDWARE_LIST} catalog ids",
                              "comma-separated ids, e.g. h100-sxm,h200")
         return tuple(hardware_id(x, p.name) for x in xs)
+    if k == "length":
+        return _as_length(v, p)
     if k == "model":
         if not isinstance(v, str):
             raise InputError(p.name, f"{show(v)} is not a name", "a catalog id or an uploaded config's id")
         return v.strip()
     raise AssertionError(k)
+
+
+def _as_length(v, p: Param) -> int | str:
+    """Token counts of a simulated workload: a whole number in range, or a distribution's spec checked by the
+    simulator's own parser (never "fit:FILE": the web API reads no files named by a request)."""
+    valid = 'a token count, "uniform:LO-HI" or "lognormal:MEDIAN,SIGMA"'
+    if isinstance(v, str) and ":" in v:
+        s = v.strip()
+        if len(s) > 100:
+            raise InputError(p.name, f"{show(s)} is not a length spec", valid)
+        if s.split(":", 1)[0].strip().lower() not in ("uniform", "lognormal"):
+            raise InputError(p.name, f"{show(s)} is not a length spec (the web API reads no trace files)", valid)
+        from tokenmath.analyses.serving.simulation.workload import parse_lengths
+        lengths = parse_lengths(s, p.name)
+        if p.hi is not None and lengths.kind == "uniform" and lengths.b > p.hi:
+            raise InputError(p.name, f"{show(s)} is out of range", valid + f", at most {int(p.hi):,}")
+        return s
+    return _as_int(v, p)
 
 
 def hardware_id(v, field: str = "hardware") -> str:

@@ -1,0 +1,79 @@
+"""Throughput per chip against tokens/s per user by concurrency, for `pareto` and `plan`: the closed-loop steady
+state (steady_state.closed_loop: C users, each sending its next request when the last completes, served by the
+engine's scheduler) of each layout at each concurrency, as InferenceMAX-style charts plot it (one curve per
+configuration, a point per concurrency).
+
+Next to the static-batch figures of pareto and plan (a whole batch prefilled, then decoded), these are what a
+continuously batching server gives: TTFT is one request's (its own step, plus any wait for a slot), a user's speed
+is 1 / time per output token, throughput counts the prefill steps that share the GPU with decodes.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from tokenmath.base.errors import InputError
+from tokenmath.base.validators import finite, int_arg
+from tokenmath.mapping.layout import Layout
+from tokenmath.analyses.setup import Setup, fmt_layout
+from tokenmath.analyses.serving.simulation.replica import make_replica
+from tokenmath.analyses.serving.simulation.workload import parse_lengths
+from tokenmath.analyses.serving.steady_state import closed_loop
+
+DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+MAX_CONCURRENCY = 1_000_000
+MAX_POINTS = 64                     # concurrencies in one call
+
+
+def concurrency_axis(concurrency, engine) -> tuple[int, ...]:
+    """The concurrencies to trace: the ones given (an int or a list), else DEFAULT_CONCURRENCY when there is an
+    engine (its scheduler sets the steady state), else none. Empty (False, ()) turns the axis off."""
+    if concurrency is None:
+        return DEFAULT_CONCURRENCY if engine is not None else ()
+    if concurrency is False:
+        return ()
+    cs = [concurrency] if np.ndim(concurrency) == 0 else list(concurrency)
+    if len(cs) > MAX_POINTS:
+        raise InputError("concurrency", f"{len(cs)} values", f"at most {MAX_POINTS}")
+    cs = sorted({int_arg(c, "concurrency", 1, MAX_CONCURRENCY) for c in cs})
+    if cs and engine is None:
+        raise InputError("concurrency", "the steady state at a concurrency needs a serving engine's scheduler, and "
+                         "none was given", "engine=vllm, sglang, tensorrt-llm, llama.cpp or mlx")
+    return tuple(cs)
+
+
+def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, output_len: int) -> tuple[list, list]:
+    """(points, notes): every layout (tp, pp, ep, dp) of `layouts` at every concurrency, each point a dict with
+    the layout, concurrency, tokens/s per user and per chip, TTFT, TPOT and what limits the running requests. A
+    layout whose KV cache cannot hold a request is left out, with a note."""
+    if not concurrency:
+        return [], []
+    inp, out = parse_lengths(input_len, "input_len"), parse_lengths(output_len, "output_len")
+    pts, skipped = [], []
+    for t in layouts:
+        tp, pp, ep, dp = (int(v) for v in t[:4])
+        s = replace(su, layout=Layout(tp, pp, ep, dp))
+        try:
+            rep = make_replica(s)
+        except InputError:
+            skipped.append(fmt_layout(tp, pp, ep, dp))
+            continue
+        if inp.max + out.max + rep.block_tokens > rep.kv_tokens:
+            skipped.append(fmt_layout(tp, pp, ep, dp))
+            continue
+        cost = rep.cost(int(min(inp.max + out.max, rep.kv_tokens)), max(concurrency) + min(rep.budget, 1 << 20))
+        for c in concurrency:
+            p = closed_loop(rep, cost, c, inp, out)
+            pts.append({"layout": fmt_layout(tp, pp, ep, dp), "tp": tp, "pp": pp, "ep": ep, "dp": dp,
+                        "concurrency": c, "output_tokens_per_s_per_user": finite(p.output_tokens_per_s_per_user),
+                        "output_tokens_per_s_per_chip": finite(p.output_tokens_per_s_per_chip),
+                        "output_tokens_per_s": finite(p.output_tokens_per_s), "ttft_s": finite(p.ttft_s),
+                        "tpot_s": finite(p.tpot_s), "e2e_s": finite(p.e2e_s), "running": finite(p.running),
+                        "queued": finite(p.queued), "limit": p.limit, "regime": p.regime})
+    notes = []
+    if skipped:
+        notes.append(f"by concurrency: {len(skipped)} layout{'s' if len(skipped) > 1 else ''} left out, their KV cache "
+                     f"under the engine's memory fraction holds no {inp.max + out.max:,}-token request "
+                     f"({', '.join(skipped[:3])}{', ...' if len(skipped) > 3 else ''})")
+    return pts, notes
