@@ -14,10 +14,11 @@ def explain(v: Verification) -> str:
     L.append(f"  weight read per step = {v.weights_bytes / 1e9:.3g} GB / {hw.memory_bw / 1e9:.3g} GB/s = "
              f"{v.weights_bytes / hw.memory_bw * 1e3:.3g} ms; FLOPs per token = "
              f"{v.rows[0].flops / v.rows[0].batch / 1e9:.3g} GFLOP at {hw.peak_flops('fp32') / 1e9:.3g} GFLOP/s")
-    L.append(f"  overhead: {v.overhead_per_layer_s * 1e6:.0f} us per layer x {v.n_layers} layers = "
-             f"{v.overhead_per_layer_s * v.n_layers * 1e3:.3g} ms per step (a tiny-width probe of the same model: "
-             + ("its step beyond the engine's prediction of it)" if v.efficiency.kernels is not None
-                else "its whole step)"))
+    L.append("  overhead per step: " + ", ".join(f"{r.predicted_overhead_s * 1e3:.3g} ms at batch {r.batch}"
+                                                 for r in v.rows)
+             + " (a tiny-width probe of the same model: "
+             + ("its step beyond the engine's prediction of it, linear in batch between the probed batches)"
+                if v.efficiency.kernels is not None else "its fastest step)"))
     for r in v.rows:
         L.append(f"  B={r.batch:<4d} predicted {r.predicted_roofline_s * 1e3:8.2f} ms ops "
                  f"(weights {r.weight_bytes / 1e6:,.0f} MB, KV {r.kv_bytes / 1e6:,.1f} MB, {r.flops / 1e9:,.1f} GFLOP) "

@@ -68,6 +68,12 @@ def _pct(e: float | None) -> str:
     return f"[{colour}]{e:+.1%}[/]"
 
 
+def _span(v: Verification) -> str:
+    """The per-step overhead of the rows, one figure or lowest-highest, in ms."""
+    lo, hi = (f(r.predicted_overhead_s for r in v.rows) * 1e3 for f in (min, max))
+    return f"{lo:.3g}" if f"{lo:.3g}" == f"{hi:.3g}" else f"{lo:.3g}-{hi:.3g}"
+
+
 def verify_table(v: Verification) -> None:
     """The model and prediction in a line each, measured vs predicted per batch, the error summary, the notes."""
     from rich.table import Table
@@ -79,8 +85,8 @@ def verify_table(v: Verification) -> None:
     how = ("with this machine's measured kernel model (GEMM efficiency curve, per-call times)"
            if v.efficiency.kernels is not None else "at 100% (the file has no [kernels] section)")
     c.print(f"prediction: tokenmath engine on {hw.name} ({v.hardware_source}), {hw.memory_bw / 1e9:.3g} GB/s, fp32 "
-            f"{hw.peak_flops('fp32') / 1e9:.3g} GFLOP/s, {how}, + overhead {v.overhead_per_layer_s * 1e6:.0f} us/layer "
-            f"x {v.n_layers} layers = {v.overhead_per_layer_s * v.n_layers * 1e3:.3g} ms/step (tiny-width probe)")
+            f"{hw.peak_flops('fp32') / 1e9:.3g} GFLOP/s, {how}, + framework overhead {_span(v)} ms/step over "
+            f"{v.n_layers} layers (tiny-width probe)")
     t = Table(title=f"decode step at context {v.context} (median of {v.steps} steps after {v.warmup} warm-up)",
               header_style="bold")
     flat = any(r.flat_step_s is not None for r in v.rows)

@@ -29,44 +29,81 @@ CURVE_SHAPES_QUICK = CURVE_SHAPES[:3]
 STACK_BYTES, STACK_BYTES_QUICK = 256 << 20, 64 << 20
 FLOP_BUDGET, FLOP_BUDGET_QUICK = 4e9, 1e9     # FLOPs of one timed call at large M (fewer matrices)
 PASSES_S, PASSES_S_QUICK = 12.0, 1.5          # seconds of timed passes over all the points, after the warm-up pass
+MIN_PASSES = 3                                # the median of 3 passes over one burst of load
 
 CurveTable = dict[str, dict]   # "KxN" -> {"k", "n", "rows", "matrices", "best_s", "median_s", "reps", "impl"}
 
 
-def gemm_curve(reps: int, quick: bool, device: str, with_torch: bool) -> CurveTable:
+def gemm_curve(reps: int, quick: bool, device: str, with_torch: bool, cache_bytes: int | None = None) -> CurveTable:
     """fp32 matmuls of M rows times stacks of K x N weights, per shape and M: seconds per call of the stack (best and
     median) and the number of matrices in it. The points are timed round-robin, one pass over all of them per
-    repetition (a warm-up pass first; at least 2 and at most `reps` passes, fewer when they would pass PASSES_S), so
-    a burst of load from other processes spreads over every point instead of bending the curve."""
+    repetition (a warm-up pass first; at least MIN_PASSES and at most `reps`, fewer when they would pass PASSES_S), so
+    a burst of load from other processes spreads over every point instead of bending the curve. Consecutive points
+    read different stacks, and before a stack is read again at least 2 x cache_bytes (the last-level cache) have
+    streamed since (the other stacks, else an untimed read of a buffer), so that, as in a decode step that reads
+    each weight once, no weight comes from the cache (on a 2-core VM with a 300 MiB L3, a 256 MiB stack read twice
+    in a row streams ~15% faster)."""
     shapes = CURVE_SHAPES_QUICK if quick else CURVE_SHAPES
     stack, budget, passes_s = ((STACK_BYTES_QUICK, FLOP_BUDGET_QUICK, PASSES_S_QUICK) if quick
                                else (STACK_BYTES, FLOP_BUDGET, PASSES_S))
     sync = device_sync(device if with_torch else "cpu")
-    points, out = [], {}
+    stacks, out = [], {}
     for k, n in shapes:
         count = max(1, math.ceil(stack / (4 * k * n)))
-        ws, rows_of, call, impl = _stack(k, n, count, device, with_torch)
-        out[f"{k}x{n}"] = {"k": k, "n": n, "rows": list(CURVE_ROWS), "matrices": [], "impl": impl}
-        for m in CURVE_ROWS:
+        stacks.append((k, n, count, *_stack(k, n, count, device, with_torch)))
+        out[f"{k}x{n}"] = {"k": k, "n": n, "rows": list(CURVE_ROWS), "matrices": [], "impl": stacks[-1][-1]}
+    points = []                                    # (stack index, bytes read, call), rows outer: stacks alternate
+    for m in CURVE_ROWS:
+        for si, (k, n, count, ws, rows_of, call, _) in enumerate(stacks):
             c = min(count, max(1, math.ceil(budget / (2.0 * m * k * n))))
             out[f"{k}x{n}"]["matrices"].append(c)
-            points.append((f"{k}x{n}", lambda x=rows_of(m), ws=ws[:c]: call(x, ws)))
-    t0 = time.perf_counter()
-    for _, fn in points:
+            points.append((si, 4.0 * k * n * c, lambda x=rows_of(m), ws=ws[:c], call=call: call(x, ws)))
+    evict = _evictor(2 * (cache_bytes or 0), device, with_torch)
+    since = [0.0] * len(stacks)                    # bytes streamed since each stack was last read
+
+    def run(i: int) -> float:
+        si, nbytes, fn = points[i]
+        since[si] = evict(since[si], since)
+        t0 = time.perf_counter()
         fn()
         sync()
-    n_pass = max(2, min(reps, int(passes_s / max(time.perf_counter() - t0, 1e-9))))
+        dt = time.perf_counter() - t0
+        since[:] = [b + nbytes for b in since]
+        since[si] = 0.0
+        return dt
+    warm = sum(run(i) for i in range(len(points)))
+    n_pass = max(MIN_PASSES, min(reps, int(passes_s / max(warm, 1e-9))))
     secs: list[list[float]] = [[] for _ in points]
     for _ in range(n_pass):
-        for i, (_, fn) in enumerate(points):
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            secs[i].append(time.perf_counter() - t0)
-    for (key, _), t in zip(points, secs):
-        for name, v in (("best_s", min(t)), ("median_s", statistics.median(t)), ("reps", len(t))):
-            out[key].setdefault(name, []).append(v)
+        for i in range(len(points)):
+            secs[i].append(run(i))
+    for k, n, *_ in stacks:                        # per shape, in the order of CURVE_ROWS
+        for (si, _, _), t in zip(points, secs):
+            if stacks[si][:2] == (k, n):
+                for name, v in (("best_s", min(t)), ("median_s", statistics.median(t)), ("reps", len(t))):
+                    out[f"{k}x{n}"].setdefault(name, []).append(v)
     return out
+
+
+def _evictor(nbytes: int, device: str, with_torch: bool):
+    """evict(streamed, since) -> streamed after reading (untimed) what is missing of `nbytes` from a buffer, adding
+    it to every entry of `since`; a no-op when nbytes is 0 or already streamed."""
+    if nbytes <= 0:
+        return lambda streamed, since: streamed
+    if with_torch:
+        import torch
+        buf = torch.ones(nbytes // 4, dtype=torch.float32, device=torch.device(device))
+    else:
+        buf = np.ones(nbytes // 4, dtype=np.float32)
+
+    def evict(streamed, since):
+        missing = int(nbytes - streamed) // 4
+        if missing <= 0:
+            return streamed
+        float(buf[:missing].sum())
+        since[:] = [b + 4.0 * missing for b in since]
+        return streamed + 4.0 * missing
+    return evict
 
 
 def _stack(k: int, n: int, count: int, device: str, with_torch: bool):

@@ -88,7 +88,7 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
         matmul.update(torch_matmul(reps_mm, quick, device))
     say(f"GEMM efficiency curve: {CURVE_ROWS[0]} to {CURVE_ROWS[-1]} rows on fp32 weight shapes of 4 to "
         f"{64 if quick else 256} MiB")
-    decode = gemm_curve(reps_mm, quick, device, has_torch)
+    decode = gemm_curve(reps_mm, quick, device, has_torch, min(cache or 0, 512 * MB))
     say("per-call overhead: tiny elementwise ops")
     overhead = call_overhead(500 if quick else 5000, device, has_torch)
     if not has_torch:

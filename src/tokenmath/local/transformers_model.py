@@ -88,54 +88,61 @@ class Timing:
         return min(self.steps_s)
 
 
-def time_decode(model: torch.nn.Module, device: str, batches: list[int], context: int, warmup: int, steps: int,
-                say: Callable[[str], None] | None = None, label: str = "") -> list[Timing]:
-    """Prefill `context` tokens once (batch 1), repeat that KV cache over each batch size (identical prompts: the
-    bytes a step reads are those of distinct ones), then run decode steps round-robin over the batch sizes,
-    `warmup` untimed rounds and `steps` timed ones; a step is the forward with the cache plus the greedy argmax
-    (synchronised on CUDA). Round-robin spreads any drift in the machine's load over every batch size alike."""
+def time_decode_together(runs: list[tuple[torch.nn.Module, list[int], str]], device: str, context: int, warmup: int,
+                         steps: int, say: Callable[[str], None] | None = None) -> list[list[Timing]]:
+    """For each (model, batch sizes, label): prefill `context` tokens once (batch 1), repeat that KV cache over each
+    batch size (identical prompts: the bytes a step reads are those of distinct ones), then run decode steps
+    round-robin over every model's batch sizes, `warmup` untimed rounds and `steps` timed ones; a step is the forward
+    with the cache plus the greedy argmax (synchronised on CUDA). Round-robin spreads any drift in the machine's load
+    over every batch size, and every model, alike (verify's tiny-width probe is timed in the same rounds as the
+    model it is the overhead of)."""
     import torch
     from transformers import DynamicCache
     say = say or (lambda msg: None)
     dev = torch_device(device)
     sync = device_sync(device)
-    cache_kw, keep_kw = _forward_kwargs(model)
-    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-    vocab = int(cfg.vocab_size)
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, vocab, (1, context), generator=g).to(dev)
+    slots = []                                   # (run index, batch, model, cache keyword, [cache, token])
     with torch.inference_mode():
-        cache = DynamicCache()
-        kw = {cache_kw: cache, "use_cache": True}
-        if keep_kw:
-            kw[keep_kw] = 1
-        t0 = time.perf_counter()
-        o = model(input_ids=ids, **kw)
-        sync()
-        say(f"{label}prefill of {context} tokens: {time.perf_counter() - t0:.2f} s")
-        first = o.logits[:, -1:].argmax(-1)
-        state = {}
-        for b in batches:
-            c = copy.deepcopy(cache)
-            if b > 1:
-                c.batch_repeat_interleave(b)
-            state[b] = [c, first.repeat_interleave(b, dim=0)]
-        del cache, o
-        times: dict[int, list[float]] = {b: [] for b in batches}
-        for r in range(warmup + steps):
+        for ri, (model, batches, label) in enumerate(runs):
+            cache_kw, keep_kw = _forward_kwargs(model)
+            cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+            g = torch.Generator().manual_seed(0)
+            ids = torch.randint(0, int(cfg.vocab_size), (1, context), generator=g).to(dev)
+            cache = DynamicCache()
+            kw = {cache_kw: cache, "use_cache": True}
+            if keep_kw:
+                kw[keep_kw] = 1
+            t0 = time.perf_counter()
+            o = model(input_ids=ids, **kw)
+            sync()
+            say(f"{label}prefill of {context} tokens: {time.perf_counter() - t0:.2f} s")
+            first = o.logits[:, -1:].argmax(-1)
             for b in batches:
-                c, tok = state[b]
+                c = copy.deepcopy(cache)
+                if b > 1:
+                    c.batch_repeat_interleave(b)
+                slots.append((ri, b, model, cache_kw, [c, first.repeat_interleave(b, dim=0)]))
+            del cache, o
+        times: list[list[float]] = [[] for _ in slots]
+        for r in range(warmup + steps):
+            for i, (_, _, model, cache_kw, st) in enumerate(slots):
+                c, tok = st
                 sync()
                 t0 = time.perf_counter()
                 o = model(input_ids=tok, **{cache_kw: c, "use_cache": True})
                 tok = o.logits[:, -1:].argmax(-1)
                 sync()
                 dt = time.perf_counter() - t0
-                state[b][1] = tok
+                st[1] = tok
                 if r >= warmup:
-                    times[b].append(dt)
+                    times[i].append(dt)
             if r >= warmup and (r - warmup + 1) % max(1, steps // 2) == 0:
-                say(f"{label}round {r - warmup + 1}/{steps}: "
-                    + ", ".join(f"B={b} {statistics.median(times[b]) * 1e3:.3g} ms" for b in batches))
-        del state
-    return [Timing(int(b), tuple(times[b]), context + warmup + (steps - 1) / 2) for b in batches]
+                for ri, (_, _, label) in enumerate(runs):
+                    say(f"{label}round {r - warmup + 1}/{steps}: "
+                        + ", ".join(f"B={b} {statistics.median(times[i]) * 1e3:.3g} ms"
+                                    for i, (rj, b, *_) in enumerate(slots) if rj == ri))
+        keys = [(ri, b) for ri, b, *_ in slots]
+        del slots
+    cached = context + warmup + (steps - 1) / 2
+    return [[Timing(int(b), tuple(t), cached) for (rj, b), t in zip(keys, times) if rj == ri]
+            for ri in range(len(runs))]

@@ -12,9 +12,9 @@ GEMM at the share of the roofline that this machine's fp32 matmuls of that many 
 (engine/kernels.measured_share), streaming at the measured triad, and the measured per-call overhead as each
 kernel's fixed time. What eager PyTorch and transformers add beyond those kernels is measured, not fitted: the same
 architecture is built again with tiny widths (hidden 64, vocab 256), so its decode step holds no FLOPs or bytes to
-speak of; its step time minus the engine's prediction of that tiny model, over the layer count, is the
+speak of, and timed in the same rounds as the model (a burst of load falls on both); its step time minus the engine's prediction of that tiny model, over the layer count, is the
 Efficiency.layer_overhead_s of the prediction (the embedding, final norm, lm_head call and argmax spread over the
-layers with it).
+layers with it), probed at the smallest and the largest batch and linear in batch between them.
 
 A second prediction stands beside it for comparison (the one verify made before the curve existed): 100% of the
 file's headline figures (Efficiency(1, 1, 1), no kernel model) plus the probe's whole step over the layers. A file
@@ -41,7 +41,7 @@ from tokenmath.base.validators import int_arg
 from tokenmath.local.machine import check_device, machine_busy, meminfo, model_versions
 from tokenmath.local.measure import measure
 from tokenmath.local.model_configs import default_config, load_config, model_from_config, probe_config
-from tokenmath.local.transformers_model import Timing, build_model, require_packages, time_decode
+from tokenmath.local.transformers_model import Timing, build_model, require_packages, time_decode_together
 from tokenmath.local.verify_result import Row, Verification
 from tokenmath.specs.efficiency import Efficiency, kernel_default_for
 from tokenmath.specs.hardware import Hardware, from_record, get_hardware
@@ -137,22 +137,16 @@ def _fp32_hardware(hw: Hardware) -> Hardware:
     return hw
 
 
-def _overhead_probe(cfg: dict, ins: dict, say: Callable[[str], None], notes: list[str]) -> dict[int, float]:
-    """batch -> median step s of the same architecture at tiny widths (what the framework adds, next to no work)."""
-    say("overhead probe: the same architecture at hidden 64, vocab 256")
-    batches = ins["batches"]
+def _probe(cfg: dict, device: str, say: Callable[[str], None], notes: list[str]):
+    """The same architecture at tiny widths (what the framework adds, next to no work), or None."""
+    say("overhead probe: the same architecture at hidden 64, vocab 256, timed in the same rounds as the model")
     try:
-        probe = build_model(probe_config(cfg), ins["device"])
-        pb = sorted({batches[0], batches[-1]})
-        pt = time_decode(probe, ins["device"], pb, ins["context"], ins["warmup"], 2 * ins["steps"], say, label="probe ")
-        probe_steps = {t.batch: t.median_s for t in pt}
-        del probe
-        return probe_steps
+        return build_model(probe_config(cfg), device)
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - an architecture whose widths cannot shrink this way: no overhead term
         notes.append(f"overhead probe failed ({type(e).__name__}: {e}); predicted without a per-layer overhead")
-        return {}
+        return None
 
 
 GEMM_OPS = ("attn_proj", "ffn", "router", "experts", "shared_experts", "lm_head")
@@ -194,10 +188,12 @@ def _row(m: Model, hw: Hardware, t: Timing, eff: Efficiency, flat: Efficiency | 
 
 
 def _efficiencies(cfg: dict, m: Model, hw: Hardware, hw_source: str, probe_steps: dict[int, float], context: int,
-                  notes: list[str]) -> tuple[Efficiency, Efficiency | None]:
-    """(the prediction's efficiency, the flat one beside it or None). With the file's measured kernel model: that
-    model plus, per layer, what the tiny-width probe's step takes beyond the engine's prediction of the probe.
-    Without one: 100% of the figures plus the probe's whole step per layer (and no second column)."""
+                  notes: list[str]) -> tuple[Efficiency, Callable[[int], float], Efficiency | None]:
+    """(the prediction's efficiency, batch -> its layer_overhead_s, the flat efficiency beside it or None).
+    With the file's measured kernel model: that model plus, per layer, what the tiny-width probe's step takes beyond
+    the engine's prediction of the probe, at each probed batch (the smallest and the largest), linear in batch
+    between them (what eager PyTorch and transformers add grows with the batch: masks, cache copies, small ops).
+    Without one: 100% of the figures plus the probe's fastest step per layer (and no second column)."""
     per_layer = min(probe_steps.values()) / m.n_layers if probe_steps else 0.0
     flat = Efficiency(1.0, 1.0, 1.0, source=f"measured on this machine ({hw_source}) at 100%; layer overhead from a "
                       f"tiny-width probe of the same model ({per_layer * 1e6:.0f} us per layer)",
@@ -205,18 +201,23 @@ def _efficiencies(cfg: dict, m: Model, hw: Hardware, hw_source: str, probe_steps
     if hw.kernels is None:
         notes.append("the hardware file has no [kernels] section (this machine's measured kernel model, written by "
                      "`tokenmath measure`): predicted at 100% of its headline figures")
-        return flat, None
+        return flat, lambda b: flat.layer_overhead_s, None
     base = kernel_default_for(hw)
     if not probe_steps:
-        return base, flat
-    b, t = min(probe_steps.items(), key=lambda kv: kv[1])
+        return base, lambda b: 0.0, flat
     probe = model_from_config(probe_config(cfg), "probe")
-    pred = float(_predict(probe, hw, b, context, base).decode_step_s)
-    per = max(0.0, (t - pred) / m.n_layers)
-    return replace(base, layer_overhead_s=min(per, 0.999),
-                   source=f"{base.source}; + {per * 1e6:.0f} us per layer: the tiny-width probe's step "
-                          f"({t * 1e3:.3g} ms at batch {b}) beyond the engine's prediction of it "
-                          f"({pred * 1e3:.3g} ms), over {m.n_layers} layers"), flat
+    bs = sorted(probe_steps)
+    pred = {b: float(_predict(probe, hw, b, context, base).decode_step_s) for b in bs}
+    per = [min(max(0.0, (probe_steps[b] - pred[b]) / m.n_layers), 0.999) for b in bs]
+
+    def at(b: int) -> float:
+        return float(np.interp(b, bs, per))
+    eff = replace(base, layer_overhead_s=at(bs[0]),
+                  source=f"{base.source}; + per layer, the tiny-width probe's step beyond the engine's prediction of "
+                         "it: " + ", ".join(f"{x * 1e6:.0f} us at batch {b} ({probe_steps[b] * 1e3:.3g} ms vs "
+                                            f"{pred[b] * 1e3:.3g} ms)" for b, x in zip(bs, per))
+                         + " (linear in batch between), over " + f"{m.n_layers} layers")
+    return eff, at, flat
 
 
 def _verify(ins: dict, quick_measure: bool, say: Callable[[str], None], t_start: float) -> Verification:
@@ -247,14 +248,17 @@ def _verify(ins: dict, quick_measure: bool, say: Callable[[str], None], t_start:
     real_params = sum(p.numel() for p in model.parameters())
     if abs(real_params - P.total) > 0.01 * P.total:
         notes.append(f"transformers built {real_params / 1e6:,.1f}M parameters, tokenmath counts {P.total / 1e6:,.1f}M")
-    timings = time_decode(model, device, batches, context, ins["warmup"], ins["steps"], say)
-    del model
+    probe = _probe(cfg, device, say, notes)
+    pb = sorted({batches[0], batches[-1]})
+    runs = [(model, batches, "")] + ([(probe, pb, "probe ")] if probe is not None else [])
+    timed = time_decode_together(runs, device, context, ins["warmup"], ins["steps"], say)
+    timings = timed[0]
+    probe_steps = {t.batch: t.median_s for t in timed[1]} if probe is not None else {}   # framework overhead
+    del model, probe, runs
 
-    # per-layer framework overhead: the same layers at tiny widths
-    probe_steps = _overhead_probe(cfg, ins, say, notes)
     hw_pred = _fp32_hardware(hw)
-    eff, flat = _efficiencies(cfg, m, hw_pred, hw_source, probe_steps, context, notes)
-    rows = tuple(_row(m, hw_pred, t, eff, flat) for t in timings)
+    eff, overhead_at, flat = _efficiencies(cfg, m, hw_pred, hw_source, probe_steps, context, notes)
+    rows = tuple(_row(m, hw_pred, t, replace(eff, layer_overhead_s=overhead_at(t.batch)), flat) for t in timings)
 
     kvt = float(kv_bytes_per_token(m, 4.0))
     big = max(timings, key=lambda t: t.batch)
