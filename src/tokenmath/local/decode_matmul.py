@@ -7,9 +7,10 @@ quick) of such matrices is multiplied by M rows of activations, one call per mat
 weight once; at large M the stack is cut to a FLOP budget (those calls are compute-bound: the weights' traffic is
 small beside their FLOPs). The points are timed round-robin (gemm_curve); best and median seconds are kept.
 
-efficiency = max(FLOPs / peak, bytes / bandwidth) / (median seconds per call - the per-call overhead), <= 1:
-the median, because a prediction of a typical step is what it serves (verify times median steps); the overhead
-subtracted, because the engine adds it back as each kernel's fixed time. A framework's small-M matmul can stream
+efficiency = max(FLOPs / peak, bytes / bandwidth) / (median seconds per call - the per-call overhead), <= 1: the
+engine's time for that GEMM, t0 + max(FLOPs / (peak e), bytes / (bandwidth e)), is then the median measured time
+whatever peak and bandwidth it is relative to (they only cap it at 1), as verify's measured step is a median; the
+overhead subtracted, because the engine adds it back as each kernel's fixed time. A framework's small-M matmul can stream
 weights far below STREAM bandwidth (torch on a 2-core CPU: ~1/3 at M = 2-16), which the headline figures do not know.
 """
 from __future__ import annotations
