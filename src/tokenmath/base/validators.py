@@ -40,3 +40,13 @@ def finite(x):
         return None
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def known_keys(rec: dict, known, field: str) -> None:
+    """Refuse a record key outside `known`, naming it and the closest valid keys (a typo in a user file)."""
+    from tokenmath.base.errors import closest
+    for k in rec:
+        if k not in known:
+            near = closest(k, known)
+            raise InputError(f"{field}.{k}", "unknown key",
+                             f"did you mean {', '.join(near)}?" if near else f"valid keys: {', '.join(known)}")

@@ -250,3 +250,36 @@ def explain_chinchilla(r: ChinchillaResult) -> str:
     if r.notes:
         L += ["", *("note: " + n for n in r.notes)]
     return "\n".join(L)
+
+
+def overtrain_text(r) -> str:
+    """The default (non --explain) text of an over-training result: the optimum beside Chinchilla, the serving
+    of the optimum and how the answer moves with demand."""
+    L = []
+    o, c = r.optimum, r.chinchilla
+
+    def usd(x):
+        return u.usd(x) if math.isfinite(x) else "n/a (cannot serve)"
+    L.append(f"Over-training at loss {r.target_loss:.4f} (fit {r.fit.name!r}), {r.inference_tokens:.3g} inference"
+               f" + {r.rl_rollout_tokens:.3g} RL tokens, {r.hardware.id}, MFU {r.mfu:g}, inference "
+               + ("2N FLOPs/token" if r.flop_only else f"from the engine at >= {r.min_tokens_per_s_per_user:g} tok/s/user"))
+    L.append(f"  {'':<11} {'params':>8} {'tokens':>8} {'tok/param':>9} {'training':>12} {'inference':>12} {'total':>12}")
+    for name, p in (("optimum", o), ("Chinchilla", c)):
+        L.append(f"  {name:<11} {u.count(p.params):>8} {u.count(p.tokens):>8} {p.tokens / p.params:>9,.0f} "
+                   f"{usd(p.training_usd):>12} {usd(p.inference_usd):>12} {usd(p.total_usd):>12}")
+    if math.isfinite(r.saving_fraction):
+        L.append(f"  saving {usd(r.saving_usd)} ({100 * r.saving_fraction:.1f}%)")
+    if o.serving is not None and o.serving.feasible:
+        s = o.serving
+        L.append(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} on {s.chips} x {r.hardware.id}"
+                   f" at batch {s.batch}: {1 / s.decode_step_s:.1f} tok/s/user, "
+                   f"${s.usd_per_mtok_output:.3g}/Mtok out, ${s.usd_per_mtok_input:.3g}/Mtok in")
+    L.append("  as demand grows:")
+    for row in r.demand_sweep:
+        sv = row["saving_fraction"]
+        L.append(f"    {row['inference_tokens'] + row['rl_rollout_tokens']:>8.3g} tokens -> N {u.count(row['params']):>7},"
+                   f" {row['tokens_per_param']:>7,.0f} tok/param, total {usd(row['total_usd'])}"
+                   + (f", saving {100 * sv:.1f}%" if sv is not None else ""))
+    for n in r.notes:
+        L.append(f"  note: {n}")
+    return "\n".join(L)

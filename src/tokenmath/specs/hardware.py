@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
+from tokenmath.base.validators import known_keys
 from tokenmath.base.errors import InputError, show, unknown_name
 from tokenmath.specs.families import NAMES as FAMILY_NAMES, of_chip
 
@@ -132,12 +133,7 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
     """Build Hardware from a record in the catalog schema (humane units). Range-checks every figure."""
     if not isinstance(rec, dict):
         raise InputError(field, f"entry {hid!r} is not a table", "a table of keys")
-    for k in rec:
-        if k not in KNOWN_KEYS:
-            from tokenmath.base.errors import closest
-            near = closest(k, KNOWN_KEYS)
-            raise InputError(f"{field}.{k}", "unknown key",
-                             f"did you mean {', '.join(near)}?" if near else f"valid keys: {', '.join(KNOWN_KEYS)}")
+    known_keys(rec, KNOWN_KEYS, field)
     mem = record_number(rec, "memory_gb", field, True, 0.001, 1e6)
     bw = record_number(rec, "memory_bw_tbs", field, True, 1e-4, 1e4)
     tf = rec.get("tflops")

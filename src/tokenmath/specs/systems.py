@@ -34,6 +34,7 @@ from types import MappingProxyType
 import numpy as np
 
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
+from tokenmath.base.validators import known_keys
 from tokenmath.base.errors import InputError, closest
 from tokenmath.specs.hardware import Hardware, record_number, catalog as hw_catalog, from_record as hw_from_record, get_hardware
 
@@ -184,11 +185,7 @@ def from_hardware(hw: Hardware, chips=None) -> System:
 def from_record(sid: str, rec: dict, chips=None, field: str = "system") -> System:
     if not isinstance(rec, dict):
         raise InputError(field, f"entry {sid!r} is not a table", "a table of keys")
-    for k in rec:
-        if k not in KNOWN_KEYS:
-            near = closest(k, KNOWN_KEYS)
-            raise InputError(f"{field}.{k}", "unknown key",
-                             f"did you mean {', '.join(near)}?" if near else f"valid keys: {', '.join(KNOWN_KEYS)}")
+    known_keys(rec, KNOWN_KEYS, field)
     chip_id = rec.get("chip")
     if not isinstance(chip_id, str):
         raise InputError(f"{field}.chip", "missing", "a chip id from the hardware catalog (tokenmath hardware)")

@@ -1,5 +1,3 @@
-import math
-
 import click
 
 from tokenmath.faces.commands.common import DEFAULT_HARDWARE, dtype_options, guarded, with_plot
@@ -32,10 +30,9 @@ def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, fit, ha
               min_tokens_per_s_per_user, input_output_ratio, output_len, weight_dtype, kv_dtype, as_json, explain,
               plot_file):
     """Train smaller and longer: minimise training + lifetime inference cost at a target loss."""
-    from tokenmath.base import units as u
     from tokenmath.analyses.training.overtrain import overtrain as run
     from tokenmath.faces.commands.common import plot_then_json
-    from tokenmath.faces.explain_training import explain_overtrain
+    from tokenmath.faces.explain_training import explain_overtrain, overtrain_text
     from tokenmath.faces.plots_training import plot_overtrain
     r = run(target_loss=target_loss, compute=compute, inference_tokens=inference_tokens,
             rl_rollout_tokens=rl_rollout_tokens, fit=fit, hardware=hardware, mfu=mfu, flop_only=flop_only,
@@ -46,31 +43,6 @@ def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, fit, ha
     if explain:
         click.echo(explain_overtrain(r))
     else:
-        o, c = r.optimum, r.chinchilla
-
-        def usd(x):
-            return u.usd(x) if math.isfinite(x) else "n/a (cannot serve)"
-        click.echo(f"Over-training at loss {r.target_loss:.4f} (fit {r.fit.name!r}), {r.inference_tokens:.3g} inference"
-                   f" + {r.rl_rollout_tokens:.3g} RL tokens, {r.hardware.id}, MFU {r.mfu:g}, inference "
-                   + ("2N FLOPs/token" if r.flop_only else f"from the engine at >= {r.min_tokens_per_s_per_user:g} tok/s/user"))
-        click.echo(f"  {'':<11} {'params':>8} {'tokens':>8} {'tok/param':>9} {'training':>12} {'inference':>12} {'total':>12}")
-        for name, p in (("optimum", o), ("Chinchilla", c)):
-            click.echo(f"  {name:<11} {u.count(p.params):>8} {u.count(p.tokens):>8} {p.tokens / p.params:>9,.0f} "
-                       f"{usd(p.training_usd):>12} {usd(p.inference_usd):>12} {usd(p.total_usd):>12}")
-        if math.isfinite(r.saving_fraction):
-            click.echo(f"  saving {usd(r.saving_usd)} ({100 * r.saving_fraction:.1f}%)")
-        if o.serving is not None and o.serving.feasible:
-            s = o.serving
-            click.echo(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} on {s.chips} x {r.hardware.id}"
-                       f" at batch {s.batch}: {1 / s.decode_step_s:.1f} tok/s/user, "
-                       f"${s.usd_per_mtok_output:.3g}/Mtok out, ${s.usd_per_mtok_input:.3g}/Mtok in")
-        click.echo("  as demand grows:")
-        for row in r.demand_sweep:
-            sv = row["saving_fraction"]
-            click.echo(f"    {row['inference_tokens'] + row['rl_rollout_tokens']:>8.3g} tokens -> N {u.count(row['params']):>7},"
-                       f" {row['tokens_per_param']:>7,.0f} tok/param, total {usd(row['total_usd'])}"
-                       + (f", saving {100 * sv:.1f}%" if sv is not None else ""))
-        for n in r.notes:
-            click.echo(f"  note: {n}")
+        click.echo(overtrain_text(r))
     if plot_file:
         click.echo(f"plot written to {plot_file}", err=True)
