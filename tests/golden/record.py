@@ -2,6 +2,7 @@
 
     python tests/golden/record.py          # write tests/golden/out/*.json and *.txt
     python tests/golden/record.py --check  # compare, print the first differences, exit 1 on any
+    python tests/golden/record.py --only deduce   # re-record only the commands whose text contains "deduce"
 
 Each command runs in this process through the CLI's own entry point, once with --json and once with --explain
 (text), so the faces are covered as well as the numbers."""
@@ -75,10 +76,12 @@ def same(fname: str, text: str, want: str) -> bool:
     return text == want
 
 
-def main(check: bool) -> int:
+def main(check: bool, only: str | None = None) -> int:
     OUT.mkdir(exist_ok=True)
     bad = 0
     for args in commands():
+        if only is not None and only not in " ".join(args):
+            continue
         for fname, text in outputs(args).items():
             path = OUT / fname
             if check:
@@ -91,4 +94,6 @@ def main(check: bool) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main("--check" in sys.argv))
+    argv = sys.argv[1:]
+    only = argv[argv.index("--only") + 1] if "--only" in argv else None
+    sys.exit(main("--check" in argv, only))
