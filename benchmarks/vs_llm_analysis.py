@@ -128,6 +128,30 @@ def run_tokenmath(tm, **opts):
             for hw, _ in CHIPS]
 
 
+FIRST_CALL = {
+    # each in a fresh interpreter: import the tool, set it up and answer the 1,000 configurations once
+    "tokenmath": ("import time; t0 = time.perf_counter()\n"
+                  "import sys; sys.path.insert(0, {src!r}); sys.path.insert(0, {bench!r})\n"
+                  "import tokenmath as tm; import vs_llm_analysis as v\n"
+                  "v.run_tokenmath(tm); print(time.perf_counter() - t0)"),
+    "llm-analysis": ("import time; t0 = time.perf_counter()\n"
+                     "import sys; sys.path.insert(0, {bench!r})\n"
+                     "import vs_llm_analysis as v\n"
+                     "v.run_llm_analysis(v.la_setup()); print(time.perf_counter() - t0)"),
+}
+
+
+def first_call(name: str, runs: int = 3) -> float:
+    """Median seconds from a new interpreter's first import of the tool to its first 1,000 answers (imports, catalog
+    or config set-up and the first run: what a user waits for in a fresh notebook or script), less the bare
+    interpreter's start (both timed from inside the process)."""
+    code = FIRST_CALL[name].format(src=str(ROOT / "src"), bench=str(ROOT / "benchmarks"))
+    env = dict(os.environ, TRANSFORMERS_VERBOSITY="error", OPENBLAS_NUM_THREADS=os.environ.get("OPENBLAS_NUM_THREADS", "1"))
+    out = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                check=True).stdout.split()[-1]) for _ in range(runs)]
+    return statistics.median(out)
+
+
 def rows(cols_list):
     """tokenmath rows in the same order as the llm-analysis loop (chip, tp, batch, input, output)."""
     import numpy as np
@@ -194,6 +218,10 @@ def run(a):
               f"{first * 1e3:>7.1f} ms {ok:>5d}/{n:<5d}")
     print(f"tokenmath is {ratio:,.0f}x faster (wall time; CPU time {ratio_cpu:,.0f}x); "
           f"both give numbers for {'every' if tm_ok == la_ok == n else 'NOT every'} configuration")
+    fc = {name: first_call(name) for name in FIRST_CALL}
+    print(f"first call in a fresh process (import + set-up + the 1,000 configurations, median of 3): tokenmath "
+          f"{fc['tokenmath'] * 1e3:,.0f} ms, llm-analysis {fc['llm-analysis'] * 1e3:,.0f} ms: tokenmath "
+          f"{fc['llm-analysis'] / fc['tokenmath']:,.1f}x faster including each tool's first call")
 
     # side by side: the same kind of figure
     peak_rows = rows(run_tokenmath(tm, efficiency=PEAK))
@@ -224,6 +252,7 @@ def run(a):
             "configurations": n, "rounds": a.rounds, "llm_analysis_version": la_version,
             "wall_s": wall, "cpu_s": cpu, "median_wall_s": med, "median_cpu_s": medc,
             "ratio_wall": ratio, "ratio_cpu": ratio_cpu, "first_run_s": {"tokenmath": tm_first, "llm-analysis": la_first},
+            "first_call_fresh_process_s": fc, "ratio_first_call": fc["llm-analysis"] / fc["tokenmath"],
             "numbers": {"tokenmath": tm_ok, "llm-analysis": la_ok},
             "decode_ratio_llm_analysis_over_tokenmath_peak": {"median": float(np.median(dec)), "min": float(dec.min()),
                                                                "max": float(dec.max())},

@@ -88,3 +88,14 @@ def test_file_errors(tmp_path):
         with pytest.raises(InputError) as e:
             get_model(str(p))
         assert e.value.field == "model"
+
+
+def test_new_families_detected_from_architectures(fixtures):
+    """A config.json without model_type is read by its architectures class (issue 20 families)."""
+    cfg = json.loads((fixtures / "Qwen3-Next-80B-A3B-Instruct.json").read_text())
+    del cfg["model_type"]
+    m = model_from_hf_config(cfg)
+    assert m.n_linear_layers == 36 and m.linear_kind == "gated_deltanet"
+    cfg = json.loads((fixtures / "DeepSeek-V3.2.json").read_text())
+    del cfg["model_type"]
+    assert model_from_hf_config(cfg).index_topk == 2048

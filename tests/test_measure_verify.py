@@ -118,8 +118,9 @@ def test_write_refuses_other_suffixes(tmp_path):
         fake_measurement().write(tmp_path / "hw.txt")
 
 
-def test_measure_quick_cli_writes_a_loadable_hardware_file(tmp_path):
+def test_measure_quick_cli_writes_a_loadable_hardware_file(tmp_path, monkeypatch):
     out = tmp_path / "me.toml"
+    monkeypatch.setenv("TOKENMATH_PROGRESS", "1")   # progress is shown on a terminal only; ask for it here
     code, stdout, err = run_main(["measure", "--quick", "--out", str(out), "--json"])
     assert code == 0, err
     d = json.loads(stdout)
@@ -215,7 +216,8 @@ def test_probe_config_shrinks_widths_and_keeps_layers():
 
 
 # ---- verify with torch and transformers ------------------------------------------------------------------------
-def test_verify_tiny_config_end_to_end(tmp_path):
+def test_verify_tiny_config_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENMATH_PROGRESS", "1")   # progress is shown on a terminal only; ask for it here
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     cfg = tmp_path / "tiny.json"

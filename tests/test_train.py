@@ -213,7 +213,8 @@ def test_search_ranks_fitting_layouts_and_matches_single_evaluation():
     best = s.top[0]
     again = train("llama-3.1-70b", "h100-sxm", tp=int(best.layout.tp), pp=int(best.layout.pp), dp=int(best.layout.dp),
                   seq_len=4096, global_batch_tokens=256 * 4096, micro_batch=best.micro_batch,
-                  recompute=best.recompute, zero=best.zero)
+                  recompute=best.recompute, zero=best.zero, schedule=best.schedule,
+                  virtual_stages=best.virtual_stages if best.schedule == "interleaved" else None)
     assert again.step_time_s == pytest.approx(best.step_time_s)
 
 

@@ -56,11 +56,11 @@ def assert_error(body, field):
 def test_page_and_static_files(server):
     status, data, h = request(server, "GET", "/")
     assert status == 200 and h["content-type"].startswith("text/html")
-    assert b"/static/app.js" in data and b"/static/charts.js" in data
+    assert b"/static/app.js" in data and b"/static/charts.js" in data and b"/static/words.js" in data
     assert "default-src 'self'" in h["content-security-policy"]
     assert b"http://" not in data and b"https://" not in data   # offline: nothing from elsewhere
-    for name, ctype in (("app.js", "text/javascript"), ("charts.js", "text/javascript"), ("app.css", "text/css"),
-                        ("favicon.svg", "image/svg+xml")):
+    for name, ctype in (("app.js", "text/javascript"), ("charts.js", "text/javascript"), ("words.js", "text/javascript"),
+                        ("app.css", "text/css"), ("favicon.svg", "image/svg+xml")):
         status, data, h = request(server, "GET", f"/static/{name}")
         assert status == 200 and h["content-type"].startswith(ctype) and data
         assert b"https://" not in data and b"cdn" not in data.lower()

@@ -5,6 +5,8 @@ Every quantity is per chip and broadcasts over numpy arrays (batch, context, tp,
   op            FLOPs (per layer, per chip)                 bytes (per layer, per chip)
   attn_proj     2 x W_attn x T / tp                         W_attn x w / tp + activations
   attention     c_pair x pairs x S / tp                     KV x (read + written tokens) x S / kv_shard + q/o
+  indexer       sparse attention's scoring (engine/sparse_attention.py); attention then reads only the top-k
+  recurrent     GDN / Mamba-2 layers: projections + a fixed state per sequence (engine/recurrent.py)
   ffn           2 x W_ffn x T / tp                          W_ffn x w / tp + activations
   router        2 x d x E x T                               d x E x w
   experts       2 x T_st x k x W_e / (ep tp)                E_touched x W_e x w_e / (ep tp) + activations
@@ -33,13 +35,15 @@ import numpy as np
 from tokenmath.specs.dtypes import DType
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.hardware import Hardware
-from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
+from tokenmath.specs.kv_cache import kv_main_values
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 from tokenmath.engine import collectives as coll
 from tokenmath.engine import expert_parallel as xp
+from tokenmath.engine.attended import decode_context, prefill_pairs  # noqa: F401  (callers import them from here)
 from tokenmath.engine.context_parallel import cp_comm
+from tokenmath.engine import recurrent, sparse_attention as dsa
 from tokenmath.engine.kernels import op_kernels, op_rates, op_shapes
 from tokenmath.engine.roofline import kernel_op_time, op_time
 from tokenmath.specs.kernels import resolve as resolve_kernels
@@ -288,30 +292,43 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
 
     wb = prec.weight.bytes
     add("embed", 1, 0.0, T * d * (wb + ab), pk_w, note="gather one embedding row per token", weights=T * d * wb)
-    add("attn_proj", m.n_layers, 2 * P.attn_per_layer * T / tp,
+    add("attn_proj", m.n_attention_layers, 2 * P.attn_per_layer * T / tp,
         P.attn_per_layer * wb / tp + T * _attn_io_width(m, tp) * ab, pk_w, note="q, k, v, o projections",
         weights=P.attn_per_layer * wb / tp, kind="gemm", key=wkey, M=T, shapes=op_shapes(m, "attn_proj", tp))
 
-    kvl = kv_values_per_token_per_layer(m) * prec.kv.bytes
+    kvl = kv_main_values(m) * prec.kv.bytes
     shard = lay.kv_shard(m)
     qo = T * (m.n_heads * (m.v_head_dim if m.is_mla else m.hd)) * 2 * ab / tp
     cp = pair_flops(m, phase)
-    kv_full = kvl * (np.asarray(kv_read_full) + new_tokens) * S / shard
-    att_full = cp * np.asarray(pairs_full) * S / tp
+    read_full, pairs_main = kv_read_full, pairs_full
+    if m.is_sparse_attention:      # the indexer scores every cached token; attention reads the top-k it selects
+        read_full, pairs_main = dsa.selected(m, phase, kv_read_full, new_tokens, pairs_full)
+        ix = dsa.indexer_op(m, S, T, kv_read_full, new_tokens, pairs_full, shard, tp, ab)
+        add("indexer", m.n_full_layers, ix["flops"] / (cpd if has_cp else 1.0), ix["nbytes"], pk_a,
+            note=ix["note"], kv=ix["kv"], kind="stream")
+    kv_full = kvl * (np.asarray(read_full) + new_tokens) * S / shard
+    att_full = cp * np.asarray(pairs_main) * S / tp
     if has_cp:
         att_full = att_full / cpd
     fa = {"seq_len": np.asarray(new_tokens, float) / (cpd if has_cp else 1.0),
           "head_dim": m.qk_nope_head_dim + m.qk_rope_head_dim if m.is_mla else m.hd}
     add("attention", m.n_full_layers, att_full, kv_full + qo, pk_a,
-        note="scores and values over the cached context (full layers)", kv=kv_full, kind="attention", **fa)
+        note="scores and values over the cached context (full layers)"
+        + (f"; only the {m.index_topk} tokens the indexer selects" if m.is_sparse_attention else ""),
+        kv=kv_full, kind="attention", **fa)
     if m.n_sliding_layers:
         kv_loc = kvl * (np.asarray(kv_read_sliding) + new_tokens) * S / shard
         att_loc = cp * np.asarray(pairs_sliding) * S / tp
         if has_cp:
             att_loc = att_loc / cpd
+        what = "chunked-attention layers: within the current chunk of" if m.local_kind == "chunked" else \
+            "sliding-window layers: over at most"
         add("attention_local", m.n_sliding_layers, att_loc, kv_loc + qo, pk_a,
-            note=f"scores and values over at most {m.sliding_window} tokens (sliding-window layers)", kv=kv_loc,
-            kind="attention", **fa)
+            note=f"scores and values ({what} {m.sliding_window} tokens)", kv=kv_loc, kind="attention", **fa)
+    if m.n_linear_layers:
+        rc = recurrent.recurrent_op(m, phase, S, T, tp, wb, ab)
+        add("recurrent", m.n_linear_layers, rc["flops"], rc["nbytes"], pk_w, note=rc["note"], weights=rc["weights"],
+            kv=rc["kv"], kind="stream")
     add("norms", m.n_layers, 0.0, 6 * T * d * ab, pk_a, note="2 norms and residual adds (elementwise)")
 
     if P.n_dense_layers and P.dense_ffn_per_layer:
@@ -370,28 +387,3 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         Tz = np.zeros(np.shape(comm))
         out.ops[name] = Op(name, float(m.n_layers), Tz, Tz, Tz, Tz, comm, pk_a, 0.0, note, kernels=sum(op_kernels(name)))
     return out
-
-
-# ---- how much context a step attends ------------------------------------------------------------------------
-def decode_context(input_len, output_len, window: int = 0):
-    """Mean tokens attended per decode step while the context grows from input_len+1 to input_len+output_len,
-    for a full layer and for a sliding layer of `window` tokens (exact mean of min(c, window))."""
-    a = np.asarray(input_len, float)
-    n = np.maximum(np.asarray(output_len, float), 1.0)
-    full = a + (n + 1) / 2
-    if not window:
-        return full, full
-    w = float(window)
-    kk = np.clip(w - a, 0, n)              # steps whose context is still inside the window
-    total = kk * (a + 1 + a + kk) / 2 + (n - kk) * w
-    return full, total / n
-
-
-def prefill_pairs(input_len, window: int = 0):
-    """Causal (query, key) pairs in a prompt of L tokens: L(L+1)/2, or with a window sum of min(p, w)."""
-    L = np.asarray(input_len, float)
-    full = L * (L + 1) / 2
-    if not window:
-        return full, full
-    k = np.minimum(L, window)
-    return full, k * (k + 1) / 2 + (L - k) * window

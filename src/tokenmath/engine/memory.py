@@ -1,4 +1,5 @@
-"""Memory per chip: weight shard + KV cache of the sequences it holds + activations, against usable HBM.
+"""Memory per chip: weight shard + KV cache (and recurrent state) of the sequences it holds + activations, against
+usable HBM.
 
 usable = HBM x (1 - reserve). The reserve (default 10%) stands for the CUDA context, allocator fragmentation and
 framework buffers; it mirrors vLLM's default gpu_memory_utilization = 0.9 (vLLM engine arguments).
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.specs.kv_cache import kv_bytes_per_sequence
+from tokenmath.specs.kv_cache import kv_bytes_per_sequence, state_bytes_per_sequence
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
@@ -62,9 +63,18 @@ def seqs_per_group(batch, lay: Layout):
     return np.ceil(np.asarray(batch, float) / (np.asarray(lay.dp, float) * np.asarray(lay.ep, float)))
 
 
+def held_per_sequence_per_chip(m: Model, lay: Layout, kv_bytes: float, context):
+    """Cache bytes one sequence leaves on each chip of its group: the KV shards over kv_shard chips; the recurrent
+    state of hybrid models (constant in context) shards over the tp chips that split its heads; both over pp."""
+    state = state_bytes_per_sequence(m)
+    per_seq = (kv_bytes_per_sequence(m, context, kv_bytes) - state) / lay.kv_shard(m)
+    if state:
+        per_seq = per_seq + state / np.asarray(lay.tp, float)
+    return per_seq / np.asarray(lay.pp, float)
+
+
 def kv_per_chip(m: Model, lay: Layout, kv_bytes: float, batch, context):
-    per_seq = kv_bytes_per_sequence(m, context, kv_bytes)
-    return seqs_per_group(batch, lay) * per_seq / (np.asarray(lay.pp, float) * lay.kv_shard(m))
+    return seqs_per_group(batch, lay) * held_per_sequence_per_chip(m, lay, kv_bytes, context)
 
 
 def chunk_tokens(hw_memory_bytes: float, engine: EngineProfile | None = None) -> int:
@@ -127,7 +137,7 @@ def max_batch(m: Model, hw_memory_bytes: float, lay: Layout, weight_bytes: float
     engine runs at once (at most its max_running per group); 0 if none.
     Memory is linear in the number of sequences per group, so this is solved exactly, not searched."""
     groups = np.asarray(lay.dp, float) * np.asarray(lay.ep, float)
-    per_seq = kv_bytes_per_sequence(m, kv_context(context, engine), kv_bytes) / (np.asarray(lay.pp, float) * lay.kv_shard(m))
+    per_seq = held_per_sequence_per_chip(m, lay, kv_bytes, kv_context(context, engine))
     # activations at a full chunk: conservative when the whole batch's prompts are shorter than one chunk
     chunk = chunk_tokens(hw_memory_bytes, engine)
     fixed = weights_per_chip(m, lay, weight_bytes, expert_bytes) + activations_per_chip(m, lay, chunk, chunk)

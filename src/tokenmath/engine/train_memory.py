@@ -10,9 +10,20 @@
       full       2 sbh / t                  (only the layer input, kept sequence-parallel-sharded)
   with s = L/cp tokens per chip (the score term keeps all L keys: 5 a s L b). The 34 is 11 (attention) + 19
   (MLP with F = 4h) + 4 (two norms); this module derives the same terms from the model's own widths (GQA, gated
-  FFN, MoE), which gives exactly 34 for a GPT-3-shaped layer. 1F1B keeps min(pp, m) micro-batches in flight on
-  the first stage (Narayanan et al. 2021 Sec. 2.2.1), so it holds about n_layers layers' worth; the last stage
-  holds one micro-batch plus the fp32 logits, 4 s b V / t (Korthikanti et al. 2022 Sec. 4.1).
+  FFN, MoE), which gives exactly 34 for a GPT-3-shaped layer. Two switches for runs unlike GPT-3's:
+      dropout=False   no dropout masks (Llama-style models train without dropout): 11 -> 10 and 19 -> 18 (32 sbh)
+      flash=True      FlashAttention never stores the a x s x L scores: the 5as/h term becomes the fp32
+                      log-sum-exp, 4 a s b bytes (Dao et al. 2022, FlashAttention Sec. 3.1)
+  In flight on the first pipeline rank (the most: Korthikanti et al. 2022 Sec. 4.2.3):
+      1F1B, ZB-H1   min(pp, m) micro-batches of its layers (Narayanan et al. 2021 Sec. 2.2.1; ZB-H1 keeps 1F1B's
+                    peak, Qi et al. 2023 arXiv 2401.10241 Sec. 3.1)
+      interleaved   v chunks of c = layers/v: Megatron's warm-up runs chunk 0 for min(m, 2pp - 1) micro-batches and
+                    chunks 1..v-1 for min(m, pp), so it holds c (pp v + pp - 1) layers = the paper's
+                    L (1 + (p - 1)/(p v)) at m >= pp
+  Balanced stages (Llama 3, arXiv 2407.21783 Sec. 3.3.2: "reduce one Transformer layer each from the first and the
+  last stages ... the first model chunk on the first stage has only the embedding"): the embedding and the output
+  head each take one layer slot, so ranks hold ceil((n_layers + 2)/pp) slots and the first and last one fewer layer.
+  The last stage holds one micro-batch plus the fp32 logits, 4 s b V / t (Korthikanti et al. 2022 Sec. 4.1).
   fits: total <= HBM x (1 - RESERVE_FRACTION) (engine.memory).
 
 Layout fields as in engine/train_step.py (chips = tp x cp x ep x dp x pp). All inputs broadcast (numpy). Bytes.
@@ -29,6 +40,7 @@ from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 
 RECOMPUTE = ("none", "selective", "full")
+SCHEDULES = ("1f1b", "interleaved", "zb-h1")
 ADAM_STATE_BYTES = 12.0       # fp32 master weight + first and second moments (ZeRO Sec. 3.1)
 WEIGHT_BYTES = 2.0            # bf16 working weights
 GRAD_BYTES = 2.0              # bf16 gradients (the 16 B/param accounting); 4.0 for fp32 main grads
@@ -65,13 +77,29 @@ class TrainMemory:
         return self.total <= self.usable
 
 
-def stage_divisor(m: Model, pp):
-    """n_layers / ceil(n_layers / pp): what per-stage layer work divides by on the slowest (fullest) stage."""
+def schedule_code(sc) -> np.ndarray:
+    """'1f1b' | 'interleaved' | 'zb-h1' (or 0/1/2, or an array of codes) -> int array."""
+    if isinstance(sc, str):
+        return np.asarray(SCHEDULES.index(sc))
+    return np.asarray(sc, dtype=np.int64)
+
+
+def stage_layers(m: Model, pp, balanced=False):
+    """(layers on the fullest rank, layers on the first rank) of n_layers over pp pipeline ranks. Unbalanced: every
+    rank holds up to ceil(n/pp) layers. Balanced (Llama 3): embedding and head each fill one slot, ranks hold
+    ceil((n + 2)/pp) slots, the first (and last) rank one layer fewer. With pp = 1 one rank holds all."""
     pp = np.asarray(pp, float)
-    return m.n_layers / np.ceil(m.n_layers / pp)
+    bal = np.asarray(balanced, bool) & (pp > 1)
+    full = np.where(bal, np.ceil((m.n_layers + 2.0) / pp), np.ceil(m.n_layers / pp))
+    return full, np.where(bal, full - 1.0, full)
 
 
-def stage_params(m: Model, pp):
+def stage_divisor(m: Model, pp, balanced=False):
+    """n_layers / (layers on the fullest rank): what per-stage layer work divides by on the slowest stage."""
+    return m.n_layers / stage_layers(m, pp, balanced)[0]
+
+
+def stage_params(m: Model, pp, balanced=False):
     """Parameters of the first and the last pipeline stage, split (non-expert, expert): (first stage non-expert,
     last stage non-expert, experts per stage, non-expert parameters of all the layers), in parameters.
     The first stage also holds the embedding (and learned positions); the last the lm_head (a copy of the tied
@@ -80,17 +108,34 @@ def stage_params(m: Model, pp):
     layers_ne = P.total - P.experts_total - P.embedding - P.lm_head - P.final_norm
     head = P.lm_head if not m.tie_embeddings else m.vocab_size * m.d_model
     pp = np.asarray(pp, float)
-    ps = stage_divisor(m, pp)
-    first_ne = layers_ne / ps + P.embedding
-    last_ne = layers_ne / ps + head + P.final_norm
+    _, first = stage_layers(m, pp, balanced)
+    per_layer = layers_ne / m.n_layers
+    first_ne = per_layer * first + P.embedding
+    last_ne = per_layer * first + head + P.final_norm
     one = pp == 1
     first_ne = np.where(one, P.total - P.experts_total, first_ne)
     last_ne = np.where(one, P.total - P.experts_total, last_ne)
-    e = P.experts_total / ps
+    e = P.experts_total / m.n_layers * stage_layers(m, pp, balanced)[0]
     return first_ne, last_ne, e, layers_ne
 
 
-def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recompute="none"):
+def in_flight_layers(m: Model, pp, micro_batches, schedule="1f1b", virtual_stages=1, balanced=False):
+    """Layer-activations of one micro-batch each that the first pipeline rank holds at its peak (see the module
+    docstring: 1F1B / ZB-H1 min(pp, m) x its layers; interleaved Megatron warm-up over v chunks)."""
+    pp = np.asarray(pp, float)
+    mb = np.maximum(np.asarray(micro_batches, float), 1.0)
+    sc = schedule_code(schedule)
+    v = np.where(sc == 1, np.maximum(np.asarray(virtual_stages, float), 1.0), 1.0)
+    full, first = stage_layers(m, pp, balanced)
+    c = full / v                                    # slots per chunk
+    lost = full - first                             # the embedding's slot, in chunk 0 of the first rank
+    inter = np.minimum(mb, 2.0 * pp - 1.0) * (c - lost) + (v - 1.0) * np.minimum(mb, pp) * c
+    plain = np.minimum(mb, pp) * first
+    return np.where((sc == 1) & (v > 1) & (pp > 1), inter, plain)
+
+
+def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recompute="none", flash=False,
+                               dropout=True):
     """Stored activation bytes of one layer for one micro-batch on one chip (Korthikanti et al. 2022, Sec. 4),
     averaged over the model's layers (dense / MoE, full / sliding attention).
 
@@ -105,7 +150,8 @@ def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recom
       MoE: input 2sbh + mask sbh + k x (2sbh dispatched copy + the expert's F_e terms) + shared experts
       norms: 4sbh
     Everything / tp (tensor + sequence parallel). selective drops the score term; full keeps the layer input
-    2sbh / tp only.
+    2sbh / tp only. dropout=False removes the three masks (sbh each: attention output, MLP output, scores);
+    flash=True replaces the score term by the fp32 log-sum-exp 4asb (FlashAttention stores no scores).
     """
     rc = recompute_code(recompute)
     L = np.asarray(seq_len, float)
@@ -123,17 +169,18 @@ def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recom
         q = o = a * m.hd
         k = v = m.kv_heads * m.hd
         latent = 0
-    attn_lin = 2 * (h + q + k + v + o + latent) + 1 * h          # values per token (bytes)
+    mask = 1.0 if dropout else 0.0
+    attn_lin = 2 * (h + q + k + v + o + latent) + mask * h       # values per token (bytes)
     norms = 4 * h
 
     def mlp(width):
         return (6 if m.ffn_gated else 4) * width
 
     P = count_params(m)
-    dense = 3 * h + mlp(m.ffn_intermediate) if P.n_dense_layers else 0.0
+    dense = (2 + mask) * h + mlp(m.ffn_intermediate) if P.n_dense_layers else 0.0
     moe = 0.0
     if P.n_moe_layers:
-        moe = 3 * h + m.experts_per_token * (2 * h + mlp(m.moe_intermediate))
+        moe = (2 + mask) * h + m.experts_per_token * (2 * h + mlp(m.moe_intermediate))
         if m.shared_width:
             moe += mlp(m.shared_width)
     ffn_avg = (P.n_dense_layers * dense + P.n_moe_layers * moe) / m.n_layers
@@ -141,7 +188,7 @@ def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recom
     keys_full = L
     keys_slide = np.minimum(L, m.sliding_window) if m.sliding_window else L
     keys_avg = (m.n_full_layers * keys_full + m.n_sliding_layers * keys_slide) / m.n_layers
-    scores = 5.0 * a * s * keys_avg * b
+    scores = 4.0 * a * s * b if flash else (2.0 + 3.0 * mask) * a * s * keys_avg * b
     none = (linear + scores) / t
     selective = linear / t
     full = 2.0 * s * b * h / t
@@ -150,8 +197,10 @@ def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recom
 
 def train_memory(m: Model, hw_memory_bytes: float, lay: Layout, *, seq_len, micro_batch, micro_batches,
                  recompute="selective", zero=1, reserve: float = RESERVE_FRACTION,
-                 grad_bytes: float = GRAD_BYTES) -> TrainMemory:
-    """Memory per chip on the worst pipeline stage (the larger of the first and the last)."""
+                 grad_bytes: float = GRAD_BYTES, schedule="1f1b", virtual_stages=1, balanced=False,
+                 flash=False, dropout=True) -> TrainMemory:
+    """Memory per chip on the worst pipeline stage (the larger of the first and the last). schedule, virtual_stages,
+    balanced: the pipeline (in_flight_layers); flash, dropout: the activation terms (activation_bytes_per_layer)."""
     P = count_params(m)
     tp, pp, dp, ep, cp = (np.asarray(x, float) for x in (lay.tp, lay.pp, lay.dp, lay.ep, lay.cp))
     z = np.asarray(zero, dtype=np.int64)
@@ -159,7 +208,7 @@ def train_memory(m: Model, hw_memory_bytes: float, lay: Layout, *, seq_len, micr
     mb = np.asarray(micro_batches, float)
     b = np.asarray(micro_batch, float)
     L = np.asarray(seq_len, float)
-    first_ne, last_ne, e_stage, layers_ne = stage_params(m, pp)
+    first_ne, last_ne, e_stage, layers_ne = stage_params(m, pp, balanced)
     g_ne, g_e = dp * ep * cp, dp * cp
 
     def states(ne):
@@ -173,12 +222,12 @@ def train_memory(m: Model, hw_memory_bytes: float, lay: Layout, *, seq_len, micr
     layer_params = (layers_ne + P.experts_total / ep) / m.n_layers
     buffers = np.where(z >= 3, 2.0 * WEIGHT_BYTES * layer_params / tp, 0.0)
 
-    per_layer = activation_bytes_per_layer(m, L, b, tp, cp, rc)
-    layers_stage = m.n_layers / stage_divisor(m, pp)
-    in_flight = np.minimum(pp, np.maximum(mb, 1.0))
+    per_layer = activation_bytes_per_layer(m, L, b, tp, cp, rc, flash, dropout)
+    held = in_flight_layers(m, pp, mb, schedule, virtual_stages, balanced)
+    _, layers_edge = stage_layers(m, pp, balanced)
     logits = LOGIT_BYTES * b * (L / cp) * m.vocab_size / tp
-    act_first = in_flight * layers_stage * per_layer + np.where(pp == 1, logits, 0.0)
-    act_last = layers_stage * per_layer + logits
+    act_first = held * per_layer + np.where(pp == 1, logits, 0.0)
+    act_last = layers_edge * per_layer + logits
 
     w1, g1, o1 = states(first_ne)
     w2, g2, o2 = states(last_ne)

@@ -11,7 +11,9 @@ Megatron-Core's default "tp-cp-ep-dp-pp" order):
   MoE layer. A dense model has ep = 1.
 - dp: data-parallel replicas. Non-expert gradients are reduced over dp x ep x cp chips, expert gradients over
   dp x cp chips.
-- pp: pipeline stages of n_layers/pp layers each, 1F1B schedule (Narayanan et al. 2021, arXiv 2104.04473).
+- pp: pipeline stages of n_layers/pp layers each (or balanced as Llama 3: embedding and head take a layer slot,
+  engine/train_memory.py), scheduled 1F1B, interleaved 1F1B with v virtual stages (Narayanan et al. 2021, arXiv
+  2104.04473) or zero-bubble ZB-H1 (Qi et al. 2023, arXiv 2401.10241).
 
 One step processes global_batch_tokens G = m x micro_batch b x seq_len L x dp x ep tokens: each of the dp x ep
 attention groups runs m micro-batches of b sequences.
@@ -19,7 +21,10 @@ attention groups runs m micro-batches of b sequences.
 Time per micro-batch on the slowest stage (the last: its layers plus the lm_head over every token):
   forward F      engine.forward.forward_pass(phase="prefill") of b sequences of L/cp tokens, its layer ops / pp,
                  plus a training lm_head (logits for every token, not only the last as in serving prefill).
-                 Each op is timed by its own roofline max(FLOPs / peak, bytes / bandwidth), summed.
+                 Each op is timed by its own roofline max(FLOPs / peak, bytes / bandwidth), summed; with a kernel
+                 model (the default efficiency) at the shape-aware fractions of engine/kernels.py, head included.
+  fp8 casts      with dtype fp8, the cast-transposes of GEMM inputs (in F, again in a full R) and output gradients
+                 (in B): engine/train_overheads.py; unfused attention scores likewise when flash=False.
   backward B     2 x F per op (the gradient w.r.t. the input and w.r.t. the weights each cost one forward
                  matmul: Kaplan et al. 2020 Sec. 2.1; Chinchilla App. F "backward = 2 x forward").
   recompute R    full: one more forward of the layers (Chen et al. 2016; Korthikanti et al. 2022 Sec. 5);
@@ -34,11 +39,14 @@ Time per micro-batch on the slowest stage (the last: its layers plus the lm_head
                  reduce-scatters dK, dV (2x); recomputing attention gathers once more. With overlap on, ring
                  attention hides it behind the attention core (exposed = max(0, comm - attention time)).
   pp p2p         the b L/cp x d activations / tp (Megatron's scatter/gather optimisation, Narayanan et al.
-                 2021 Sec. 4.1) sent forward and their gradient backward: 2 point-to-point per micro-batch.
+                 2021 Sec. 4.1) sent forward and their gradient backward: 2 (x v interleaved) per micro-batch.
 Step:
-  pipeline = (m + pp - 1) x t_mb: m micro-batches plus the 1F1B fill and drain; the bubble is (pp - 1) x t_mb,
-             a fraction (pp - 1)/(m + pp - 1) of the pipeline time (Narayanan et al. 2021 Sec. 2.2.1: bubble
-             time / ideal time = (p - 1)/m).
+  pipeline = m x t_mb + bubble, the bubble by schedule:
+             1f1b         (pp - 1) x t_mb: bubble / ideal = (p - 1)/m (Narayanan et al. 2021 Sec. 2.2.1)
+             interleaved  (pp - 1)/v x t_mb: v model chunks per rank cut the bubble v-fold (ibid. Sec. 2.2.2; Llama 3
+                          Sec. 3.3.2 "(PP-1)/(V*M)"); the p2p traffic grows v-fold
+             zb-h1        (pp - 1) x (t_mb - B): the weight-gradient half of the backward (W = B/2) fills the bubble,
+                          (p-1)(T_F + T_B - T_W) instead of (p-1)(T_F + T_B + T_W) (Qi et al. 2023 Sec. 3.1)
   dp comm    ZeRO-0/1: one all-reduce of the gradients per step (ZeRO-1 as reduce-scatter + all-gather of the
              updated weights moves the same bytes; Rajbhandari et al. 2020, ZeRO Sec. 7).
              ZeRO-2: reduce-scatter of the gradients every micro-batch (the gradient is not kept whole) and one
@@ -67,13 +75,16 @@ import numpy as np
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.forward import ACT_BYTES, PassCost, Precision, forward_pass, pair_flops, prefill_pairs
 from tokenmath.engine.memory import RESERVE_FRACTION
-from tokenmath.engine.roofline import op_time
+from tokenmath.engine.kernels import op_rates, op_shapes
+from tokenmath.engine.roofline import kernel_op_time, op_time
+from tokenmath.engine.train_overheads import fp8_cast_bytes, unfused_attention_bytes
 from tokenmath.engine.train_memory import (
     ADAM_STATE_BYTES,
     GRAD_BYTES,
     WEIGHT_BYTES,
     TrainMemory,
     recompute_code,
+    schedule_code,
     stage_divisor,
     stage_params,
     train_memory,
@@ -82,6 +93,7 @@ from tokenmath.mapping.layout import Layout, train_layout
 from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import DEFAULT, Efficiency
 from tokenmath.specs.hardware import Hardware
+from tokenmath.specs.kernels import resolve as resolve_kernels
 from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
@@ -190,20 +202,28 @@ def _strided(fn, nbytes, p, stride, hw: Hardware, eff_link: float):
 def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, global_batch_tokens,
                recompute="selective", zero=1, dtype: str = "bf16", overlap: bool = True,
                eff: Efficiency = DEFAULT, reserve: float = RESERVE_FRACTION,
-               grad_bytes: float = GRAD_BYTES) -> TrainStep:
+               grad_bytes: float = GRAD_BYTES, schedule="1f1b", virtual_stages=1, balanced=False, flash=True,
+               dropout=False) -> TrainStep:
     """Cost of one training step (see the module docstring for every term). Inputs are assumed checked
-    (analyses.train does it); arrays broadcast."""
+    (analyses.train does it); arrays broadcast. schedule '1f1b' | 'interleaved' | 'zb-h1' (or codes 0/1/2) with
+    virtual_stages v (interleaved only); balanced: Llama 3's stage balancing; flash / dropout: the activation terms
+    (engine/train_memory.py) and, flash=False, the unfused scores' HBM traffic (defaults: FlashAttention, no dropout)."""
     P = count_params(m)
     tp, pp, dp, ep, cp = (np.asarray(x, float) for x in (lay.tp, lay.pp, lay.dp, lay.ep, lay.cp))
     b = np.asarray(micro_batch, float)
     rc = recompute_code(recompute)
+    sc = np.asarray(schedule_code(schedule))
     z = np.asarray(zero, dtype=np.int64)
     L = np.asarray(seq_len, float)
     G = np.asarray(global_batch_tokens, float)
-    shape = np.broadcast(tp, pp, dp, ep, cp, b, rc, z, L, G).shape
+    vs = np.asarray(virtual_stages, float)
+    shape = np.broadcast(tp, pp, dp, ep, cp, b, rc, z, L, G, sc, vs).shape
     tp, pp, dp, ep, cp, b, L, G = (np.broadcast_to(x, shape).astype(float) for x in (tp, pp, dp, ep, cp, b, L, G))
     rc = np.broadcast_to(rc, shape)
     z = np.broadcast_to(z, shape)
+    sc = np.broadcast_to(sc, shape)
+    bal = np.broadcast_to(np.asarray(balanced, bool), shape) & (pp > 1)
+    v = np.where(sc == 1, np.maximum(np.broadcast_to(vs, shape), 1.0), 1.0)
     chips = tp * pp * dp * ep * cp
     D = hw.scaleup_domain
     d, V, ab = m.d_model, m.vocab_size, ACT_BYTES
@@ -243,13 +263,27 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     emb_s = emb.count * np.maximum(emb.compute_s, emb.memory_s)
     emb_flops, emb_bytes = emb.count * emb.flops, emb.count * emb.bytes
 
-    # training lm_head: logits for every token (serving prefill computes only the last position); the
-    # cross-entropy reads the bf16 logits and writes their gradient (Chinchilla App. F "final logits")
     pk_head = hw.peak_flops("bf16") * eff.flops
     bw = hw.memory_bw * eff.memory_bw
+    km = resolve_kernels(eff.kernels, hw)
+    stream = hw.memory_bw * (km.stream_bw if km is not None else eff.memory_bw)
+    if not flash:       # materialized scores (engine/train_overheads.py)
+        unfused = unfused_attention_bytes(m, L, Tmb, tp, dropout) / stream
+        layer_s, attn_s = layer_s + unfused, attn_s + unfused
+    # FP8: cast-transposes of every GEMM input (forward) and output gradient (backward), engine/train_overheads.py
+    cast_f, cast_b = fp8_cast_bytes(m, Tmb, tp) if w.name == "fp8" else (0.0, 0.0)
+    cast_f, cast_b = cast_f / stream, cast_b / stream
+
+    # training lm_head: logits for every token (serving prefill computes only the last position); the
+    # cross-entropy reads the bf16 logits and writes their gradient (Chinchilla App. F "final logits")
     head_flops = 2.0 * V * d * Tmb / tp
     head_bytes = V * d * WEIGHT_BYTES / tp + Tmb * d * ab + 3.0 * Tmb * (V / tp) * ab
-    head_s, head_c, head_m = op_time(head_flops, head_bytes, pk_head, bw)
+    if km is None:
+        head_s, head_c, head_m = op_time(head_flops, head_bytes, pk_head, bw)
+    else:   # the shape-aware kernel model of engine/kernels.py: Tmb rows over the V/tp x d head, bf16
+        pk_k, bw_k, t0 = op_rates(km, hw, "lm_head", "prefill", "gemm", key="bf16", M=Tmb,
+                                  shapes=op_shapes(m, "lm_head", tp))
+        head_s, head_c, head_m = kernel_op_time(head_flops, head_bytes, pk_k, bw_k, t0)
 
     one = pp == 1
     extra_s = np.where(one, emb_s + head_s, np.maximum(emb_s, head_s))      # the slowest stage's extras
@@ -258,10 +292,13 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
 
     # the slowest stage holds ceil(n_layers / pp) layers (stages need not be equal: Llama 3 405B ran 126 layers
     # on 16 stages); per-stage layer work divides by ps = n_layers / ceil(n_layers / pp) <= pp
-    ps = stage_divisor(m, pp)
-    F = layer_s / ps + extra_s
-    B = 2.0 * F
-    R = np.where(rc == 2, layer_s / ps, np.where(rc == 1, attn_s / ps, 0.0))
+    ps = stage_divisor(m, pp, bal)
+    # balanced stages: the edge ranks trade one layer for the embedding / head, so the slowest rank runs a full
+    # rank's layers or one fewer plus its extra, whichever is longer
+    F = layer_s / ps + np.where(bal, np.maximum(extra_s - layer_s / m.n_layers, 0.0), extra_s)
+    B = 2.0 * F + cast_b / ps
+    R = np.where(rc == 2, (layer_s + cast_f) / ps, np.where(rc == 1, attn_s / ps, 0.0))
+    F = F + cast_f / ps
     replay = (rc == 2).astype(float)     # full recompute replays the forward's collectives
 
     tp_ar = fwd.ops["tp_allreduce"].total_s if "tp_allreduce" in fwd.ops else np.zeros(shape)
@@ -279,13 +316,14 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
 
     crosses = chips > D
     p2p_bytes = Tmb * d * ab / tp
-    p2p = np.where(pp > 1, 2.0 * coll.p2p(p2p_bytes, crosses, hw, eff.link_bw), 0.0)
+    p2p = np.where(pp > 1, 2.0 * v * coll.p2p(p2p_bytes, crosses, hw, eff.link_bw), 0.0)
 
     t_mb = F + B + R + tp_c + ep_c + cp_x + p2p
-    pipeline = (mb + pp - 1.0) * t_mb
+    bubble = (pp - 1.0) * np.where(sc == 1, t_mb / v, np.where(sc == 2, t_mb - B, t_mb))
+    pipeline = mb * t_mb + bubble
 
     # ---- data parallel: gradients and (ZeRO) weights ---------------------------------------------------------
-    first_ne, last_ne, e_stage, layers_ne = stage_params(m, pp)
+    first_ne, last_ne, e_stage, layers_ne = stage_params(m, pp, bal)
     ne_chip = np.maximum(first_ne, last_ne) / tp
     e_chip = e_stage / (tp * ep)
     g_ne = dp * ep * cp
@@ -327,8 +365,8 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     hardware_flops = chips * mb * (3.0 * per_chip_fwd_avg + rec_flops_all / pp)
 
     # the pure roofline of the slowest stage's own work at 100% of every peak: no prediction may beat it
-    stage_fwd_flops = layer_flops / ps + extra_flops
-    stage_fwd_bytes = layer_bytes / ps + extra_bytes
+    stage_fwd_flops = layer_flops / ps + np.where(bal, 0.0, extra_flops)
+    stage_fwd_bytes = layer_bytes / ps + np.where(bal, 0.0, extra_bytes)
     rec_bytes = np.where(rc == 2, layer_bytes, np.where(rc == 1, attn_bytes, 0.0)) / ps
     stage_flops = mb * (3.0 * stage_fwd_flops + rec_flops_all / ps)
     stage_bytes = mb * (3.0 * stage_fwd_bytes + rec_bytes)
@@ -336,14 +374,15 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
 
     # ---- memory ---------------------------------------------------------------------------------------------
     mem = train_memory(m, hw.memory_bytes, train_layout(tp, pp, dp, ep, cp), seq_len=L, micro_batch=b,
-                       micro_batches=mb, recompute=rc, zero=z, reserve=reserve, grad_bytes=grad_bytes)
+                       micro_batches=mb, recompute=rc, zero=z, reserve=reserve, grad_bytes=grad_bytes, schedule=sc,
+                       virtual_stages=v, balanced=bal, flash=flash, dropout=dropout)
 
     return TrainStep(
         micro_batches=mb, tokens_per_step=G,
         fwd_s=F, bwd_s=B, recompute_s=R, tp_comm_mb_s=tp_c, ep_comm_mb_s=ep_c, cp_comm_mb_s=cp_c,
         cp_exposed_mb_s=cp_x, pp_p2p_mb_s=p2p, microbatch_s=t_mb,
         compute_s=mb * (F + B + R), tp_comm_s=mb * tp_c, ep_comm_s=mb * ep_c, cp_comm_s=mb * cp_x,
-        pp_p2p_s=mb * p2p, pp_bubble_s=(pp - 1.0) * t_mb, bubble_fraction=bubble_fraction(pp, mb),
+        pp_p2p_s=mb * p2p, pp_bubble_s=bubble, bubble_fraction=bubble / pipeline,
         dp_comm_total_s=dp_total, dp_comm_exposed_s=dp_exposed, optimizer_s=opt_s, step_time_s=step,
         floor_s=floor, model_flops=model_flops + np.zeros(shape),
         attention_model_flops=attention_model_flops + np.zeros(shape), hardware_flops=hardware_flops,

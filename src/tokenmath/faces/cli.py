@@ -21,6 +21,7 @@ COMMANDS = {
     "context": ("tokenmath.faces.commands.serving:context", "KV bytes, max context/batch, where KV reads equal weight reads."),
     "simulate": ("tokenmath.faces.commands.simulate:simulate", "Simulate an engine serving a workload: throughput, TTFT/ITL percentiles, goodput."),
     "scenarios": ("tokenmath.faces.commands.scenarios:scenarios", "Sweep scenarios (models x hardware x layouts x engines x workloads) locally or on a Dask cluster."),
+    "sensitivity": ("tokenmath.faces.commands.sensitivity:sensitivity", "Which hardware figure or efficiency moves an answer most: +-20% each, ranked (tornado)."),
     "fleet": ("tokenmath.faces.commands.serving:fleet", "Chips, racks, MW and $/year to serve a demand in tokens/s."),
     "chinchilla": ("tokenmath.faces.commands.chinchilla:chinchilla", "Chinchilla loss L(N, D) and the compute-optimal N, D for a budget."),
     "overtrain": ("tokenmath.faces.commands.overtrain:overtrain", "Train smaller and longer: minimise training + lifetime inference cost."),

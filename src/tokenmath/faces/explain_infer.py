@@ -5,7 +5,8 @@ import numpy as np
 
 from tokenmath.base import units as u
 from tokenmath.engine.forward import PassCost
-from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
+from tokenmath.specs.kv_cache import (index_key_bytes, kv_main_values, kv_values_per_token_per_layer,
+                                      state_bytes_per_sequence)
 from tokenmath.analyses.serving.infer import InferResult
 
 
@@ -93,8 +94,14 @@ def explain_infer(r: InferResult) -> str:
     kvv = kv_values_per_token_per_layer(m)
     how = (f"(kv_lora {m.kv_lora_rank} + rope {m.qk_rope_head_dim})" if m.is_mla
            else f"2 x {m.kv_heads} KV heads x {m.hd}")
-    L.append(f"  KV per token = {how} = {kvv} values x {m.n_layers} layers x {prec.kv.bytes:g} B = "
-             f"{u.bytes_(r.kv_bytes_per_token)}" + (f" (sliding layers cap at {m.sliding_window} tokens)" if m.n_sliding_layers else ""))
+    per = f"{kvv} values x {m.n_attention_layers} layers x {prec.kv.bytes:g} B"
+    if m.is_sparse_attention:
+        per = (f"({kv_main_values(m)} values x {prec.kv.bytes:g} B + index key {m.index_head_dim} x FP8 + scales "
+               f"= {index_key_bytes(m):g} B) x {m.n_attention_layers} layers")
+    L.append(f"  KV per token = {how} = {per} = "
+             f"{u.bytes_(r.kv_bytes_per_token)}" + (f" (sliding layers cap at {m.sliding_window} tokens)" if m.n_sliding_layers else "")
+             + (f"; + {m.n_linear_layers} recurrent layers' fixed state {u.bytes_(state_bytes_per_sequence(m))} per sequence"
+                if m.n_linear_layers else ""))
     mem = r.memory
     L.append(f"  per chip: weights {u.bytes_(_f(mem.weights))} + KV {u.bytes_(_f(mem.kv))} + activations "
              f"{u.bytes_(_f(mem.activations))} = {u.bytes_(_f(mem.total))} of {u.bytes_(_f(mem.usable))} usable "

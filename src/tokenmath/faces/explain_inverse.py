@@ -48,3 +48,89 @@ def explain_deduction(d: Deduction) -> str:
              f"{s['p_decode_memory_bound']:.0%}")
     L.append("  hardware posterior: " + ", ".join(f"{k} {v:.0%}" for k, v in s["hardware_posterior"].items()))
     return "\n".join(L)
+
+
+KIND_WORDS = {"price": "input + output price", "cached": "cached-input price", "long_context": "long-context tier",
+              "batch": "batch-API discount", "speed": "output speed", "ttft": "time to first token",
+              "context_window": "context window", "hardware": "known hardware"}
+
+
+def _iv(iv, unit="B") -> str:
+    return f"{iv['median']:.3g} {unit} ({iv['low']:.3g} - {iv['high']:.3g})"
+
+
+def posterior_chart(s: dict, width: int = 40) -> list[str]:
+    """The posterior of active params as text bars, one per log bin (edges in billions)."""
+    p = s.get("active_params_posterior")
+    if not p:
+        return []
+    e, w = p["edges_b"], p["weights"]
+    top = max(w) or 1.0
+    lo = next((i for i, x in enumerate(w) if x > 0.002), 0)
+    hi = len(w) - next((i for i, x in enumerate(reversed(w)) if x > 0.002), 0)
+    return [f"  {e[i]:>8.3g} - {e[i + 1]:<8.3g} B |{'#' * round(width * w[i] / top):<{width}}| {w[i]:.0%}"
+            for i in range(lo, hi)]
+
+
+def explain_api_deduction(r, explain: bool = False) -> str:
+    """deduce --api-model: price only vs all evidence; with --explain, each evidence kind's narrowing, the sources,
+    and the posterior chart."""
+    ev = r.evidence
+    L = [f"{ev.model} ({ev.provider}): ${ev.input_price:g} in / ${ev.output_price:g} out per Mtok"
+         + (f"; the served architecture is {ev.catalog_id}: {r.true_active_params_b:.3g} B active, "
+            f"{r.true_total_params_b:.3g} B total" if r.true_active_params_b else "")]
+    p0, s = r.price_only.summary, r.final.summary
+    L.append(f"  price only:   active {_iv(p0['active_params_b'])}, x{r.price_only.width():.1f} wide")
+    last = [x for x in r.steps if x.summary][-1]
+    L.append(f"  all evidence: active {_iv(s['active_params_b'])}, x{last.width():.1f} wide "
+             f"({', '.join(last.kinds)})")
+    L.append(f"  total params: {_iv(s['total_params_b'])}; P(MoE) {s['p_moe']:.0%}")
+    if s.get("kv_bytes_per_token"):
+        k = s["kv_bytes_per_token"]
+        L.append(f"  KV bytes per token: {u.bytes_(k['median'])} ({u.bytes_(k['low'])} - {u.bytes_(k['high'])})")
+    b = s["batch"]
+    chip = next(iter(s["hardware_posterior"].items()))
+    L.append(f"  decode batch: {b['median']:.0f} ({b['low']:.0f} - {b['high']:.0f}); likeliest chip {chip[0]} "
+             f"({chip[1]:.0%})" + (f"; replica {s['replica_chips']['median']:.0f} chips "
+                                   f"({s['replica_chips']['low']:.0f} - {s['replica_chips']['high']:.0f})"
+                                   if s.get("replica_chips") else ""))
+    if ev.chips and not ev.usable_chips():
+        L.append(f"  known hardware {', '.join(ev.chips)} has no $/chip-hour in the catalog: not used")
+    if ev.sram and ev.speeds:
+        L.append("  SRAM-based host: its speed is not a constraint (the HBM roofline does not describe it)")
+    if not explain:
+        return "\n".join(L)
+    L.append("Which evidence narrowed the 80% interval of active params (each step adds one kind):")
+    prev = None
+    for st in r.steps:
+        if st.error:
+            L.append(f"  + {KIND_WORDS[st.added]:<22} refused: {st.error} -- left out")
+            continue
+        a, w = st.summary["active_params_b"], st.width()
+        change = ("the starting interval" if not prev else f"x{prev / w:.2f} narrower" if w <= prev
+                  else f"x{w / prev:.2f} WIDER (Monte Carlo: fewer effective samples, redrawn)")
+        L.append(f"  + {KIND_WORDS[st.added]:<22} {_iv(a)}  x{w:.1f} wide, {change}")
+        prev = w
+    L.append("Evidence used (kind, date, source):")
+    L += [f"  {k:<15} {d:<8} {src}" for k, d, src in ev.sources]
+    L.append("Posterior of active params (all evidence):")
+    L += posterior_chart(s)
+    L.append("Noise models: prices log-sd {:.2f}, speed and TTFT log-sd {:.2f}; TTFT, batch discount and context "
+             "window are one-sided bounds (analyses/inverse/forward_model.py)".format(
+                 r.final.priors.price_noise, r.final.priors.speed_noise))
+    return "\n".join(L)
+
+
+def validation_table(v) -> str:
+    """deduce --validate: one line per validation set, with the issue's targets."""
+    L = [f"Held out by provider (cost_scale refitted without each provider; {v.samples:,} samples per deduction)",
+         f"  {'set':<50} {'rows':>4} {'prov':>4} {'cover80':>8} {'width':>7} {'error':>6}",
+         f"  {'target':<50} {'':>4} {'':>4} {'>= 80%':>8} {'<= 5x':>7} {'<= 1.5x':>6}"]
+    for s in v.scores:
+        m = s.meets()
+        mark = lambda k: "" if m[k] else "*"  # noqa: E731
+        L.append(f"  {s.label:<50} {s.rows:>4} {s.providers:>4} {s.coverage_80:>7.0%}{mark('coverage_80'):1} "
+                 f"{s.median_width:>6.1f}x{mark('median_width'):1} {s.median_error_factor:>5.2f}x"
+                 f"{mark('median_error_factor')}")
+    L.append("  * misses the target")
+    return "\n".join(L)

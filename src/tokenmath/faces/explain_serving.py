@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tokenmath.base import units as u
 from tokenmath.engine.economics import HOURS_PER_YEAR, usd_per_s
-from tokenmath.specs.kv_cache import kv_values_per_token_per_layer
+from tokenmath.specs.kv_cache import index_key_bytes, kv_main_values, recurrent_state_values
 from tokenmath.analyses.serving.context import Context
 from tokenmath.analyses.serving.fleet import Fleet
 from tokenmath.analyses.serving.hyperbola import Hyperbola
@@ -152,12 +152,23 @@ def explain_context(c: Context) -> str:
     how = (f"MLA latent (kv_lora {m.kv_lora_rank} + rope {m.qk_rope_head_dim})" if m.is_mla
            else f"2 x {m.kv_heads} KV heads x {m.hd}")
     L = [f"Context costs for {m.name} on {su.chips} x {su.hardware.id} ({su.precision.kv.name} KV)", f"  {su.engine_note}"]
-    L.append(f"  KV per token = {how} = {kv_values_per_token_per_layer(m)} values x {m.n_layers} layers x "
-             f"{su.precision.kv.bytes:g} B = {u.bytes_(c.kv_bytes_per_token)}"
-             + (f"; {m.n_sliding_layers} sliding layers stop growing at {m.sliding_window} tokens" if m.n_sliding_layers else ""))
+    local = "chunked-attention layers keep only their current chunk of" if m.local_kind == "chunked" else \
+        "sliding layers stop growing at"
+    layers = f"{m.n_attention_layers} {'attention ' if m.n_linear_layers else ''}layers"
+    per = f"{kv_main_values(m)} values x {layers} x {su.precision.kv.bytes:g} B"
+    if m.is_sparse_attention:
+        per = (f"({kv_main_values(m)} values x {su.precision.kv.bytes:g} B + indexer key {m.index_head_dim} x FP8 "
+               f"+ scales = {index_key_bytes(m):g} B) x {layers}")
+    L.append(f"  KV per token = {how} = {per} = {u.bytes_(c.kv_bytes_per_token)}"
+             + (f"; {m.n_sliding_layers} {local} {m.sliding_window} tokens" if m.n_sliding_layers else ""))
+    L.extend(_context_design_lines(m, c))
     mc = (f"at most {c.max_context_at_batch:,} tokens of context" if c.max_context_at_batch
           else "any context (every layer's KV is capped by its window)")
     L.append(f"  at {c.context:,} tokens: at most {c.max_batch_at_context} sequences fit; at batch {c.batch}: {mc}")
+    cost = (f", ${c.decode_usd_per_mtok_at_context:,.4g} per Mtok of output" if c.decode_usd_per_mtok_at_context
+            is not None else "")
+    L.append(f"  decode at {c.context:,} tokens, batch {c.batch}: step {u.seconds(c.decode_step_s_at_context)}{cost}"
+             + ("" if c.fits_at_context else " (does not fit in memory: a bound, not a configuration)"))
     if c.crossover_context:
         beyond = c.max_context_at_batch and c.crossover_context > c.max_context_at_batch
         L.append(f"  KV read per decode step equals the weight read at ~{c.crossover_context:,} tokens of context "
@@ -166,6 +177,22 @@ def explain_context(c: Context) -> str:
     else:
         L.append(f"  KV reads stay below weight reads at batch {c.batch} over the range evaluated")
     return "\n".join(L)
+
+
+def _context_design_lines(m, c: Context) -> list[str]:
+    """What the attention design does to the context limit: recurrent state (fixed per sequence) and sparse reads."""
+    L = []
+    if m.n_linear_layers:
+        st, conv = recurrent_state_values(m)
+        L.append(f"  + {m.n_linear_layers} recurrent {m.linear_kind} layers keep no KV: a fixed state of "
+                 f"{m.linear_heads} x {m.linear_key_dim} x {m.linear_value_dim} + conv {conv:,} = {st + conv:,} values "
+                 f"per layer, {u.bytes_(c.state_bytes_per_sequence)} per sequence at any context (read and written "
+                 "once per decode step); only the attention layers' KV grows with context")
+    if m.is_sparse_attention:
+        L.append(f"  sparse attention: each decode step reads every cached index key ({m.index_head_dim} values per "
+                 f"token per layer) but only the top {m.index_topk:,} tokens' latents, so past {m.index_topk:,} tokens "
+                 "a step's KV read grows by the index keys alone; memory still holds every token's latent")
+    return L
 
 
 def explain_fleet(f: Fleet) -> str:

@@ -11,7 +11,7 @@ from tokenmath.analyses.training.train import TrainResult
 from tokenmath.base import units as u
 from tokenmath.base.validators import finite
 from tokenmath.engine.economics import per_mtok
-from tokenmath.engine.train_memory import activation_bytes_per_layer
+from tokenmath.engine.train_memory import activation_bytes_per_layer, in_flight_layers
 from tokenmath.engine.train_step import matmul_params
 from tokenmath.specs.params import count_params
 
@@ -74,14 +74,18 @@ def explain_train(r: TrainResult) -> str:
         out.append(f"  CP: K,V all-gather over {cp} chips {u.seconds(f(T['cp_allgather_s']))} per layer pass, "
                    f"total {u.seconds(f(s.cp_comm_mb_s))}, exposed {u.seconds(f(s.cp_exposed_mb_s))}")
     if pp > 1:
-        out.append(f"  PP: 2 point-to-point hand-offs of {u.bytes_(f(T['p2p_bytes']))} = {u.seconds(f(s.pp_p2p_mb_s))}")
+        out.append(f"  PP: 2 x {r.virtual_stages} point-to-point hand-offs of {u.bytes_(f(T['p2p_bytes']))} = "
+                   f"{u.seconds(f(s.pp_p2p_mb_s))}")
     out.append(f"  per micro-batch t_mb = {u.seconds(f(s.microbatch_s))}")
     out.append("")
     out.append("3. Pipeline")
     out.append(f"  micro-batches m = tokens / (L x b x dp x ep) = {G:,} / ({L} x {b} x {dp} x {ep}) = {mb:,.6g}")
-    out.append(f"  (m + pp - 1) x t_mb = ({mb:,.6g} + {pp - 1}) x {u.seconds(f(s.microbatch_s))} = "
-               f"{u.seconds((mb + pp - 1) * f(s.microbatch_s))}; bubble (pp-1)/(m+pp-1) = {f(s.bubble_fraction):.1%}"
-               f" = {u.seconds(f(s.pp_bubble_s))}")
+    v = r.virtual_stages
+    rule = {"1f1b": "(pp-1) x t_mb", "interleaved": f"(pp-1)/v x t_mb with v = {v}",
+            "zb-h1": "(pp-1) x (t_mb - B), the weight-gradient half of B fills it"}[r.schedule]
+    out.append(f"  schedule {r.schedule}: bubble = {rule} = {u.seconds(f(s.pp_bubble_s))}; pipeline = m x t_mb + "
+               f"bubble = {mb:,.6g} x {u.seconds(f(s.microbatch_s))} + {u.seconds(f(s.pp_bubble_s))} = "
+               f"{u.seconds(mb * f(s.microbatch_s) + f(s.pp_bubble_s))} (bubble {f(s.bubble_fraction):.1%})")
     out.append("")
     out.append("4. Data parallel and optimizer")
     out.append(f"  per chip {u.count(f(T['params_ne_per_chip']))} non-expert params over {int(f(T['dp_group']))} chips"
@@ -117,12 +121,16 @@ def explain_train(r: TrainResult) -> str:
                + f", ZeRO-{r.zero}: weights {u.bytes_(f(mem.weights))}, gradients {u.bytes_(f(mem.gradients))},"
                f" optimizer {u.bytes_(f(mem.optimizer))}"
                + (f", gather buffers {u.bytes_(f(mem.buffers))}" if r.zero == 3 else ""))
-    per_layer = f(activation_bytes_per_layer(m, L, b, tp, cp, r.recompute))
-    form = {"none": "sbh(34 + 5as/h)/t", "selective": "34 sbh/t", "full": "2 sbh/t"}[r.recompute]
-    inflight = min(pp, max(mb, 1))
-    out.append(f"  activations (Korthikanti et al. 2022, {form} for a GPT-shaped layer): {u.bytes_(per_layer)} "
-               f"per layer per micro-batch x {m.n_layers // pp} layers x {inflight:g} in flight "
-               "(+ fp32 logits on the last stage)"
+    per_layer = f(activation_bytes_per_layer(m, L, b, tp, cp, r.recompute, r.flash, r.dropout))
+    k = 34 if r.dropout else 32
+    scores = "4as/h lse" if r.flash else ("5as/h" if r.dropout else "2as/h")
+    form = {"none": f"sbh({k} + {scores})/t", "selective": f"{k} sbh/t", "full": "2 sbh/t"}[r.recompute]
+    held = f(in_flight_layers(m, pp, mb, r.schedule, r.virtual_stages, r.balanced))
+    out.append(f"  activations (Korthikanti et al. 2022, {form} for a GPT-shaped layer"
+               + (", no dropout masks" if not r.dropout else "") + (", FlashAttention" if r.flash else "")
+               + f"): {u.bytes_(per_layer)} per layer per micro-batch x {held:,.0f} layer-micro-batches in flight on "
+               f"the first rank ({r.schedule}" + (", balanced stages" if r.balanced else "") + ")"
+               " (+ fp32 logits on the last stage)"
                f" = {u.bytes_(f(mem.activations))}")
     out.append(f"  total {u.bytes_(f(mem.total))} of {u.bytes_(mem.usable)} usable -> "
                f"{'fits' if r.fits else 'DOES NOT FIT'}")
@@ -165,10 +173,20 @@ def explain_overtrain(r: OvertrainResult) -> str:
              f" = ${r.usd_per_flop * 1e18:.4g} per EFLOP")
     L.append(f"  MFU {MFU_SOURCE}")
     L.append("")
-    out_tok, in_tok = split_demand(r.inference_tokens, r.rl_rollout_tokens, r.input_output_ratio)
+    rl_as_out = r.rl_rollout_tokens if r.rl is None else 0.0
+    out_tok, in_tok = split_demand(r.inference_tokens, rl_as_out, r.input_output_ratio)
     L.append("3. Inference demand")
     L.append(f"  {r.inference_tokens:.4g} lifetime tokens at {r.input_output_ratio:g} input per output token"
-             f" + {r.rl_rollout_tokens:.4g} RL rollout tokens (decode) = {out_tok:.4g} output + {in_tok:.4g} input tokens")
+             + (f" + {r.rl_rollout_tokens:.4g} RL rollout tokens (decode)" if r.rl is None else "")
+             + f" = {out_tok:.4g} output + {in_tok:.4g} input tokens")
+    if r.rl is not None:
+        rec = r.rl
+        L.append(f"  RL phase of {r.rl_rollout_tokens:.4g} rollout tokens, per rollout token at N: generation on the "
+                 f"engine at {rec.prompt_len:,} in / {rec.response_len:,} out; prompts {rec.prompt_len:,} / "
+                 f"({rec.group_size} x {rec.response_len:,}) input tokens; reference 2N x {rec.seq_per_response:.4g} "
+                 f"FLOPs" + (f"; reward 2 x {u.count(rec.reward_params)} x {rec.seq_per_response:.4g} FLOPs"
+                             if rec.reward_params else "")
+                 + f"; update 6N x {rec.seq_per_response:.4g} x {rec.epochs:g} FLOPs (rl_cost.py)")
     if r.flop_only:
         L.append(f"  FLOP-only: cost/token = 2N x $/FLOP = 2N x {r.usd_per_flop:.4g} (same for input and output)")
     else:
@@ -186,14 +204,18 @@ def explain_overtrain(r: OvertrainResult) -> str:
             else:
                 L.append(f"  {u.count(s.params):>9} {f'{s.n_layers}x{s.d_model}':>12}  cannot serve: {s.reason}")
     L.append("")
-    L.append("4. Minimise total(N) = 6 N D(N) x $/FLOP + inference $ over a log grid of N")
+    L.append("4. Minimise total(N) = 6 N D(N) x $/FLOP + inference $" + (" + RL $" if r.rl is not None else "")
+             + " over a log grid of N")
 
     def row(name, p):
         return (f"  {name:<12} N = {u.count(p.params):>7}  D = {u.count(p.tokens):>7}  "
                 f"({p.tokens / p.params:,.0f} tok/param)  train ${p.training_usd:,.4g} + inference "
-                f"${p.inference_usd:,.4g} = ${p.total_usd:,.4g}")
+                f"${p.inference_usd:,.4g}" + (f" + RL ${p.rl_usd:,.4g}" if r.rl is not None else "")
+                + f" = ${p.total_usd:,.4g}")
     L.append(row("optimum", o))
     L.append(row("Chinchilla", c))
+    if r.rl is not None:
+        L.extend(rl_lines(r))
     if math.isfinite(r.saving_usd):
         L.append(f"  saving = ${r.saving_usd:,.4g} ({100 * r.saving_fraction:.1f}% of the Chinchilla total)")
     if o.serving is not None and o.serving.feasible:
@@ -269,6 +291,8 @@ def overtrain_text(r) -> str:
                    f"{usd(p.training_usd):>12} {usd(p.inference_usd):>12} {usd(p.total_usd):>12}")
     if math.isfinite(r.saving_fraction):
         L.append(f"  saving {usd(r.saving_usd)} ({100 * r.saving_fraction:.1f}%)")
+    if r.rl is not None:
+        L.extend(rl_lines(r))
     if o.serving is not None and o.serving.feasible:
         s = o.serving
         L.append(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} on {s.chips} x {r.hardware.id}"
@@ -283,3 +307,44 @@ def overtrain_text(r) -> str:
     for n in r.notes:
         L.append(f"  note: {n}")
     return "\n".join(L)
+
+
+def rl_lines(r) -> list[str]:
+    """The RL phase of an over-training result: its share of the optimum's cost, by term, and its recipe."""
+    o, rec = r.optimum, r.rl
+    t = o.rl_terms or {}
+    share = o.rl_usd / o.total_usd if o.total_usd else float("nan")
+    return [f"  RL phase at the optimum: {u.usd(o.rl_usd)} ({share:.1%} of the total): "
+            + ", ".join(f"{k} {u.usd(v)}" for k, v in t.items()),
+            f"  RL recipe: {rec.group_size} responses per prompt, prompts {rec.prompt_len:,} + responses "
+            f"{rec.response_len:,} tokens, reference pass {'yes' if rec.reference else 'no'}, reward model "
+            + (u.count(rec.reward_params) if rec.reward_params else "none (rule-based)")
+            + f", {rec.epochs:g} update epoch(s) [{rec.source}]"] + _rollout_serving(o, r.hardware.id)
+
+
+def _rollout_serving(o, hw_id: str) -> list[str]:
+    s = o.rl_serving
+    if s is None or not s.feasible:
+        return []
+    return [f"  rollouts generated on {s.chips} x {hw_id} (tp {s.tp}, pp {s.pp}) at batch {s.batch} of at most "
+            f"{s.max_batch} that fit: {1 / s.decode_step_s:.1f} tok/s per sequence, ${s.usd_per_mtok_output:.3g}/Mtok"]
+
+
+def training_runs_text(v) -> str:
+    """The published-runs table of `tokenmath validate` (analyses.training.validate_runs.RunValidation)."""
+    lines = ["", "Training runs: published layouts predicted (MFU on 6N over the dense BF16 peak; nothing fitted on "
+             "these runs)", f"{'run':<54}{'layout':<30}{'recompute':<10}{'measured':>9}{'predicted':>10}{'error':>8}"]
+    for r in v.rows:
+        if r.error_points is None:
+            lines.append(f"{r.id:<54}{r.layout:<30}{r.recompute:<10}{'':>9}{'':>10}{'':>8}  {r.note[:90]}")
+            continue
+        miss = abs(r.error_points) > 8
+        lines.append(f"{r.id:<54}{r.layout:<30}{r.recompute:<10}{r.measured_mfu:>9.1%}{r.predicted_mfu:>10.1%}"
+                     f"{r.error_points:>+7.1f}p" + (f"  miss: predicted too {'fast' if r.error_points > 0 else 'slow'}"
+                                                    f"{' (fp8)' if r.dtype == 'fp8' else ''}" if miss else ""))
+    med, mx = v.median_abs_points, v.max_abs_points
+    if med is not None:
+        lines.append(f"median |error| {med:.1f} points, worst {mx:.1f} (target: median <= 3, none > 8): "
+                     + ("met" if v.meets_target else f"missed by {len(v.misses)} of {len(v.rows)} runs: "
+                        + ", ".join(r.id for r in v.misses)))
+    return "\n".join(lines)

@@ -13,43 +13,73 @@ def _console():
     return Console()
 
 
+def add_id_column(t, header: str, ids) -> None:
+    """A column of ids a user types back (chip, model, row ids): never cut. Its minimum width is the longest id, so
+    rich narrows (wraps) the other columns first; `fold` rather than an ellipsis if the terminal is narrower still."""
+    width = max([len(header), *(len(str(i)) for i in ids)])
+    t.add_column(header, min_width=width, overflow="fold")
+
+
+def print_table(c, t) -> None:
+    """Print t on console c at the terminal's width, or wider when its id columns need more (lines then run past the
+    edge rather than losing the end of an id or a column)."""
+    from rich.measure import Measurement
+    m = Measurement.get(c, c.options.update_width(10_000), t)
+    if m.minimum <= c.width:
+        c.print(t)
+        return
+    old = c.width
+    c.width = m.maximum      # Console.print caps its width at the console's, so widen the console for this table only
+    try:
+        c.print(t)
+    finally:
+        c.width = old
+
+
 def infer_table(r) -> None:
-    from rich.table import Table
+    """The default answer of `tokenmath infer`: drawn in plain text (faces/plain_table.py), not rich, since this is
+    the command whose start-up a newcomer meets first."""
+    from tokenmath.faces.plain_table import box_table, wrapped
     d = r.to_dict()
-    t = Table(title=f"{r.model.name} on {r.chips} x {r.hardware.name}", show_header=True, header_style="bold")
-    t.add_column("quantity")
-    t.add_column("value", justify="right")
-    t.add_row("layout", f"tp={d['tp']} pp={d['pp']} ep={d['ep']} dp={d['dp']}")
-    t.add_row("dtypes", f"weights {d['weight_dtype']}" + (f", experts {d['expert_dtype']}" if d['expert_dtype'] != d['weight_dtype'] else "")
-              + f", KV {d['kv_dtype']}")
-    t.add_row("workload", f"batch {d['batch']}, {d['input_len']:,} in / {d['output_len']:,} out")
-    t.add_row("serving engine", d["engine"]["name"] + (f" (largest batch {d['max_batch']:,})" if d.get("max_batch") else ""))
-    t.add_row("parameters (total / active)", f"{u.count(d['params_total'])} / {u.count(d['params_active'])}")
-    t.add_row("weights", u.bytes_(d["weights_bytes"]))
-    t.add_row("KV cache per token", u.bytes_(d["kv_bytes_per_token"]))
+    rows = [
+        ("layout", f"tp={d['tp']} pp={d['pp']} ep={d['ep']} dp={d['dp']}"),
+        ("dtypes", f"weights {d['weight_dtype']}" + (f", experts {d['expert_dtype']}" if d['expert_dtype'] != d['weight_dtype'] else "")
+         + f", KV {d['kv_dtype']}"),
+        ("workload", f"batch {d['batch']}, {d['input_len']:,} in / {d['output_len']:,} out"),
+        ("serving engine", d["engine"]["name"] + (f" (largest batch {d['max_batch']:,})" if d.get("max_batch") else "")),
+        ("parameters (total / active)", f"{u.count(d['params_total'])} / {u.count(d['params_active'])}"),
+        ("weights", u.bytes_(d["weights_bytes"])),
+        ("KV cache per token", u.bytes_(d["kv_bytes_per_token"])),
+    ]
     mb = d["memory_breakdown_bytes"]
-    t.add_row("memory per chip", f"{u.bytes_(d['memory_per_chip_bytes'])} of {u.bytes_(d['memory_usable_per_chip_bytes'])} "
-              f"(weights {u.bytes_(mb['weights'])}, KV {u.bytes_(mb['kv_cache'])}, act. {u.bytes_(mb['activations'])})")
-    t.add_row("fits", "[green]yes[/]" if d["fits"] else "[red]no[/]")
+    rows.append(("memory per chip", f"{u.bytes_(d['memory_per_chip_bytes'])} of {u.bytes_(d['memory_usable_per_chip_bytes'])} "
+                 f"(weights {u.bytes_(mb['weights'])}, KV {u.bytes_(mb['kv_cache'])}, act. {u.bytes_(mb['activations'])})"))
+    rows.append(("fits", "yes" if d["fits"] else "no"))
+    styles = {(len(rows) - 1, 1): {"fg": "green" if d["fits"] else "red"}}
     if d["fits"]:
-        t.add_row("TTFT (whole batch)", u.seconds(d["ttft_s"]))
-        t.add_row("decode step", f"{u.seconds(d['decode_step_s'])} (pure roofline {u.seconds(d['decode_floor_s'])})")
-        t.add_row("tokens/s per user", f"{d['output_tokens_per_s_per_user']:,.1f}")
-        t.add_row("tokens/s (system)", f"{d['output_tokens_per_s']:,.1f}")
-        t.add_row("bottleneck prefill / decode", f"[bold]{d['bottleneck_prefill']}[/] / [bold]{d['bottleneck_decode']}[/]")
-        t.add_row("$ per Mtok input", u.usd(d["cost_per_mtok_input_usd"]))
-        t.add_row("$ per Mtok output: decode only / whole request",
-                  f"{u.usd(d['cost_per_mtok_output_usd'])} / {u.usd(d['cost_per_mtok_output_request_usd'])}")
+        rows += [
+            ("TTFT (whole batch)", u.seconds(d["ttft_s"])),
+            ("decode step", f"{u.seconds(d['decode_step_s'])} (pure roofline {u.seconds(d['decode_floor_s'])})"),
+            ("tokens/s per user", f"{d['output_tokens_per_s_per_user']:,.1f}"),
+            ("tokens/s (system)", f"{d['output_tokens_per_s']:,.1f}"),
+            ("bottleneck prefill / decode", f"{d['bottleneck_prefill']} / {d['bottleneck_decode']}"),
+        ]
+        styles[(len(rows) - 1, 1)] = {"bold": True}
+        rows += [
+            ("$ per Mtok input", u.usd(d["cost_per_mtok_input_usd"])),
+            ("$ per Mtok output: decode only / whole request",
+             f"{u.usd(d['cost_per_mtok_output_usd'])} / {u.usd(d['cost_per_mtok_output_request_usd'])}"),
+        ]
         if d["energy_j_per_output_token"] is not None:
-            t.add_row("energy per output token (at TDP)", f"{d['energy_j_per_output_token']:.3g} J")
-    c = _console()
-    c.print(t)
+            rows.append(("energy per output token (at TDP)", f"{d['energy_j_per_output_token']:.3g} J"))
+    click.echo(box_table(f"{r.model.name} on {r.chips} x {r.hardware.name}", ["quantity", "value"],
+                         [list(x) for x in rows], right=(1,), styles=styles))
     for a in d["advice"]:
-        c.print(f"[yellow]advice:[/] {a}")
+        click.echo(click.style("advice:", fg="yellow") + wrapped("advice: ", a)[len("advice:"):])
     for n in d["notes"]:
-        c.print(f"[dim]note: {n}[/]")
+        click.echo(click.style(wrapped("note: ", n), dim=True))
     if not d["fits"]:
-        c.print("[red]Does not fit: no speeds are reported for a configuration that cannot run.[/]")
+        click.echo(click.style("Does not fit: no speeds are reported for a configuration that cannot run.", fg="red"))
 
 
 def models_table(as_json: bool) -> None:
@@ -66,11 +96,12 @@ def models_table(as_json: bool) -> None:
         return
     from rich.table import Table
     t = Table(title="Model catalog")
-    for col in ("id", "total", "active", "architecture"):
+    add_id_column(t, "id", [r["id"] for r in rows])
+    for col in ("total", "active", "architecture"):
         t.add_column(col)
     for r in rows:
         t.add_row(r["id"], u.count(r["params_total"]), u.count(r["params_active"]), r["summary"])
-    _console().print(t)
+    print_table(_console(), t)
 
 
 def hardware_table(as_json: bool) -> None:
@@ -86,16 +117,18 @@ def hardware_table(as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     from rich.table import Table
-    t = Table(title="Hardware catalog (dense peaks)")
-    for col in ("id", "bf16", "fp8", "memory", "bandwidth", "scale-up", "$/h"):
-        t.add_column(col)
+    # humane units in the headers, plain numbers in the cells: the table fits 80 columns with every id whole
+    t = Table(title="Hardware catalog (dense peaks, per chip)")
+    add_id_column(t, "id", [r["id"] for r in rows])
+    for col in ("bf16\nTFLOP/s", "fp8\nTFLOP/s", "memory\nGB", "bandwidth\nTB/s", "scale-up\nchips x\nGB/s", "$/h"):
+        t.add_column(col, justify="right")
     for r in rows:
         f = r["flops"]
-        t.add_row(r["id"], u.rate(f.get("bf16") or f.get("fp16") or 0, "FLOP/s"),
-                  u.rate(f["fp8"], "FLOP/s") if f.get("fp8") else "-", u.bytes_(r["memory_bytes"]),
-                  u.rate(r["memory_bw"], "B/s"), f"{r['scaleup_domain']} x {u.rate(r['scaleup_bw'], 'B/s')}",
+        t.add_row(r["id"], f"{(f.get('bf16') or f.get('fp16') or 0) / 1e12:,.4g}",
+                  f"{f['fp8'] / 1e12:,.4g}" if f.get("fp8") else "-", f"{r['memory_bytes'] / 1e9:,.4g}",
+                  f"{r['memory_bw'] / 1e12:.3g}", f"{r['scaleup_domain']} x {r['scaleup_bw'] / 1e9:,.4g}",
                   f"{r['price_usd_per_hour']:g}" if r["price_usd_per_hour"] is not None else "-")
-    _console().print(t)
+    print_table(_console(), t)
 
 
 def hyperbola_table(h) -> None:
@@ -121,32 +154,34 @@ def coverage_table(cov: dict) -> None:
     from rich.table import Table
     c = _console()
     t = Table(title="deduce on open-weight API prices (true active params known)")
-    for col in ("model", "provider", "in/out $/Mtok", "true B", "median B", "80% interval", "inside"):
+    # model and provider stacked in one cell: the two names stay whole and the numbers keep the rest of the width
+    add_id_column(t, "model\nprovider", [r["model"] for r in cov["open"]] + [r["provider"] for r in cov["open"]])
+    for col in ("$/Mtok\nin/out", "true B", "median B", "80% interval", "inside"):
         t.add_column(col)
     for r in cov["open"]:
+        who, usd = f"{r['model']}\n{r['provider']}", f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}"
         if "error" in r:
-            t.add_row(r["model"], r["provider"], f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}",
-                      f"{r['true_active_params_b']:.3g}", "-", r["error"][:40], "-")
+            t.add_row(who, usd, f"{r['true_active_params_b']:.3g}", "-", r["error"], "-")
             continue
         a = r["active_params_b"]
-        t.add_row(r["model"], r["provider"], f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}",
-                  f"{r['true_active_params_b']:.3g}", f"{a['median']:.3g}", f"{a['low']:.3g} - {a['high']:.3g}",
+        t.add_row(who, usd, f"{r['true_active_params_b']:.3g}", f"{a['median']:.3g}", f"{a['low']:.3g} - {a['high']:.3g}",
                   "yes" if r["inside_80"] else "no")
-    c.print(t)
+    print_table(c, t)
     if cov["coverage_80"] is not None:
         c.print(f"coverage of the 80% interval: {cov['coverage_80']:.0%} of {cov['scored']} rows; "
                 f"median error of the median: x{cov['median_error_factor']:.2f}")
     t2 = Table(title="closed models: deduced active params (billions)")
-    for col in ("model", "provider", "in/out $/Mtok", "median", "80% interval", "total (median)"):
+    add_id_column(t2, "model\nprovider", [r["model"] for r in cov["closed"]] + [r["provider"] for r in cov["closed"]])
+    for col in ("$/Mtok\nin/out", "median", "80% interval", "total (median)"):
         t2.add_column(col)
     for r in cov["closed"]:
+        who, usd = f"{r['model']}\n{r['provider']}", f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}"
         if "error" in r:
-            t2.add_row(r["model"], r["provider"], f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}", "-", r["error"][:50], "-")
+            t2.add_row(who, usd, "-", r["error"], "-")
             continue
         a, tt = r["active_params_b"], r["total_params_b"]
-        t2.add_row(r["model"], r["provider"], f"{r['input_usd_per_mtok']}/{r['output_usd_per_mtok']}",
-                   f"{a['median']:.3g}", f"{a['low']:.3g} - {a['high']:.3g}", f"{tt['median']:.3g}")
-    c.print(t2)
+        t2.add_row(who, usd, f"{a['median']:.3g}", f"{a['low']:.3g} - {a['high']:.3g}", f"{tt['median']:.3g}")
+    print_table(c, t2)
 
 
 def validation_table(v, physics=None) -> None:
@@ -157,17 +192,18 @@ def validation_table(v, physics=None) -> None:
     c = _console()
     pct = lambda y: f"{y:.0%}" if y is not None else "-"  # noqa: E731
     t = Table(title=f"Predicted vs published measurements (model {v.model.name!r})")
-    for col in ("id", "regime", "metric", "measured", "pure roofline", "defaults", "LOSO", "err", "LORO", "err", "flag"):
+    add_id_column(t, "id", [d["id"] for d in v.rows() if "skipped" not in d])
+    for col in ("regime", "metric", "measured", "pure roofline", "defaults", "LOSO", "err", "LORO", "err", "flag"):
         t.add_column(col, overflow="fold")
     for d in v.rows():
         if "skipped" in d:
             continue
         h, e = d["predicted_heldout"], d["ape_heldout"]
-        t.add_row(d["id"][:48], d["regime"], d["metric"], f"{d['measured']:.4g}", f"{d['predicted_pure_roofline']:.4g}",
+        t.add_row(d["id"], d["regime"], d["metric"], f"{d['measured']:.4g}", f"{d['predicted_pure_roofline']:.4g}",
                   f"{d['predicted_roofline']:.4g}", f"{h['loso']:.4g}" if h["loso"] is not None else "-",
                   pct(e["loso"]), f"{h['loro']:.4g}" if h["loro"] is not None else "-", pct(e["loro"]),
                   "beats roofline" if d["beats_pure_roofline"] else ("not scored" if "not_scored" in d else ""))
-    c.print(t)
+    print_table(c, t)
     for w in ([v] if physics is None else [v, physics]):
         s = w.summary()
         med = s["median_ape"]

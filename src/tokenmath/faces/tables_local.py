@@ -31,7 +31,7 @@ def measure_table(m: Measurement, written: str | None) -> None:
                   f"{v['kernel']}; arrays of {v['array_bytes'] / 2**20:,.0f} MiB")
     for k, v in m.matmul.items():
         if v.get("error"):
-            t.add_row(f"matmul {k}", "n/a", "n/a", v["error"][:60])
+            t.add_row(f"matmul {k}", "n/a", "n/a", v["error"])
         else:
             t.add_row(f"matmul {k}", f"{v['best'] * 1e3:,.3g} GFLOP/s", f"{v['median'] * 1e3:,.3g} GFLOP/s",
                       f"{v['n']} x {v['n']} x {v['n']}")

@@ -15,7 +15,7 @@ HEADER = ("tokenmath hardware file written by `tokenmath measure` "
           "(catalog schema; see src/tokenmath/data/hardware.toml)")
 
 
-def _toml_value(v) -> str:
+def toml_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -27,9 +27,9 @@ def _toml_value(v) -> str:
     if isinstance(v, str):
         return json.dumps(v)   # JSON's escapes are valid in a TOML basic string
     if isinstance(v, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+        return "{ " + ", ".join(f"{_toml_key(k)} = {toml_value(x)}" for k, x in v.items()) + " }"
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
 
 
@@ -49,7 +49,7 @@ def to_toml(rec: dict, header: str = "") -> str:
             lines.append("")
             lines.append(f"[{prefix}]")
         for k, v in scal:
-            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+            lines.append(f"{_toml_key(k)} = {toml_value(v)}")
         for k, v in subs:
             emit(v, f"{prefix}.{_toml_key(k)}" if prefix else _toml_key(k))
     emit(rec, "")

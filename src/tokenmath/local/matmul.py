@@ -28,7 +28,7 @@ def matmul_n(call_at: Callable[[int], float], quick: bool) -> int:
     return n
 
 
-def numpy_matmul(reps: int, quick: bool) -> MatmulTable:
+def numpy_matmul(reps: int, quick: bool, budget_s: float | None = None) -> MatmulTable:
     def call_at(n):
         a = np.ones((n, n), np.float32)
         return min(times(lambda: a @ a, 2, warmup=0))
@@ -36,12 +36,12 @@ def numpy_matmul(reps: int, quick: bool) -> MatmulTable:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
-    t = times(lambda: a @ b, reps)
+    t = times(lambda: a @ b, reps, budget_s=budget_s)
     return {"numpy_fp32": {**rate_summary(2.0 * n ** 3, t, 1e12), "n": n, "dtype": "fp32"}}
 
 
-def torch_matmul(reps: int, quick: bool, device: str) -> MatmulTable:
-    """A dtype this build or device cannot multiply gets an entry with "error" and best = median = 0."""
+def torch_matmul(reps: int, quick: bool, device: str, budget_s: float | None = None) -> MatmulTable:
+    """budget_s: seconds of timed products per dtype (timing.times). A dtype this build or device cannot multiply gets an entry with "error" and best = median = 0."""
     import torch
     dev = torch.device(device)
     sync = device_sync(device)
@@ -64,7 +64,7 @@ def torch_matmul(reps: int, quick: bool, device: str) -> MatmulTable:
                 g = torch.Generator(device=dev).manual_seed(0)
                 a = torch.randn((n, n), generator=g, device=dev).to(dt)
                 b = torch.randn((n, n), generator=g, device=dev).to(dt)
-                t = times(lambda a=a, b=b: a @ b, reps, sync)
+                t = times(lambda a=a, b=b: a @ b, reps, sync, budget_s=budget_s)
             except RuntimeError as e:     # a dtype this build or device cannot multiply
                 out[f"torch_{key}"] = {"error": str(e).splitlines()[0][:200], "dtype": key, "best": 0.0, "median": 0.0}
                 continue

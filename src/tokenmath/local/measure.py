@@ -31,6 +31,11 @@ from tokenmath.local.measurement import Measurement
 from tokenmath.local.overhead import call_overhead
 
 ASSUMED_MEMORY = 8e9       # bytes, when the machine does not say (no /proc/meminfo)
+# Seconds of timed calls per kernel (bandwidth) and per dtype (matmul) after which the repetitions stop early
+# (timing.times; never fewer than 3): with the GEMM curve's PASSES_S the default run fits ~30 s on a 2-core machine
+# whatever its caches make the arrays (issue 23: 29-153 s before), and --quick a few seconds.
+BUDGET_BW_S, BUDGET_BW_QUICK_S = 1.0, 0.3
+BUDGET_MM_S, BUDGET_MM_QUICK_S = 1.0, 0.2
 
 
 def _memory_and_name(device: str, notes: list[str]) -> tuple[float, int | None, int | None, str]:
@@ -63,32 +68,37 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
             raise InputError("device", "no CUDA device is visible to torch", "--device cpu")
     reps_bw = 3 if quick else 10
     reps_mm = 2 if quick else 5
+    bw_s, mm_s = (BUDGET_BW_QUICK_S, BUDGET_MM_QUICK_S) if quick else (BUDGET_BW_S, BUDGET_MM_S)
     busy = machine_busy()
     notes = [busy] if busy else []
     mem_total, avail, cache, name = _memory_and_name(device, notes)
     size = array_bytes(quick, cache, avail)
     threads = 1
     if has_torch:
+        say("loading torch")
         import torch
         threads = torch.get_num_threads()
 
     bandwidth: dict = {}
     matmul: dict = {}
     if device == "cpu":
-        say(f"bandwidth: numpy copy and triad over 3 arrays of {size / MB:,.0f} MiB, {reps_bw} repetitions")
-        bandwidth.update(numpy_bandwidth(size, reps_bw))
+        say(f"bandwidth: numpy copy and triad over 3 arrays of {size / MB:,.0f} MiB, up to {reps_bw} repetitions")
+        bandwidth.update(numpy_bandwidth(size, reps_bw, bw_s))
     if has_torch:
-        say(f"bandwidth: torch copy and triad on {device} over 3 arrays of {size / MB:,.0f} MiB, {reps_bw} repetitions")
-        bandwidth.update(torch_bandwidth(size, reps_bw, device))
+        say(f"bandwidth: torch copy and triad on {device} over 3 arrays of {size / MB:,.0f} MiB, up to {reps_bw} "
+            "repetitions")
+        bandwidth.update(torch_bandwidth(size, reps_bw, device, bw_s))
     if device == "cpu":
         say("matmul: numpy fp32")
-        matmul.update(numpy_matmul(reps_mm, quick))
+        matmul.update(numpy_matmul(reps_mm, quick, mm_s))
     if has_torch:
         say(f"matmul: torch fp32, bf16, fp16 on {device}")
-        matmul.update(torch_matmul(reps_mm, quick, device))
+        matmul.update(torch_matmul(reps_mm, quick, device, mm_s))
     say(f"GEMM efficiency curve: {CURVE_ROWS[0]} to {CURVE_ROWS[-1]} rows on fp32 weight shapes of 4 to "
         f"{64 if quick else 256} MiB")
-    decode = gemm_curve(reps_mm, quick, device, has_torch, min(cache or 0, 512 * MB))
+    # --quick (tests, a first look): no cache eviction between points, which re-read 2 x the last-level cache per
+    # point and took ~20 of its ~30 s on a 2-core VM with a 300 MiB L3; its curve may then read some weights from cache
+    decode = gemm_curve(reps_mm, quick, device, has_torch, 0 if quick else min(cache or 0, 512 * MB))
     say("per-call overhead: tiny elementwise ops")
     overhead = call_overhead(500 if quick else 5000, device, has_torch)
     if not has_torch:

@@ -19,8 +19,14 @@ def device_sync(device: str) -> Callable[[], None]:
     return _no_sync
 
 
-def times(fn: Callable[[], object], reps: int, sync: Callable[[], None] = _no_sync, warmup: int = 1) -> list[float]:
-    """Seconds per call of fn, `reps` timed calls after `warmup` untimed ones."""
+MIN_REPS = 3     # a best and a median need a few calls, whatever the time budget
+
+
+def times(fn: Callable[[], object], reps: int, sync: Callable[[], None] = _no_sync, warmup: int = 1,
+          budget_s: float | None = None) -> list[float]:
+    """Seconds per call of fn, `reps` timed calls after `warmup` untimed ones; with budget_s, fewer once the timed
+    calls add up to budget_s seconds (never fewer than MIN_REPS, or reps when that is smaller): `tokenmath measure`
+    fits a time budget on a slow or busy machine instead of running every repetition."""
     for _ in range(warmup):
         fn()
     sync()
@@ -30,6 +36,8 @@ def times(fn: Callable[[], object], reps: int, sync: Callable[[], None] = _no_sy
         fn()
         sync()
         out.append(time.perf_counter() - t0)
+        if budget_s is not None and len(out) >= MIN_REPS and sum(out) >= budget_s:
+            break
     return out
 
 

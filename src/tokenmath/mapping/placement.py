@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -70,6 +71,7 @@ class Placement:
     replica: Span
 
 
+@lru_cache(maxsize=4096)   # a pure function of three ints, asked again for every block of a sweep
 def _blocks(g: int, n: int, d: int) -> tuple[int, int, int, int, int, int]:
     """(domains, piece_min, piece_max, ring_domains, ring_piece_min, ring_piece_max) for blocks of g of n chips."""
     if g <= 1 or d <= 0:
@@ -92,7 +94,9 @@ def span(g, chips, domain: int) -> Span:
     g_, n_ = np.broadcast_arrays(np.rint(np.asarray(g, float)).astype(np.int64),
                                  np.rint(np.asarray(chips, float)).astype(np.int64))
     n_ = np.maximum(n_, g_)
-    pairs, inv = np.unique(np.stack([g_.ravel(), n_.ravel()], axis=1), axis=0, return_inverse=True)
+    # distinct (g, n) pairs as one int64 key each (both < 2**31): a 1-d unique, ~10x cheaper than unique(axis=0)
+    keys, inv = np.unique((g_.ravel() << 32) | n_.ravel(), return_inverse=True)
+    pairs = np.stack([keys >> 32, keys & 0xFFFFFFFF], axis=1)
     rows = np.array([_blocks(int(a), int(b), int(domain)) for a, b in pairs], dtype=float).reshape(len(pairs), 6)
     vals = rows[np.asarray(inv).ravel()]
     shape = g_.shape

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-import tomllib
+import os
 from functools import cache
 from pathlib import Path
 
@@ -16,14 +16,63 @@ MAX_JSON_DEPTH = 32
 
 @cache
 def shipped(name: str) -> dict:
-    """A catalog shipped in tokenmath/data (TOML), as a dict of id -> record."""
+    """A catalog shipped in tokenmath/data (TOML), as a dict of id -> record.
+
+    tomllib is pure Python (~70 ms for the five catalogs an `infer` reads, most of its start-up beyond imports), so
+    the parsed dict is also kept as JSON in the user's cache folder (parsed_cache_dir()), keyed by the TOML's
+    bytes: a changed file is parsed again, a cache that cannot be read or written is ignored."""
     path = Path(__file__).parent.parent / "data" / name
     if path.is_file():      # an ordinary install; importlib.resources (slow to import) only for zipped ones
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     else:
         from importlib import resources
-        text = resources.files("tokenmath").joinpath("data", name).read_text(encoding="utf-8")
-    return tomllib.loads(text)
+        raw = resources.files("tokenmath").joinpath("data", name).read_bytes()
+    cached = _cache_file(name, raw)
+    if cached is not None:
+        try:
+            data = json.loads(cached.read_text(encoding="utf-8"))
+            if isinstance(data, dict):
+                return data
+        except (OSError, ValueError):
+            pass
+    import tomllib      # only on a cache miss: its import is ~5 ms of a start-up that needs none
+    data = tomllib.loads(raw.decode("utf-8"))
+    _store(cached, data)
+    return data
+
+
+def parsed_cache_dir() -> Path | None:
+    """Where parsed catalogs are kept: $TOKENMATH_CACHE_DIR, else $XDG_CACHE_HOME/tokenmath, else
+    ~/.cache/tokenmath; TOKENMATH_CACHE_DIR="" turns the cache off (None)."""
+    env = os.environ.get("TOKENMATH_CACHE_DIR")
+    if env is not None:
+        return Path(env) if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tokenmath"
+
+
+def _cache_file(name: str, raw: bytes) -> Path | None:
+    d = parsed_cache_dir()
+    if d is None:
+        return None
+    import zlib
+    return d / f"{name}.{len(raw)}-{zlib.crc32(raw):08x}.json"
+
+
+def _store(dest: Path | None, data: dict) -> None:
+    """Write the parsed catalog as JSON when JSON gives back exactly the same dict (no dates, no NaN surprises)."""
+    if dest is None:
+        return
+    try:
+        text = json.dumps(data)
+        if json.loads(text) != data:
+            return
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, dest)       # atomic: another process reads the old file or the new, never half of one
+    except (OSError, TypeError, ValueError):
+        pass
 
 
 def json_depth(text: str) -> int:
@@ -65,6 +114,7 @@ def read_user_file(path: str | Path, field: str) -> dict:
         raise InputError(field, f"file {p.name!r} is not UTF-8 text", "a JSON or TOML text file") from None
     if p.suffix.lower() == ".toml":
         try:
+            import tomllib
             data = tomllib.loads(text)
         except (ValueError, RecursionError) as e:   # TOMLDecodeError, huge integer literals, deep nesting
             raise InputError(field, f"{p.name!r} is not valid TOML: {str(e)[:200]}", "a TOML table of keys") from None

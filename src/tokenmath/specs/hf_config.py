@@ -1,63 +1,31 @@
 """Hugging Face config.json -> Model, for the families tokenmath knows.
 
 Field names follow transformers' configuration classes (LlamaConfig, MixtralConfig, Qwen2/Qwen3(Moe)Config,
-DeepseekV3Config, GptOssConfig, Gemma2/Gemma3TextConfig, Phi3Config, GPT2Config). Every bad or missing field is
-reported by its config.json key.
+DeepseekV3Config, GptOssConfig, Gemma2/Gemma3TextConfig, Phi3Config, GPT2Config); the 2025-26 families (Qwen3-Next,
+Llama 4, MiniMax-M2, GLM-4.5, Nemotron-H, Nemotron-4) add their own fields in hf_families.py, DeepSeek-V3.2 its
+sparse-attention indexer. Every bad or missing field is reported by its config.json key.
 """
 from __future__ import annotations
 
-import math
-
 from tokenmath.base.errors import InputError, show
+from tokenmath.specs import hf_families
+from tokenmath.specs.hf_fields import ConfigFields
 from tokenmath.specs.model import Model, validate
 
 SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
-             "deepseek_v3", "kimi_k2", "gpt_oss", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt2")
+             "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3",
+             "gpt2", *hf_families.TYPES)
 ARCH_TO_TYPE = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
                 "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe",
                 "Qwen2MoeForCausalLM": "qwen2_moe", "DeepseekV3ForCausalLM": "deepseek_v3",
                 "DeepseekV2ForCausalLM": "deepseek_v2", "GptOssForCausalLM": "gpt_oss",
                 "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text",
-                "Gemma3ForConditionalGeneration": "gemma3", "Phi3ForCausalLM": "phi3", "GPT2LMHeadModel": "gpt2"}
-MAX = {"num_hidden_layers": 10_000, "hidden_size": 1_000_000, "num_attention_heads": 100_000,
-       "vocab_size": 100_000_000}
-
-
-class _Cfg:
-    def __init__(self, data: dict, prefix: str):
-        self.d, self.prefix = data, prefix
-
-    def has(self, key: str) -> bool:
-        return self.d.get(key) is not None
-
-    def int(self, key: str, default=None, lo: int = 0, hi: int = 100_000_000, *alts: str) -> int:
-        for k in (key, *alts):
-            if self.d.get(k) is not None:
-                key = k
-                break
-        v = self.d.get(key)
-        if v is None:
-            if default is None:
-                raise InputError(f"{self.prefix}{key}", "missing", "a positive integer")
-            return default
-        if isinstance(v, float) and math.isfinite(v) and v.is_integer() and abs(v) < 1e18:
-            v = int(v)
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise InputError(f"{self.prefix}{key}", f"must be an integer, got {type(v).__name__} {show(v)}", "a whole number")
-        hi = MAX.get(key, hi)
-        if not lo <= v <= hi:
-            raise InputError(f"{self.prefix}{key}", f"{show(v)} is out of range", f"between {lo} and {hi:,}")
-        return v
-
-    def bool(self, key: str, default: bool) -> bool:
-        v = self.d.get(key)
-        if v is None:
-            return default
-        if not isinstance(v, bool):
-            raise InputError(f"{self.prefix}{key}", f"must be true or false, got {show(v)}", "true or false")
-        return v
-
-
+                "Gemma3ForConditionalGeneration": "gemma3", "Phi3ForCausalLM": "phi3", "GPT2LMHeadModel": "gpt2",
+                "DeepseekV32ForCausalLM": "deepseek_v32", "Qwen3NextForCausalLM": "qwen3_next",
+                "Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4_text",
+                "MiniMaxM2ForCausalLM": "minimax_m2", "Glm4MoeForCausalLM": "glm4_moe",
+                "NemotronHForCausalLM": "nemotron_h", "NemotronForCausalLM": "nemotron",
+                "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe", "Qwen3_5ForConditionalGeneration": "qwen3_5"}
 def _dtype(data: dict) -> tuple[str, str]:
     q = data.get("quantization_config")
     td = data.get("torch_dtype") or data.get("dtype") or "bfloat16"   # only a known string matters
@@ -88,15 +56,17 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
     if not isinstance(mt, str):
         raise InputError("model_type", "missing or not a string", f"one of {', '.join(SUPPORTED)}")
     prefix = ""
-    if isinstance(data.get("text_config"), dict) and mt in ("gemma3", "llama4", "mistral3"):
+    if isinstance(data.get("text_config"), dict) and mt in ("gemma3", "llama4", "mistral3", "qwen3_5", "qwen3_5_moe"):
         inner = data["text_config"]
         data = {**inner, "quantization_config": data.get("quantization_config"),
                 "torch_dtype": inner.get("torch_dtype", data.get("torch_dtype"))}
         prefix = "text_config."
-        mt = {"gemma3": "gemma3_text"}.get(mt, mt)
+        mt = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
+              "qwen3_5_moe": "qwen3_5_moe_text"}.get(mt, mt)
     if mt not in SUPPORTED:
-        raise InputError("model_type", f"unsupported model_type {show(mt)}", f"supported: {', '.join(SUPPORTED)}")
-    c = _Cfg(data, prefix)
+        raise InputError("model_type", f"unsupported model_type {show(mt)}",
+                         f"supported: {', '.join(SUPPORTED)}; wrapping a text_config: gemma3, llama4, qwen3_5, qwen3_5_moe")
+    c = ConfigFields(data, prefix)
     kw: dict = {"name": name}
     dt, edt = _dtype(data)
     kw["native_dtype"], kw["native_expert_dtype"] = dt, edt
@@ -122,7 +92,9 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
     kw["o_bias"] = c.bool("attention_bias", False) if mt in ("llama", "gpt_oss") else False
     kw["mlp_bias"] = c.bool("mlp_bias", mt == "gpt_oss")
 
-    if mt in ("mixtral",):
+    if mt in hf_families.TYPES:
+        hf_families.fill(mt, data, c, kw)
+    elif mt in ("mixtral",):
         kw.update(n_experts=c.int("num_local_experts", None, 1), experts_per_token=c.int("num_experts_per_tok", None, 1),
                   moe_intermediate=c.int("intermediate_size", None, 1), ffn_intermediate=0)
     elif mt in ("qwen2_moe", "qwen3_moe"):
@@ -139,7 +111,7 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
             kw["first_dense_layers"] = len(mlp_only)
         if c.has("shared_expert_intermediate_size") and c.int("shared_expert_intermediate_size", 0, 0):
             kw.update(n_shared_experts=1, shared_intermediate=c.int("shared_expert_intermediate_size", 0, 0))
-    elif mt in ("deepseek_v2", "deepseek_v3", "kimi_k2"):
+    elif mt in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2"):
         kw.update(attention="mla", q_lora_rank=c.int("q_lora_rank", 0, 0), kv_lora_rank=c.int("kv_lora_rank", None, 1),
                   qk_rope_head_dim=c.int("qk_rope_head_dim", None, 1), qk_nope_head_dim=c.int("qk_nope_head_dim", None, 1),
                   v_head_dim=c.int("v_head_dim", None, 1), n_kv_heads=h, head_dim=0,
@@ -151,6 +123,8 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
                       first_dense_layers=c.int("first_k_dense_replace", 0, 0, kw["n_layers"]),
                       moe_layer_step=c.int("moe_layer_freq", 1, 1, kw["n_layers"]),
                       router_bias=data.get("topk_method") == "noaux_tc")
+        if mt == "deepseek_v32":
+            hf_families.sparse_attention(data, c, kw)
     elif mt == "gpt_oss":
         kw.update(n_experts=c.int("num_local_experts", None, 1),
                   experts_per_token=c.int("num_experts_per_tok", None, 1, 100_000_000, "experts_per_token"),
@@ -169,7 +143,8 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
 
     # sliding windows: explicit layer_types win; else family conventions
     window = data.get("sliding_window")
-    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not data.get("use_sliding_window", False):
+    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text") \
+            and not data.get("use_sliding_window", False):
         window = None
     if window is not None:
         w = c.int("sliding_window", None, 1)

@@ -48,6 +48,22 @@ class Model:
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
+    attn_output_gate: bool = False  # Qwen3-Next gated attention: q_proj also emits a sigmoid gate (h x head_dim)
+    local_kind: str = "sliding"    # sliding | chunked (Llama 4: a layer attends its own chunk of sliding_window tokens)
+    # recurrent (linear-attention / state-space) layers: the layers marked "linear" in attention_pattern
+    linear_kind: str = ""          # gated_deltanet (Qwen3-Next) | mamba2 (Nemotron-H)
+    linear_heads: int = 0          # value heads (GDN) / SSM heads (Mamba-2)
+    linear_key_heads: int = 0      # q/k heads (GDN) / B,C groups (Mamba-2 n_groups)
+    linear_key_dim: int = 0        # key head dim (GDN) / ssm_state_size (Mamba-2)
+    linear_value_dim: int = 0      # value head dim (GDN) / mamba_head_dim (Mamba-2)
+    linear_conv: int = 0           # causal conv kernel width (the conv state holds linear_conv - 1 inputs)
+    linear_chunk: int = 0          # chunk length of the chunked prefill scan
+    linear_state_bytes: int = 2    # bytes per value of the recurrent state (4: Qwen3.5's mamba_ssm_dtype float32)
+    ffn_layers: int = -1           # layers with a dense FFN when not every layer has one (Nemotron-H '-' blocks)
+    # DeepSeek Sparse Attention (DeepSeek-V3.2): a lightning indexer scores every cached token, attention reads top-k
+    index_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
     native_dtype: str = "bf16"
     native_expert_dtype: str = ""
     official_params_total: float | None = None
@@ -74,6 +90,10 @@ class Model:
         return self.attention == "mla"
 
     @property
+    def is_sparse_attention(self) -> bool:
+        return self.index_topk > 0
+
+    @property
     def n_moe_layers(self) -> int:
         if not self.is_moe:
             return 0
@@ -84,7 +104,8 @@ class Model:
 
     @property
     def n_dense_layers(self) -> int:
-        return self.n_layers - self.n_moe_layers
+        """Layers with a dense FFN: every layer that is not MoE, or ffn_layers where it is given."""
+        return self.ffn_layers if self.ffn_layers >= 0 else self.n_layers - self.n_moe_layers
 
     @property
     def shared_width(self) -> int:
@@ -92,20 +113,30 @@ class Model:
 
     @cached_property
     def layer_kinds(self) -> tuple[str, ...]:
-        """'full' or 'sliding' for each layer (the pattern repeats cyclically)."""
+        """'full', 'sliding' (a window, or Llama 4's chunk: local_kind) or 'linear' (a recurrent layer with a
+        fixed-size state) for each layer (the pattern repeats cyclically)."""
         pat = self.attention_pattern or ("full",)
         kinds = tuple(pat[i % len(pat)] for i in range(self.n_layers))
         if not self.sliding_window:
-            return tuple("full" for _ in kinds)
+            return tuple("full" if k == "sliding" else k for k in kinds)
         return kinds
 
     @cached_property
     def n_sliding_layers(self) -> int:
         return sum(k == "sliding" for k in self.layer_kinds)
 
+    @cached_property
+    def n_linear_layers(self) -> int:
+        return sum(k == "linear" for k in self.layer_kinds)
+
+    @property
+    def n_attention_layers(self) -> int:
+        """Layers that keep a KV cache (full and sliding/chunked)."""
+        return self.n_layers - self.n_linear_layers
+
     @property
     def n_full_layers(self) -> int:
-        return self.n_layers - self.n_sliding_layers
+        return self.n_layers - self.n_sliding_layers - self.n_linear_layers
 
     def describe(self) -> str:
         bits = [f"{self.n_layers} layers", f"d_model {self.d_model}"]
@@ -117,14 +148,20 @@ class Model:
             bits.append(f"MoE {self.n_experts} experts top-{self.experts_per_token}"
                         + (f" + {self.n_shared_experts} shared" if self.n_shared_experts else ""))
         if self.n_sliding_layers:
-            bits.append(f"{self.n_sliding_layers} sliding-window ({self.sliding_window}) layers")
+            what = "chunked-attention" if self.local_kind == "chunked" else "sliding-window"
+            bits.append(f"{self.n_sliding_layers} {what} ({self.sliding_window}) layers")
+        if self.n_linear_layers:
+            bits.append(f"{self.n_linear_layers} recurrent {self.linear_kind} layers")
+        if self.is_sparse_attention:
+            bits.append(f"sparse attention (indexer {self.index_heads} x {self.index_head_dim}, top-{self.index_topk})")
         return ", ".join(bits)
 
 
 _INT_FIELDS = {f.name for f in fields(Model) if f.type in ("int",)}
 _BOOL_FIELDS = {f.name for f in fields(Model) if f.type in ("bool",)}
 _STR_FIELDS = {f.name for f in fields(Model) if f.type in ("str",)}
-_LIMITS = {"n_layers": (1, 10_000), "d_model": (1, 1_000_000), "n_heads": (1, 100_000), "vocab_size": (1, 100_000_000)}
+_LIMITS = {"n_layers": (1, 10_000), "d_model": (1, 1_000_000), "n_heads": (1, 100_000), "vocab_size": (1, 100_000_000),
+           "ffn_layers": (-1, 20_000)}
 
 
 def validate(m: Model, field_prefix: str = "model") -> Model:
@@ -154,8 +191,27 @@ def validate(m: Model, field_prefix: str = "model") -> Model:
     if m.n_dense_layers and not m.ffn_intermediate:
         bad("ffn_intermediate", f"{m.n_dense_layers} dense layers need an FFN width", "a positive integer")
     for k in m.layer_kinds:
-        if k not in ("full", "sliding"):
-            bad("attention_pattern", f"unknown layer kind {k!r}", "full or sliding")
+        if k not in ("full", "sliding", "linear"):
+            bad("attention_pattern", f"unknown layer kind {k!r}", "full, sliding or linear")
+    if m.local_kind not in ("sliding", "chunked"):
+        bad("local_kind", f"unknown local attention {m.local_kind!r}", "sliding or chunked")
+    if m.n_linear_layers:
+        if m.linear_kind not in ("gated_deltanet", "mamba2"):
+            bad("linear_kind", f"unknown recurrent layer {m.linear_kind!r}", "gated_deltanet or mamba2")
+        if not (m.linear_heads and m.linear_key_heads and m.linear_key_dim and m.linear_value_dim):
+            bad("linear_heads", "recurrent layers need linear_heads, linear_key_heads, linear_key_dim and "
+                "linear_value_dim", "positive integers")
+        if m.linear_state_bytes not in (1, 2, 4):
+            bad("linear_state_bytes", f"{m.linear_state_bytes} bytes per state value", "1, 2 or 4")
+        if m.linear_heads % m.linear_key_heads:
+            bad("linear_key_heads", f"{m.linear_heads} heads are not divisible into {m.linear_key_heads} groups",
+                "a divisor of linear_heads")
+    if m.n_linear_layers == m.n_layers:
+        bad("attention_pattern", "every layer is recurrent", "at least one attention layer")
+    if m.ffn_layers > m.n_layers * 2:
+        bad("ffn_layers", f"{m.ffn_layers} FFN layers for {m.n_layers} layers", f"at most {2 * m.n_layers}")
+    if m.index_topk and not (m.index_heads and m.index_head_dim and m.is_mla):
+        bad("index_topk", "sparse attention needs index_heads, index_head_dim and MLA", "positive integers")
     if m.norm not in ("rmsnorm", "layernorm"):
         bad("norm", f"unknown norm {m.norm!r}", "rmsnorm or layernorm")
     if m.positional not in ("rope", "learned", "relative", "alibi", "none"):

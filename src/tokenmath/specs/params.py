@@ -1,7 +1,8 @@
 """Parameter counts: per component, per layer, total and active per token.
 
 Shapes follow the Hugging Face implementations (LlamaAttention, DeepseekV3Attention for MLA, MixtralSparseMoeBlock,
-GptOssExperts). Norm weights and biases are small but counted.
+GptOssExperts; Qwen3NextGatedDeltaNet and Qwen3NextAttention's output gate; NemotronHMamba2Mixer; the DeepSeek-V3.2
+Indexer of deepseek-ai/DeepSeek-V3.2-Exp inference/model.py). Norm weights and biases are small but counted.
 """
 from __future__ import annotations
 
@@ -26,10 +27,16 @@ class Params:
     embedding: float              # token embedding (+ learned positions)
     lm_head: float                # 0 when tied to the embedding
     final_norm: float
+    n_layers: int = 0             # all layers (attention + recurrent)
+    n_attn_layers: int = 0        # layers with attention (and a KV cache)
+    linear_per_layer: float = 0.0  # one recurrent (GDN / Mamba-2) mixer: projections, conv, gates, norm
+    n_linear_layers: int = 0
+    index_per_layer: float = 0.0  # the sparse-attention indexer (inside attn_per_layer), one layer
 
     @property
     def attn(self) -> float:
-        return self.attn_per_layer * (self.n_dense_layers + self.n_moe_layers)
+        """Token mixers over all layers: attention layers' projections and recurrent layers' mixers."""
+        return self.attn_per_layer * self.n_attn_layers + self.linear_per_layer * self.n_linear_layers
 
     @property
     def experts_total(self) -> float:
@@ -50,7 +57,7 @@ class Params:
 
     @property
     def norms(self) -> float:
-        return self.norms_per_layer * (self.n_dense_layers + self.n_moe_layers) + self.final_norm
+        return self.norms_per_layer * self.n_layers + self.final_norm
 
     @property
     def non_expert(self) -> float:
@@ -72,6 +79,30 @@ def _ffn(d: int, width: int, gated: bool, bias: bool) -> float:
     return mats * d * width + b
 
 
+def linear_mixer_params(m: Model) -> float:
+    """One recurrent layer's mixer. Gated DeltaNet (Qwen3NextGatedDeltaNet): in_proj_qkvz d x (2 hk dk + 2 hv dv),
+    in_proj_ba d x 2 hv, depthwise conv over q, k, v (conv_dim x kernel), dt_bias and A_log (hv each), gated norm
+    (dv), out_proj hv dv x d. Mamba-2 (NemotronHMamba2Mixer): in_proj d x (2 H P + 2 G N + H) for z, x, B, C, dt;
+    conv over x, B, C with bias; dt_bias, A_log, D (H each); gated norm (H P); out_proj H P x d."""
+    if not m.n_linear_layers:
+        return 0.0
+    d, H, G, K, V = m.d_model, m.linear_heads, m.linear_key_heads, m.linear_key_dim, m.linear_value_dim
+    conv_dim = 2 * G * K + H * V
+    if m.linear_kind == "gated_deltanet":
+        return float(d * (2 * G * K + 2 * H * V) + d * 2 * H + conv_dim * m.linear_conv + 2 * H + V + H * V * d)
+    return float(d * (2 * H * V + 2 * G * K + H) + conv_dim * (m.linear_conv + 1) + 3 * H + H * V + H * V * d)
+
+
+def indexer_params(m: Model) -> float:
+    """DeepSeek-V3.2's lightning indexer, one layer: wq_b (q_lora_rank x index_heads x index_head_dim), wk
+    (d x index_head_dim), its LayerNorm (2 x index_head_dim), weights_proj (d x index_heads)."""
+    if not m.is_sparse_attention:
+        return 0.0
+    q_in = m.q_lora_rank or m.d_model
+    return float(q_in * m.index_heads * m.index_head_dim + m.d_model * m.index_head_dim + 2 * m.index_head_dim
+                 + m.d_model * m.index_heads)
+
+
 @cache
 def count_params(m: Model) -> Params:
     d, h = m.d_model, m.n_heads
@@ -89,8 +120,11 @@ def count_params(m: Model) -> Params:
             attn += d
         if m.qk_norm:
             attn += 2 * hd
+        if m.attn_output_gate:
+            attn += d * h * hd
     if m.attention_sinks:
         attn += h
+    attn += indexer_params(m)
     norm_w = 2 if m.norm == "layernorm" else 1
     embedding = m.vocab_size * d + (m.max_context * d if m.positional == "learned" else 0)
     return Params(
@@ -107,4 +141,9 @@ def count_params(m: Model) -> Params:
         embedding=float(embedding),
         lm_head=0.0 if m.tie_embeddings else float(m.vocab_size * d),
         final_norm=float(d * norm_w),
+        n_layers=m.n_layers,
+        n_attn_layers=m.n_attention_layers,
+        linear_per_layer=linear_mixer_params(m),
+        n_linear_layers=m.n_linear_layers,
+        index_per_layer=indexer_params(m),
     )

@@ -13,10 +13,12 @@ import numpy as np
 
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg
+from tokenmath.engine.economics import decode_cost_per_mtok, usd_per_s
 from tokenmath.engine.memory import max_batch
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.engine.forward import decode_context
-from tokenmath.specs.kv_cache import context_holding, kv_bytes_per_sequence, kv_bytes_per_token
+from tokenmath.specs.kv_cache import (context_holding, kv_bytes_per_sequence, kv_bytes_per_token,
+                                      state_bytes_per_sequence)
 from tokenmath.analyses.setup import Setup, setup
 
 
@@ -26,10 +28,14 @@ class Context:
     batch: int
     context: int
     kv_bytes_per_token: float
+    state_bytes_per_sequence: float     # recurrent layers' fixed state (0 without them), whatever the context
     max_batch_at_context: int
     max_context_at_batch: int | None    # None: any context fits (every layer's KV is capped by its window)
     crossover_context: int | None       # tokens where the KV read per decode step equals the weight read
     curve: list[dict]
+    decode_step_s_at_context: float = 0.0    # one decode step of `batch` sequences at `context` tokens
+    decode_usd_per_mtok_at_context: float | None = None   # that step's $ per million output tokens (None: no price)
+    fits_at_context: bool = True
     notes: tuple[str, ...] = ()
 
     def to_dict(self):
@@ -37,9 +43,13 @@ class Context:
         return {"model": su.model.id, "hardware": su.hardware.id, "chips": su.chips, "engine": su.engine_dict,
                 "batch": self.batch,
                 "context": self.context, "kv_bytes_per_token": self.kv_bytes_per_token,
+                **({"state_bytes_per_sequence": self.state_bytes_per_sequence} if self.state_bytes_per_sequence else {}),
                 "kv_bytes_per_sequence_at_context": finite(kv_bytes_per_sequence(su.model, self.context, su.precision.kv.bytes)),
                 "max_batch_at_context": self.max_batch_at_context, "max_context_at_batch": self.max_context_at_batch,
-                "crossover_context": self.crossover_context, "curve": self.curve, "notes": list(self.notes)}
+                "crossover_context": self.crossover_context,
+                "decode_step_s_at_context": finite(self.decode_step_s_at_context),
+                "decode_cost_per_mtok_at_context_usd": finite(self.decode_usd_per_mtok_at_context),
+                "fits_at_context": self.fits_at_context, "curve": self.curve, "notes": list(self.notes)}
 
 
 def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, context=8192,
@@ -65,13 +75,22 @@ def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, 
     wb = np.broadcast_to(np.asarray(sv.decode.weight_bytes, float), step.shape)
     fits = np.broadcast_to(np.asarray(sv.fits), step.shape)
     bw = hw.memory_bw * su.efficiency.memory_bw
-    crossover = _crossover(m, pr.kv.bytes, float(curve_ctx[-1]), float(kvb[-1]), float(wb[-1]))
+    if m.n_linear_layers or m.is_sparse_attention:
+        crossover = _crossover_scanned(su, batch)
+    else:
+        crossover = _crossover(m, pr.kv.bytes, float(curve_ctx[-1]), float(kvb[-1]), float(wb[-1]))
+    at = serve_batch(m, hw, lay, pr, su.efficiency, batch, np.asarray([float(ctx)]), 1, su.reserve)
+    step_at = float(np.ravel(at.decode_step_s)[0])
+    usd_s = usd_per_s(su.chips, hw.price_usd_per_hour)
     curve = [{"context": int(c), "decode_step_s": finite(step[i]), "kv_share": finite(kvb[i] / bw / step[i]),
               "weight_share": finite(wb[i] / bw / step[i]), "fits": bool(fits[i])}
              for i, c in enumerate(curve_ctx)]
     return Context(setup=su, batch=batch, context=ctx, kv_bytes_per_token=kv_bytes_per_token(m, pr.kv.bytes),
+                   state_bytes_per_sequence=state_bytes_per_sequence(m),
                    max_batch_at_context=int(mb(ctx)), max_context_at_batch=max_ctx, crossover_context=crossover,
-                   curve=curve, notes=_notes(su, ctx, max_ctx, crossover, float(curve_ctx[-1])))
+                   curve=curve, decode_step_s_at_context=step_at,
+                   decode_usd_per_mtok_at_context=None if usd_s is None else float(decode_cost_per_mtok(usd_s, step_at, batch)),
+                   fits_at_context=bool(np.ravel(at.fits)[0]), notes=_notes(su, ctx, max_ctx, crossover, float(curve_ctx[-1])))
 
 
 def _crossover(m, kv_dtype_bytes: float, c0: float, kv0: float, w0: float) -> int | None:
@@ -85,6 +104,26 @@ def _crossover(m, kv_dtype_bytes: float, c0: float, kv0: float, w0: float) -> in
     target = float(kv_bytes_per_sequence(m, read0, kv_dtype_bytes)) * w0 / kv0
     tokens = context_holding(m, target, kv_dtype_bytes)
     return None if tokens is None else max(0, round(tokens - (read0 - c0)))
+
+
+def _crossover_scanned(su: Setup, batch: int) -> int | None:
+    """The crossover for models whose cache reads are not proportional to what a sequence holds: a hybrid's
+    recurrent state is read whole at any context, and a sparse-attention model reads every index key but only the
+    top-k latents. The engine's KV and weight bytes per decode step on a log grid of contexts (one call); KV bytes are
+    piecewise linear in the context, so interpolating between the grid points around the crossing is exact within a
+    piece."""
+    grid = np.unique(np.round(np.geomspace(1, 1e8, 400)))
+    sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, batch, grid, 1, su.reserve)
+    kv = np.broadcast_to(np.asarray(sv.decode.kv_bytes, float), grid.shape)
+    w = np.broadcast_to(np.asarray(sv.decode.weight_bytes, float), grid.shape)
+    over = np.nonzero(kv >= w)[0]
+    if not over.size:
+        return None
+    i = int(over[0])
+    if i == 0:
+        return int(grid[0])
+    f0, f1 = kv[i - 1] - w[i - 1], kv[i] - w[i]
+    return round(float(grid[i - 1] + (grid[i] - grid[i - 1]) * -f0 / (f1 - f0)))
 
 
 def _notes(su: Setup, ctx: int, max_ctx: int | None, crossover: int | None, curve_end: float) -> tuple[str, ...]:

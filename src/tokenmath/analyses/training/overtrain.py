@@ -14,7 +14,9 @@ Costs in USD (SI units inside: FLOPs, tokens, USD, seconds):
 - inference, engine-based (default): the cost of a token from the serving engine, not 2N FLOPs
   (inference_cost.serve_cost: a dense Llama-3-style model per N, served at the per-user speed target). Lifetime
   inference tokens split input:output by `input_output_ratio`; RL rollout tokens are generated tokens, priced as
-  output (decode) tokens (their prompts are not counted).
+  output (decode) tokens (their prompts are not counted) -- or, with `rl` (an RLRecipe, `--rl`), as a whole RL
+  phase: rollouts generated at the recipe's prompt and response lengths on the serving engine, the group's shared
+  prompts, reference / reward passes and the policy update as training tokens (rl_cost.py).
   The engine runs at a set of model sizes (nodes) and log(cost/token) is interpolated linearly in log N between
   them; the Chinchilla point and every reported optimum are nodes, so every reported figure is an engine run.
 - inference, FLOP-only (`flop_only=True`): 2N FLOPs per token (input or output) at the same $/FLOP as training,
@@ -26,14 +28,16 @@ Chinchilla-optimal). The Chinchilla point is the cheapest-to-train model at the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 
 from tokenmath.analyses.training.inference_cost import VOCAB, ServingCost, serve_cost
+from tokenmath.analyses.training.overtrain_result import MFU_SOURCE  # noqa: F401  (faces import it from here)
+from tokenmath.analyses.training.overtrain_result import DEFAULT_MFU, OvertrainResult, Point
+from tokenmath.analyses.training.rl_cost import TERMS, RLRecipe, rl_usd_per_token
 from tokenmath.analyses.training.scaling_laws import (
     FLOPS_PER_PARAM_TOKEN,
-    Fit,
     check_loss,
     compute_optimal,
     get_fit,
@@ -49,100 +53,12 @@ from tokenmath.engine.economics import usd_per_s
 from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES, get_dtype
 from tokenmath.specs.hardware import Hardware, get_hardware
 
-DEFAULT_MFU = 0.40
-MFU_SOURCE = ("0.40: PaLM 540B 46.2% MFU (Chowdhery et al. 2022, App. B); Llama 3 405B 38-43% MFU on H100 "
-              "(Llama 3 paper, Table 4)")
 DEFAULT_MIN_TPS = 20.0          # tokens/s per user: a reading-speed floor for chat
 DEFAULT_OUTPUT_LEN = 512        # generated tokens per request in the serving workload
 DEFAULT_DEMAND_FACTORS = (0.1, 1.0, 10.0, 100.0)
 ZERO_DEMAND_SWEEP = (1e10, 1e11, 1e12, 1e13)  # absolute demands when the base demand is 0
 EXTREME_TOKENS_PER_PARAM = 1000.0
 MIN_ENGINE_PARAMS = 3e8     # below this a 128256-token vocabulary is most of the model
-
-
-@dataclass(frozen=True)
-class Point:
-    """One (N, D) on the loss constraint with its costs (parameters, tokens, USD, FLOPs)."""
-    params: float
-    tokens: float
-    training_usd: float
-    inference_usd: float
-    training_flops: float
-    inference_flops: float
-    serving: ServingCost | None = None    # the engine's serving of N (None when FLOP-only)
-
-    @property
-    def total_usd(self) -> float:
-        return self.training_usd + self.inference_usd
-
-    def to_dict(self) -> dict:
-        fin = finite
-        d = {"params": self.params, "tokens": self.tokens, "tokens_per_param": self.tokens / self.params,
-             "training_usd": fin(self.training_usd), "inference_usd": fin(self.inference_usd),
-             "total_usd": fin(self.total_usd), "training_flops": self.training_flops,
-             "inference_flops": self.inference_flops}
-        if self.serving is not None:
-            d["serving"] = self.serving.to_dict()
-        return d
-
-
-@dataclass(frozen=True)
-class OvertrainResult:
-    """The optimum and the Chinchilla point at the target loss, the cost curve over N and the demand sweep (USD)."""
-    fit: Fit
-    target_loss: float
-    target_from_compute: float | None
-    inference_tokens: float
-    rl_rollout_tokens: float
-    input_output_ratio: float
-    flop_only: bool
-    hardware: Hardware
-    mfu: float
-    min_tokens_per_s_per_user: float
-    input_len: int
-    output_len: int
-    usd_per_flop: float
-    optimum: Point
-    chinchilla: Point
-    params_min: float
-    curve: dict[str, np.ndarray]     # N grid and cost arrays (for plots)
-    nodes: list[ServingCost]         # engine evaluations, ascending N
-    demand_sweep: list[dict[str, float | None]]
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def saving_usd(self) -> float:
-        return self.chinchilla.total_usd - self.optimum.total_usd
-
-    @property
-    def saving_fraction(self) -> float:
-        return self.saving_usd / self.chinchilla.total_usd
-
-    def to_dict(self) -> dict:
-        fin = finite
-        hw = self.hardware
-        opt = self.optimum.to_dict()
-        return {
-            "fit": self.fit.name, "fit_constants": self.fit.constants(), "target_loss": self.target_loss,
-            "target_from_compute": self.target_from_compute,
-            "inference_tokens": self.inference_tokens, "rl_rollout_tokens": self.rl_rollout_tokens,
-            "input_output_ratio": self.input_output_ratio,
-            "inference_model": "flop-only" if self.flop_only else "engine",
-            "hardware": hw.id, "price_usd_per_chip_hour": hw.price_usd_per_hour,
-            "peak_bf16_flops": hw.peak_flops("bf16"), "mfu": self.mfu, "mfu_source": MFU_SOURCE,
-            "usd_per_training_flop": self.usd_per_flop,
-            "min_tokens_per_s_per_user": self.min_tokens_per_s_per_user,
-            "input_len": self.input_len, "output_len": self.output_len,
-            "params_min": self.params_min,
-            # the optimum, flat (the headline keys) and in full
-            "params": opt["params"], "tokens": opt["tokens"], "tokens_per_param": opt["tokens_per_param"],
-            "training_usd": opt["training_usd"], "inference_usd": opt["inference_usd"], "total_usd": opt["total_usd"],
-            "optimum": opt, "chinchilla": self.chinchilla.to_dict(),
-            "saving_usd": fin(self.saving_usd), "saving_fraction": fin(self.saving_fraction),
-            "demand_sweep": self.demand_sweep,
-            "engine_nodes": [s.to_dict() for s in self.nodes],
-            "notes": self.notes,
-        }
 
 
 def _nonneg(v, field: str) -> float:
@@ -234,12 +150,13 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
               hardware="h100-sxm", mfu=DEFAULT_MFU, flop_only=False,
               min_tokens_per_s_per_user=DEFAULT_MIN_TPS, input_output_ratio=1.0, output_len=DEFAULT_OUTPUT_LEN,
               weight_dtype=None, kv_dtype=None, demand_factors=DEFAULT_DEMAND_FACTORS, grid_points=4000,
-              engine_points=24) -> OvertrainResult:
+              engine_points=24, rl: RLRecipe | bool | None = None) -> OvertrainResult:
     """Minimise training + lifetime inference cost (USD) at a target loss.
 
     target_loss: nats/token under `fit`; or compute: a training budget (FLOPs) whose compute-optimal loss is the
     target. inference_tokens: lifetime tokens served (input + output, split by input_output_ratio = input per
-    output token); rl_rollout_tokens: generated RL tokens (priced as output). See the module doc for the costs.
+    output token); rl_rollout_tokens: generated RL tokens (priced as output, or with rl -- an RLRecipe, or True
+    for DeepSeek-R1's -- as an RL phase, rl_cost.py). See the module doc for the costs.
     """
     f = get_fit(fit)
     if (target_loss is None) == (compute is None):
@@ -292,6 +209,11 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
 
     costs = _Costs(hw, usd_per_flop=usd_per_flop, flop_only=flop_only, min_tps=min_tps, input_len=input_len,
                    output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    rl = RLRecipe() if rl is True else (rl or None)
+    rl_costs = None if rl is None else _Costs(
+        hw, usd_per_flop=usd_per_flop, flop_only=flop_only, min_tps=min_tps, input_len=rl.prompt_len,
+        output_len=rl.response_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    all_costs = [c for c in (costs, rl_costs) if c is not None]
     notes: list[str] = []
     if not flop_only:
         e_lo = max(lo, MIN_ENGINE_PARAMS)
@@ -299,55 +221,76 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
             raise InputError("target_loss", f"the Chinchilla model for loss {ell:.4g} has {n_chin:,.0f} parameters, "
                              f"below the smallest model the engine prices ({MIN_ENGINE_PARAMS:,.0f}; with a "
                              f"{VOCAB:,}-token vocabulary the embeddings dominate)", "a lower loss, or --flop-only")
-        for N in np.geomspace(e_lo, hi, engine_points):
-            costs.add_node(float(N))
-        costs.add_node(n_chin)
+        for c in all_costs:
+            for N in np.geomspace(e_lo, hi, engine_points):
+                c.add_node(float(N))
+            c.add_node(n_chin)
         if e_lo > lo:
             notes.append(f"the engine prices models from {e_lo:,.3g} parameters up (smaller ones are mostly "
                          f"{VOCAB:,}-token embeddings); the search starts there")
 
     train = FLOPS_PER_PARAM_TOKEN * grid * D_grid * usd_per_flop
 
-    def argmin(out_tok, in_tok) -> int:
+    def rl_terms(N, dr):
+        """USD of dr rollout tokens by term at N (arrays), or None without an RL recipe."""
+        if rl_costs is None:
+            return None
+        t = rl_usd_per_token(N, *rl_costs.per_token(N), usd_per_flop, rl)
+        return {k: dr * v for k, v in t.items()} if dr else {k: 0.0 * v for k, v in t.items()}
+
+    def argmin(out_tok, in_tok, dr=0.0) -> int:
         c_out, c_in = costs.per_token(grid)
         inf_ = _inference_usd(out_tok, c_out, in_tok, c_in, grid)
-        total = train + inf_
+        total = train + inf_ + (rl_terms(grid, dr)["total"] if rl_costs is not None else 0.0)
         i = int(np.argmin(total))
         if not math.isfinite(total[i]):
             raise InputError("min_tokens_per_s_per_user", f"no model reaching loss {ell:.4g} can be served at "
                              f"{min_tps:g} tokens/s per user on {hw.id}", "a lower speed target or faster hardware")
         return i
 
-    out_tok, in_tok = split_demand(D_inf, D_rl, ratio)
+    as_out = 0.0 if rl is not None else 1.0       # without a recipe RL rollouts are output tokens
+    out_tok, in_tok = split_demand(D_inf, as_out * D_rl, ratio)
     if D_inf + D_rl > 0:
         sweep_demands = [(k * D_inf, k * D_rl, k) for k in demand_factors]
     else:
         sweep_demands = [(x, 0.0, None) for x in ZERO_DEMAND_SWEEP]
-    splits = [(out_tok, in_tok)] + [split_demand(di, dr, ratio) for di, dr, _ in sweep_demands]
+    rl_of = (lambda dr: 0.0) if rl is None else (lambda dr: dr)
+    splits = [(out_tok, in_tok, rl_of(D_rl))] + [(*split_demand(di, as_out * dr, ratio), rl_of(dr))
+                                                  for di, dr, _ in sweep_demands]
     if not flop_only:
         # every reported optimum must be an engine run, not an interpolation: add a node where the interpolated
         # curve puts an optimum and solve again, until all optima (main and sweep) sit on nodes. All demands then
         # share one cost curve, so the comparisons between them are exact.
         for _ in range(12):
-            new_nodes = [float(grid[argmin(o, i_)]) for o, i_ in splits]
-            new_nodes = [n for n in new_nodes if n not in costs.nodes]
+            new_nodes = [float(grid[argmin(*sp)]) for sp in splits]
+            new_nodes = [n for n in new_nodes if any(n not in c.nodes for c in all_costs)]
             if not new_nodes:
                 break
             for n in new_nodes:
-                costs.add_node(n)
+                for c in all_costs:
+                    c.add_node(n)
 
-    def best(o, i_):
-        k = argmin(o, i_)
-        p, c = costs.point(float(grid[k]), float(D_grid[k]), o, i_), costs.point(n_chin, d_chin, o, i_)
+    def with_rl(p: Point, dr) -> Point:
+        t = rl_terms(p.params, dr)
+        if t is None:
+            return p
+        return replace(p, rl_usd=float(t["total"]), rl_terms={k: float(t[k]) for k in TERMS},
+                       rl_serving=None if flop_only else rl_costs.nodes.get(p.params))
+
+    def best(o, i_, dr=0.0):
+        k = argmin(o, i_, dr)
+        p = with_rl(costs.point(float(grid[k]), float(D_grid[k]), o, i_), dr)
+        c = with_rl(costs.point(n_chin, d_chin, o, i_), dr)
         return (c if p.total_usd > c.total_usd else p), c   # the grid never loses to the closed-form point
 
-    opt, chin = best(out_tok, in_tok)
+    opt, chin = best(*splits[0])
     sweep = []
-    for (di, dr, k), (o, i_) in zip(sweep_demands, splits[1:]):
-        pk, ck = best(o, i_)
+    for (di, dr, k), sp in zip(sweep_demands, splits[1:]):
+        pk, ck = best(*sp)
         sweep.append({"factor": k, "inference_tokens": di, "rl_rollout_tokens": dr, "params": pk.params,
                       "tokens": pk.tokens, "tokens_per_param": pk.tokens / pk.params,
-                      "training_usd": pk.training_usd, "inference_usd": pk.inference_usd, "total_usd": pk.total_usd,
+                      "training_usd": pk.training_usd, "inference_usd": pk.inference_usd, "rl_usd": pk.rl_usd,
+                      "total_usd": pk.total_usd,
                       "chinchilla_total_usd": ck.total_usd if math.isfinite(ck.total_usd) else None,
                       "saving_fraction": (1 - pk.total_usd / ck.total_usd) if math.isfinite(ck.total_usd) else None})
 
@@ -355,8 +298,9 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     c_out, c_in = costs.per_token(grid)
     inf_ = _inference_usd(out_tok, c_out, in_tok, c_in, grid)
     fl_inf = 2.0 * grid * (out_tok + in_tok) * usd_per_flop
-    curve = {"params": grid, "tokens": D_grid, "training_usd": train, "inference_usd": inf_,
-             "total_usd": train + inf_, "total_usd_flop_only": train + fl_inf}
+    rl_curve = rl_terms(grid, rl_of(D_rl))["total"] if rl is not None else 0.0 * grid
+    curve = {"params": grid, "tokens": D_grid, "training_usd": train, "inference_usd": inf_, "rl_usd": rl_curve,
+             "total_usd": train + inf_ + rl_curve, "total_usd_flop_only": train + fl_inf}
 
     if opt.tokens / opt.params > EXTREME_TOKENS_PER_PARAM:
         notes.append(f"the optimum trains {opt.tokens / opt.params:,.0f} tokens/param: beyond ~1000 Sardana et al. "
@@ -367,11 +311,12 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     if not flop_only:
         notes.append("inference $/token from the serving engine (static batches, bf16 weights unless "
                      "weight_dtype is set), interpolated log-log between engine runs; output tokens priced by decode, "
-                     "input tokens by prefill; RL rollouts as output tokens")
+                     "input tokens by prefill; " + ("RL rollouts as output tokens" if rl is None else
+                                                    "RL phase priced by rl_cost (rollouts at the recipe's lengths)"))
     else:
         notes.append("FLOP-only: 2N FLOPs per inference token at the training MFU (Sardana et al. 2023)")
     return OvertrainResult(fit=f, target_loss=ell, target_from_compute=C_target, inference_tokens=D_inf,
                            rl_rollout_tokens=D_rl, input_output_ratio=ratio, flop_only=flop_only, hardware=hw,
                            mfu=mfu, min_tokens_per_s_per_user=min_tps, input_len=input_len, output_len=output_len,
                            usd_per_flop=usd_per_flop, optimum=opt, chinchilla=chin, params_min=n_min, curve=curve,
-                           nodes=_unique_arch(list(costs.nodes.values())), demand_sweep=sweep, notes=notes)
+                           nodes=_unique_arch(list(costs.nodes.values())), demand_sweep=sweep, notes=notes, rl=rl)

@@ -22,7 +22,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg
 from tokenmath.engine.economics import chip_hours
 from tokenmath.engine.memory import RESERVE_FRACTION
-from tokenmath.engine.train_memory import RECOMPUTE, train_memory
+from tokenmath.engine.train_memory import RECOMPUTE, SCHEDULES, train_memory
 from tokenmath.engine.train_step import TRAIN_DTYPES, ZERO_STAGES, TrainStep, matmul_params, train_step
 from tokenmath.mapping.layout import Layout, make_train_layout, train_layout
 from tokenmath.specs.efficiency import DEFAULT, Efficiency
@@ -48,6 +48,9 @@ class TrainResult:
     recompute: str
     zero: int
     dtype: str
+    schedule: str
+    virtual_stages: int
+    balanced: bool
     overlap: bool
     efficiency: Efficiency
     step: TrainStep
@@ -55,6 +58,8 @@ class TrainResult:
     tokens: float | None = None
     advice: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    flash: bool = True                # attention stores no scores (FlashAttention)
+    dropout: bool = False             # dropout masks stored
 
     # ---- headline figures (None when the configuration does not fit) ---------------------------------------
     @property
@@ -112,6 +117,7 @@ class TrainResult:
             "seq_len": self.seq_len, "global_batch_tokens": self.global_batch_tokens,
             "micro_batch": self.micro_batch, "micro_batches": finite(s.micro_batches),
             "recompute": self.recompute, "zero": self.zero, "dtype": self.dtype, "overlap": self.overlap,
+            "schedule": self.schedule, "virtual_stages": self.virtual_stages, "balanced_stages": self.balanced,
             "params_total": P.total, "params_active": P.active, "params_matmul": matmul_params(self.model),
             "fits": bool(self.fits),
             "step_time_s": ok(s.step_time_s), "step_floor_s": ok(s.floor_s),
@@ -182,12 +188,16 @@ def _check_batch(lay: Layout, seq_len: int, micro_batch: int, gbt: int):
 # ---- one layout ----------------------------------------------------------------------------------------------
 def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=None, seq_len=4096,
           global_batch_tokens=4_194_304, micro_batch=1, recompute="selective", zero=1, dtype="bf16", tokens=None,
-          overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None) -> TrainResult:
+          overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, schedule="1f1b",
+          virtual_stages=None, balanced=False, flash=True, dropout=False) -> TrainResult:
     """One training step of `global_batch_tokens` tokens (sequences of `seq_len`) on a layout of
     chips = tp x pp x dp x ep x cp; with `tokens`, the whole run (time, chip-hours, $, kWh).
 
     model: catalog id, config.json path or Model; system: hardware catalog id, hardware file or Hardware (the chip
     in its usual scale-up domain; chips beyond one domain talk over its scale-out link).
+    schedule: '1f1b', 'interleaved' (virtual_stages v >= 2 model chunks per rank; default 2) or 'zb-h1';
+    balanced: Llama 3's stage balancing (embedding and head take a layer slot); flash / dropout: whether attention
+    stores no scores (FlashAttention) and whether the model trains with dropout masks (engine/train_memory.py).
     Seconds, bytes, USD, kWh. A layout that fits with no recomputation at this ZeRO stage raises InputError
     naming what would fit; one that fits only with another recomputation returns fits=False with advice.
     """
@@ -203,8 +213,10 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     recompute = choice_arg(recompute, "recompute", RECOMPUTE)
     zero = int(choice_arg(zero, "zero", ZERO_STAGES))
     dtype = choice_arg(dtype, "dtype", TRAIN_DTYPES)
+    schedule = choice_arg(schedule, "schedule", SCHEDULES)
     tokens = tokens_arg(tokens)
     lay = make_train_layout(m, hw, chips, tp, pp, dp, ep, cp)
+    v = _virtual_stages(m, lay, schedule, virtual_stages, bool(balanced))
     if seq_len % int(lay.cp):
         raise InputError("cp", f"cp={int(lay.cp)} does not split the {seq_len}-token sequence evenly",
                          f"a divisor of {seq_len}")
@@ -219,7 +231,8 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     if tokens is not None and tokens % gbt:
         notes.append(f"{tokens:,.0f} tokens are {tokens / gbt:,.2f} steps of {gbt:,}; the fraction is counted as is")
     kw = dict(seq_len=seq_len, micro_batch=micro_batch, global_batch_tokens=gbt, dtype=dtype, overlap=overlap,
-              eff=eff, reserve=reserve)
+              eff=eff, reserve=reserve, schedule=schedule, virtual_stages=v, balanced=bool(balanced),
+              flash=bool(flash), dropout=bool(dropout))
     step = train_step(m, hw, lay, recompute=recompute, zero=zero, **kw)
     fits = bool(step.memory.fits)
     advice = [] if fits else _fit_advice(m, hw, lay, zero, recompute, kw)
@@ -230,7 +243,29 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
                      "activations stay in bf16/fp32 (no fp8 weight cache counted in memory)")
     return TrainResult(model=m, hardware=hw, layout=lay, seq_len=seq_len, global_batch_tokens=gbt,
                        micro_batch=micro_batch, recompute=recompute, zero=zero, dtype=dtype, overlap=overlap,
-                       efficiency=eff, step=step, fits=fits, tokens=tokens, advice=advice, notes=notes)
+                       schedule=schedule, virtual_stages=v, balanced=bool(balanced),
+                       efficiency=eff, step=step, fits=fits, tokens=tokens, advice=advice, notes=notes,
+                       flash=bool(flash), dropout=bool(dropout))
+
+
+def _virtual_stages(m, lay, schedule, v, balanced) -> int:
+    """Model chunks per pipeline rank: 1 unless interleaved (default 2); each chunk must hold whole layer slots."""
+    if schedule != "interleaved":
+        if v not in (None, 1):
+            raise InputError("virtual_stages", f"{v} virtual stages need --schedule interleaved",
+                             "--schedule interleaved, or leave --virtual-stages out")
+        return 1
+    v = 2 if v is None else int_arg(v, "virtual_stages", 2, 1024)
+    pp = int(lay.pp)
+    if pp < 2:
+        raise InputError("schedule", "an interleaved schedule needs a pipeline", "--pp 2 or more, or --schedule 1f1b")
+    slots = (m.n_layers + (2 if balanced else 0))
+    per_rank = -(-slots // pp)
+    if per_rank % v:
+        ok = [d for d in range(2, per_rank + 1) if per_rank % d == 0]
+        raise InputError("virtual_stages", f"{v} chunks do not split the {per_rank} layer slots of a rank evenly",
+                         f"a divisor of {per_rank}: {', '.join(map(str, ok)) or 'none (use --schedule 1f1b)'}")
+    return v
 
 
 def _fit_advice(m, hw, lay, zero, recompute, kw) -> list[str]:
@@ -266,7 +301,8 @@ def _chips_needed(m, hw, lay, kw) -> str:
     tl = train_layout(int(lay.tp), int(lay.pp), dps, int(lay.ep), int(lay.cp))
     mb = G / (L * b * dps * int(lay.ep))
     mem = train_memory(m, hw.memory_bytes, tl, seq_len=L, micro_batch=b, micro_batches=mb, recompute="full", zero=3,
-                       reserve=kw["reserve"])
+                       reserve=kw["reserve"], schedule=kw["schedule"], virtual_stages=kw["virtual_stages"],
+                       balanced=kw["balanced"], flash=kw["flash"], dropout=kw["dropout"])
     ok = np.nonzero(mem.total <= mem.usable)[0]
     base = int(lay.tp) * int(lay.pp) * int(lay.ep) * int(lay.cp)
     if len(ok):

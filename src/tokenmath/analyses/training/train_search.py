@@ -2,8 +2,9 @@
 engine call (engine/train_step.py), keep those that fit and rank them by step time.
 
 Candidates: TP over the divisors of the heads that tokenmath.mapping.layout.tp_ok admits, within a scale-up domain;
-PP over divisors of the layers; EP (MoE) over divisors of the experts; DP the rest; micro-batch 1/2/4/8;
-recompute none/selective/full; ZeRO 1/3; cp fixed as given.
+PP over divisors of the layers (or of the layers + 2 slots with balanced stages); EP (MoE) over divisors of the experts; DP the rest; micro-batch 1/2/4/8;
+recompute none/selective/full; ZeRO 1/2/3; pipeline schedule 1F1B, ZB-H1 and interleaved with every v in 2/4/8 that
+splits a rank's layer slots; cp and the stage balancing fixed as given.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from tokenmath.base import units as u
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg
 from tokenmath.engine.memory import RESERVE_FRACTION
-from tokenmath.engine.train_memory import RECOMPUTE
+from tokenmath.engine.train_memory import RECOMPUTE, SCHEDULES
 from tokenmath.engine.train_step import TRAIN_DTYPES, train_step
 from tokenmath.mapping.candidates import divisors
 from tokenmath.mapping.layout import tp_ok, train_layout
@@ -34,7 +35,8 @@ from tokenmath.specs.model import Model
 from tokenmath.specs.model_catalog import get_model
 
 SEARCH_MICRO_BATCHES = (1, 2, 4, 8)
-SEARCH_ZERO = (1, 3)
+SEARCH_ZERO = (1, 2, 3)
+SEARCH_VIRTUAL = (2, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ class SearchResult:
 
 def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304, cp=None, dtype="bf16", tokens=None,
            overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, top: int = 10,
-           micro_batches=SEARCH_MICRO_BATCHES, recomputes=RECOMPUTE, zeros=SEARCH_ZERO) -> SearchResult:
+           micro_batches=SEARCH_MICRO_BATCHES, recomputes=RECOMPUTE, zeros=SEARCH_ZERO, balanced=False,
+           flash=True, dropout=False) -> SearchResult:
     """The fastest layouts of `chips` chips that fit, best first (ranked by step time: at a fixed global batch
     that is time to train). TP: divisors of the heads (splitting or evenly replicating the KV heads) up to the
     scale-up domain; PP: divisors of the layers; EP (MoE): divisors of the experts; DP: the rest; cp fixed.
@@ -78,11 +81,14 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
         raise InputError("chips", f"{n} chips span more than one scale-up domain of {hw.scaleup_domain} and "
                          f"{hw.id} has no scale-out bandwidth", f"at most {hw.scaleup_domain} chips")
     tps = [t for t in divisors(m.n_heads) if t <= hw.scaleup_domain and n % t == 0 and tp_ok(m, t)]
-    pps = [p for p in divisors(m.n_layers) if n % p == 0]
+    # balanced stages (embedding and head in a slot each) split n_layers + 2 slots evenly
+    pps = sorted({p for p in divisors(m.n_layers) + (divisors(m.n_layers + 2) if balanced else []) if n % p == 0})
     eps = [e for e in divisors(m.n_experts) if n % e == 0] if m.is_moe else [1]
     rows = []
     for t in tps:
         for p in pps:
+            scheds = [(0, 1)] if p == 1 else [(0, 1), (2, 1)] + [
+                (1, v) for v in SEARCH_VIRTUAL if -(-(m.n_layers + (2 if balanced else 0)) // p) % v == 0]
             for e in eps:
                 if n % (t * p * e * c):
                     continue
@@ -92,7 +98,8 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
                         continue
                     for r in recomputes:
                         for z in zeros:
-                            rows.append((t, p, d, e, b, RECOMPUTE.index(r), z))
+                            for sc, v in scheds:
+                                rows.append((t, p, d, e, b, RECOMPUTE.index(r), z, sc, v))
     if not rows:
         raise InputError("global_batch_tokens", f"no layout of {n} chips splits {gbt:,} tokens into whole "
                          f"micro-batches of {seq_len} tokens", f"a multiple of seq_len x micro_batch x dp, e.g. "
@@ -100,7 +107,8 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     a = np.array(rows, dtype=np.int64).T
     lay = train_layout(a[0], a[1], a[2], a[3], c)
     st = train_step(m, hw, lay, seq_len=seq_len, micro_batch=a[4], global_batch_tokens=gbt, recompute=a[5],
-                    zero=a[6], dtype=dtype, overlap=overlap, eff=eff, reserve=reserve)
+                    zero=a[6], dtype=dtype, overlap=overlap, eff=eff, reserve=reserve, schedule=a[7],
+                    virtual_stages=a[8], balanced=balanced, flash=flash, dropout=dropout)
     fit = np.asarray(st.memory.total <= st.memory.usable)
     idx = np.nonzero(fit)[0]
     if not len(idx):
@@ -111,7 +119,9 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     order = idx[np.argsort(np.asarray(st.step_time_s)[idx], kind="stable")][:max(1, int(top))]
     best = [train(m, hw, tp=int(a[0][i]), pp=int(a[1][i]), dp=int(a[2][i]), ep=int(a[3][i]), cp=c,
                   seq_len=seq_len, global_batch_tokens=gbt, micro_batch=int(a[4][i]), recompute=RECOMPUTE[a[5][i]],
-                  zero=int(a[6][i]), dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, reserve=reserve)
+                  zero=int(a[6][i]), dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, reserve=reserve,
+                  schedule=SCHEDULES[a[7][i]], virtual_stages=int(a[8][i]) if a[7][i] == 1 else None,
+                  balanced=balanced, flash=flash, dropout=dropout)
             for i in order]
     notes = [f"{len(rows):,} layouts evaluated in one vectorized call; {len(idx):,} fit"]
     if c > 1:

@@ -25,6 +25,16 @@ def _range(ctx, param, value):
 @click.option("--long-input-price", type=float, help="$ per million input tokens above --long-context-threshold.")
 @click.option("--long-output-price", type=float, help="$ per million output tokens above --long-context-threshold.")
 @click.option("--output-speed", type=float, help="Measured output tokens/s per user.")
+@click.option("--ttft", type=float, help="Measured time to first token, s (with --ttft-prompt-tokens).")
+@click.option("--ttft-prompt-tokens", type=float, help="Prompt length of the --ttft measurement, tokens.")
+@click.option("--batch-discount", type=float, help="Batch-API price / standard price, e.g. 0.5.")
+@click.option("--context-window", type=float, help="The endpoint's context window, tokens.")
+@click.option("--api-model", help="Deduce a model of data/api_prices.toml from all its evidence (data/api_evidence.toml).")
+@click.option("--provider", help="With --api-model: which provider's row (default: the first listed).")
+@click.option("--evidence", help="With --api-model: kinds to use, comma-separated (default all): "
+              "price,cached,long_context,batch,speed,ttft,context_window,hardware.")
+@click.option("--validate", is_flag=True, help="Held-out-by-provider validation on open-weight rows, with and "
+              "without speed (about 4 minutes).")
 @click.option("--hardware", "-H", help="Chip id(s), comma-separated: replaces the hardware prior.")
 @click.option("--margin", callback=_range, help="Gross margin range LOW,HIGH within [0, 0.95] (default 0,0.75).")
 @click.option("--utilization", callback=_range, help="Utilization range LOW,HIGH within [0.01, 1] (default 0.3,0.8).")
@@ -42,8 +52,9 @@ def _range(ctx, param, value):
 @click.option("--explain", is_flag=True)
 @guarded
 def deduce(input_price, output_price, cached_input_price, long_context_threshold, long_input_price, long_output_price,
-           output_speed, hardware, margin, utilization, batch, chip_cost, noise, samples, seed, dataset, uncalibrated, calibrate,
-           as_json, explain):
+           output_speed, ttft, ttft_prompt_tokens, batch_discount, context_window, api_model, provider, evidence,
+           validate, hardware, margin, utilization, batch, chip_cost, noise, samples, seed, dataset, uncalibrated,
+           calibrate, as_json, explain):
     """Deduce active params, KV bytes and batch regime from API prices (an 80% interval over explicit priors)."""
     from dataclasses import replace
     from tokenmath.analyses.inverse.deduce import Priors, check_priors, deduce as run
@@ -62,6 +73,25 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
         if val is not None:
             pr = replace(pr, **{name: val})
     check_priors(pr)   # the physical ranges (also for --dataset), each error naming the prior and its range
+    if validate:
+        from tokenmath.analyses.inverse.validation import validate as run_validation
+        v = run_validation(samples=min(samples, 20_000))
+        if as_json:
+            emit_json(v.to_dict())
+        else:
+            from tokenmath.faces.explain_inverse import validation_table
+            click.echo(validation_table(v))
+        return
+    if api_model:
+        from tokenmath.analyses.inverse.narrowing import deduce_api_model
+        kinds = [k.strip() for k in evidence.split(",") if k.strip()] if evidence else None
+        r = deduce_api_model(api_model, provider, pr, kinds)
+        if as_json:
+            emit_json(r.to_dict())
+        else:
+            from tokenmath.faces.explain_inverse import explain_api_deduction
+            click.echo(explain_api_deduction(r, explain))
+        return
     if dataset:
         from tokenmath.analyses.inverse.calibrate import coverage
         cov = coverage(pr)
@@ -73,10 +103,12 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
         return
     if input_price is None or output_price is None:
         raise InputError("input_price" if input_price is None else "output_price", "missing",
-                         "--input-price and --output-price in $ per million tokens (or --dataset)")
+                         "--input-price and --output-price in $ per million tokens (or --api-model NAME, or --dataset)")
     d = run(input_price, output_price, cached_input_price=cached_input_price,
             long_context_threshold=long_context_threshold, long_input_price=long_input_price,
-            long_output_price=long_output_price, output_speed=output_speed, priors=pr)
+            long_output_price=long_output_price, output_speed=output_speed, ttft_s=ttft,
+            ttft_prompt_tokens=ttft_prompt_tokens, batch_discount=batch_discount, context_window=context_window,
+            priors=pr)
     if as_json:
         emit_json(d.to_dict())
     else:

@@ -2,9 +2,13 @@ import click
 
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, layout_options, model_hardware,
                                              positive, with_plot)
+from tokenmath.faces.commands.speculation import speculation_options
+from tokenmath.faces.commands.whatif import whatif_options
 
 
 @click.command()
+@whatif_options
+@speculation_options
 @model_hardware
 @layout_options
 @click.option("--context", type=int, default=2048, show_default=True, callback=positive,

@@ -2,9 +2,13 @@ import click
 
 from tokenmath.faces.commands.common import (batch_arg, dtype_options, engine_option, guarded, layout_options, model_hardware,
                                              output_options, positive, positive_float)
+from tokenmath.faces.commands.speculation import speculation_options
+from tokenmath.faces.commands.whatif import whatif_options
 
 
 @click.command()
+@whatif_options
+@speculation_options
 @model_hardware
 @layout_options
 @click.option("--cp", type=int, callback=positive,

@@ -7,13 +7,9 @@ from tokenmath.faces.commands.common import PLOT_OPTION, emit_json, force_option
 
 
 def _progress(enabled: bool):
-    """Progress lines on stderr (stdout stays clean for --json and tables)."""
-    if not enabled:
-        return None
-
-    def say(msg: str) -> None:
-        click.echo(f"  .. {msg}", err=True)
-    return say
+    """Progress lines on stderr (faces/progress.py: off with --quiet and when stderr is not a terminal)."""
+    from tokenmath.faces.progress import reporter
+    return reporter(not enabled)
 
 
 @click.command()
@@ -24,7 +20,7 @@ def _progress(enabled: bool):
                    "Checked before measuring.")
 @force_option
 @click.option("--quick", is_flag=True, help="Small arrays and few repetitions (seconds; for tests).")
-@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr (they are shown only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="The raw results and the hardware record as one JSON object.")
 @guarded
 def measure(device, out_file, quick, quiet, as_json):
@@ -59,7 +55,7 @@ def measure(device, out_file, quick, quiet, as_json):
 @click.option("--quick", is_flag=True, help="Measure the machine with `measure --quick` when no --hardware is given.")
 @click.option("--plot", "plot_file", **PLOT_OPTION, help="Chart of measured vs predicted (.png or .svg).")
 @force_option
-@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr (they are shown only on a terminal).")
 @click.option("--explain", is_flag=True, help="The prediction's terms per batch, with numbers and units.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (rows: batch, measured_step_s, predicted_step_s, error).")
 @guarded

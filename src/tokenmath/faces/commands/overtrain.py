@@ -11,6 +11,18 @@ from tokenmath.faces.commands.common import DEFAULT_HARDWARE, dtype_options, gua
               help="Lifetime tokens served (input + output).")
 @click.option("--rl-rollout-tokens", type=float, default=0.0, show_default=True,
               help="RL rollout tokens generated (priced as output/decode tokens).")
+@click.option("--rl", "rl_phase", is_flag=True,
+              help="Price --rl-rollout-tokens as an RL phase (rollouts on the engine at the recipe's lengths, shared "
+                   "prompts, reference/reward passes, policy update) instead of as output tokens.")
+@click.option("--rl-group-size", type=int, default=16, show_default=True,
+              help="Responses per prompt (DeepSeek-R1: 16).")
+@click.option("--rl-prompt-len", type=int, default=2048, show_default=True,
+              help="Prompt tokens per rollout (verl's DAPO recipe max_prompt_length).")
+@click.option("--rl-response-len", type=int, default=32768, show_default=True,
+              help="Response tokens per rollout (DeepSeek-R1's maximum length).")
+@click.option("--rl-reward-params", type=float, default=0.0, show_default=True,
+              help="Reward-model parameters (0: rule-based rewards, as DeepSeek-R1).")
+@click.option("--rl-no-reference", is_flag=True, help="No reference-model pass (no KL term).")
 @click.option("--fit", default="epoch", show_default=True, help="epoch, hoffmann or hoffmann-rounded.")
 @click.option("--hardware", "-H", default=DEFAULT_HARDWARE, show_default=True,
               help="Catalog id or hardware file; its bf16 peak and $/chip-hour price training and inference.")
@@ -26,7 +38,8 @@ from tokenmath.faces.commands.common import DEFAULT_HARDWARE, dtype_options, gua
 @dtype_options
 @with_plot
 @guarded
-def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, fit, hardware, mfu, flop_only,
+def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, rl_phase, rl_group_size, rl_prompt_len,
+              rl_response_len, rl_reward_params, rl_no_reference, fit, hardware, mfu, flop_only,
               min_tokens_per_s_per_user, input_output_ratio, output_len, weight_dtype, kv_dtype, as_json, explain,
               plot_file):
     """Train smaller and longer: minimise training + lifetime inference cost at a target loss."""
@@ -34,7 +47,12 @@ def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, fit, ha
     from tokenmath.faces.commands.common import plot_then_json
     from tokenmath.faces.explain_training import explain_overtrain, overtrain_text
     from tokenmath.faces.plots_training import plot_overtrain
-    r = run(target_loss=target_loss, compute=compute, inference_tokens=inference_tokens,
+    rl = None
+    if rl_phase:
+        from tokenmath.analyses.training.rl_cost import RLRecipe
+        rl = RLRecipe(group_size=rl_group_size, prompt_len=rl_prompt_len, response_len=rl_response_len,
+                      reference=not rl_no_reference, reward_params=rl_reward_params)
+    r = run(rl=rl, target_loss=target_loss, compute=compute, inference_tokens=inference_tokens,
             rl_rollout_tokens=rl_rollout_tokens, fit=fit, hardware=hardware, mfu=mfu, flop_only=flop_only,
             min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_output_ratio=input_output_ratio,
             output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)

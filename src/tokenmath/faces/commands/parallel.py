@@ -4,6 +4,7 @@ import click
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, positive, positive_float,
                                              with_plot)
+from tokenmath.faces.commands.whatif import whatif_options
 
 DEFAULT_SYSTEM = "hgx-h100"
 
@@ -24,6 +25,7 @@ def _ep_options(f):
 
 
 @click.command()
+@whatif_options
 @click.option("--model", "-m", default="deepseek-v3", show_default=True, help="Catalog id or path to a config.json.")
 @_system_option
 @click.option("--chips", type=int, callback=positive, help="Total chips (default: the system's usual size).")
@@ -60,6 +62,7 @@ def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, ou
 
 
 @click.command()
+@whatif_options
 @click.option("--model", "-m", default="deepseek-v3", show_default=True, help="A MoE model: catalog id or config.json.")
 @_system_option
 @click.option("--chips", type=int, callback=positive, help="Total chips (default: the system's usual size).")

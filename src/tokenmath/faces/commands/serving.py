@@ -4,6 +4,7 @@ import click
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, layout_options, model_hardware,
                                              positive, positive_float, with_plot)
+from tokenmath.faces.commands.whatif import whatif_options
 
 
 def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None):
@@ -32,6 +33,7 @@ def _floats(ctx, param, value):
 
 
 @click.command()
+@whatif_options
 @model_hardware
 @click.option("--budget-ms", callback=_floats, help="Latency budgets, comma-separated (ms per output token, or per request).")
 @click.option("--per-request", is_flag=True, help="Budgets are per request (TTFT + all decode steps).")
@@ -55,6 +57,7 @@ def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, outp
 
 
 @click.command()
+@whatif_options
 @model_hardware
 @click.option("--chips", type=int, callback=positive, help="Chips (default: one scale-up domain).")
 @click.option("--allow-pp", is_flag=True, help="Also consider pipeline-parallel layouts.")
@@ -79,6 +82,7 @@ def pareto(model, hardware, chips, allow_pp, input_len, output_len, concurrency,
 
 
 @click.command()
+@whatif_options
 @model_hardware
 @layout_options
 @click.option("--contexts", callback=_floats, help="Input lengths, comma-separated (default 256..131072).")
@@ -106,6 +110,7 @@ def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, 
 
 
 @click.command()
+@whatif_options
 @model_hardware
 @layout_options
 @click.option("--batch", type=int, default=1, show_default=True, callback=positive)
@@ -126,6 +131,7 @@ def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype
 
 
 @click.command()
+@whatif_options
 @model_hardware
 @click.option("--demand", type=float, required=True, callback=positive_float, help="Output tokens per second to serve.")
 @click.option("--min-tokens-per-s-per-user", type=float, default=20.0, show_default=True, callback=positive_float)

@@ -27,6 +27,12 @@ DEFAULT_CHIPS = 8
               help="ZeRO stage: 1 shards the optimizer over DP, 2 also gradients, 3 also weights.")
 @click.option("--dtype", type=click.Choice(["bf16", "fp8"]), default="bf16", show_default=True,
               help="Matmul precision.")
+@click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "zb-h1"]), default="1f1b", show_default=True,
+              help="Pipeline schedule: 1F1B, interleaved 1F1B (--virtual-stages chunks per rank) or zero-bubble ZB-H1.")
+@click.option("--virtual-stages", type=int, callback=positive,
+              help="Model chunks per pipeline rank for --schedule interleaved (default 2).")
+@click.option("--balanced-stages", is_flag=True,
+              help="Llama 3's balancing: the embedding and the output head each take one layer slot.")
 @click.option("--tokens", type=float, help="Training tokens: adds time, chip-hours, cost and energy of the run.")
 @click.option("--overlap/--no-overlap", default=True, show_default=True,
               help="Overlap data-parallel communication with backward compute.")
@@ -37,7 +43,7 @@ DEFAULT_CHIPS = 8
 @output_options
 @guarded
 def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, recompute, zero, dtype,
-          tokens, overlap, peak, do_search, as_json, explain):
+          schedule, virtual_stages, balanced_stages, tokens, overlap, peak, do_search, as_json, explain):
     """Training step time, MFU, memory per chip, and the time/cost/energy of a run; --search ranks layouts."""
     from tokenmath.analyses.training.train import train as run
     from tokenmath.analyses.training.train_search import search
@@ -50,7 +56,7 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
     if do_search:
         r = search(model, system, chips=chips if chips is not None else _product(tp, pp, dp, ep, cp),
                    seq_len=seq_len, global_batch_tokens=global_batch_tokens, cp=cp, dtype=dtype, tokens=tokens,
-                   overlap=overlap, efficiency=eff)
+                   overlap=overlap, efficiency=eff, balanced=balanced_stages)
         if as_json:
             emit_json(r.to_dict())
         else:
@@ -60,7 +66,8 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
         return
     r = run(model, system, chips=chips, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, seq_len=seq_len,
             global_batch_tokens=global_batch_tokens, micro_batch=micro_batch, recompute=recompute, zero=int(zero),
-            dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff)
+            dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, schedule=schedule,
+            virtual_stages=virtual_stages, balanced=balanced_stages)
     if as_json:
         emit_json(r.to_dict())
     elif explain:
@@ -89,6 +96,9 @@ def _table(r) -> None:
     t.add_row("batch", f"{d['global_batch_tokens']:,} tokens/step, seq {d['seq_len']:,}, micro-batch {d['micro_batch']}"
               f" x {d['micro_batches']:,.6g}")
     t.add_row("recompute / ZeRO / dtype", f"{d['recompute']} / {d['zero']} / {d['dtype']}")
+    if d["pp"] > 1:
+        t.add_row("pipeline schedule", d["schedule"] + (f" (v={d['virtual_stages']})" if d["virtual_stages"] > 1
+                                                        else "") + (", balanced stages" if d["balanced_stages"] else ""))
     mb = d["memory_breakdown_bytes"]
     t.add_row("memory per chip",
               f"{u.bytes_(d['memory_per_chip_bytes'])} of {u.bytes_(d['memory_usable_per_chip_bytes'])}"
@@ -130,14 +140,16 @@ def _search_table(r) -> None:
     click.echo(f"Fastest layouts: {r.model.name} on {r.chips} x {r.hardware.id} "
                f"({r.fitting:,} of {r.evaluated:,} fit; ranked by step time)")
     head = (f"{'#':>2}  {'tp x pp x dp' + (' x ep x cp' if wide else ''):<{22 if wide else 14}}{'mb':>3} "
-            f"{'recompute':<10}{'zero':>4} {'step':>9} {'MFU':>6} {'mem/chip':>9} {'bubble':>7}")
+            f"{'recompute':<10}{'zero':>4} {'pipeline':<9}{'step':>9} {'MFU':>6} {'mem/chip':>9} {'bubble':>7}")
     if with_run:
         head += f" {'days':>8} {'cost':>12}"
     click.echo(head)
     for i, d in enumerate(rows, 1):
         lay = f"{d['tp']}x{d['pp']}x{d['dp']}" + (f"x{d['ep']}x{d['cp']}" if wide else "")
+        sched = ("-" if d["pp"] == 1 else d["schedule"] if d["schedule"] != "interleaved"
+                 else f"interl.{d['virtual_stages']}")
         line = (f"{i:>2}  {lay:<{22 if wide else 14}}{d['micro_batch']:>3} {d['recompute']:<10}{d['zero']:>4} "
-                f"{u.seconds(d['step_time_s']):>9} {d['mfu']:>6.1%} {u.bytes_(d['memory_per_chip_bytes']):>9} "
+                f"{sched:<9}{u.seconds(d['step_time_s']):>9} {d['mfu']:>6.1%} {u.bytes_(d['memory_per_chip_bytes']):>9} "
                 f"{d['bubble_fraction']:>7.1%}")
         if with_run:
             line += f" {d['train_time_s'] / 86400:>8,.1f} {u.usd(d['cost_usd']):>12}"

@@ -22,11 +22,15 @@ def validate(as_json, plot_file, write_calibration):
     if plot_file:
         from tokenmath.faces.plots import validation_plot
         validation_plot(v, plot_file)
+    from tokenmath.analyses.training.validate_runs import validate_runs
+    runs = validate_runs()
     if as_json:
         extra = None if physics is None else {k: x for k, x in physics.to_dict().items() if k != "rows"}
-        emit_json({**v.to_dict(), "physics": extra})
+        emit_json({**v.to_dict(), "physics": extra, "training_runs": runs.to_dict()})
         return
+    from tokenmath.faces.explain_training import training_runs_text
     from tokenmath.faces.tables import validation_table
     validation_table(v, physics)
+    click.echo(training_runs_text(runs))
     if plot_file:
         click.echo(f"chart written to {plot_file}")

@@ -31,11 +31,14 @@ def overtrain_chart(r: OvertrainResult) -> dict[str, list[float | None]]:
     return {k: [finite(x) for x in np.asarray(v)[idx]] for k, v in r.curve.items()}
 
 
-def pareto_chart(p: Pareto) -> dict[str, list[list[float]]]:
-    """The frontier's points as [output tokens/s per user, output tokens/s per chip], thinned to PARETO_POINTS."""
+def pareto_chart(p: Pareto) -> dict[str, list]:
+    """Every (layout, batch) that fits as points [output tokens/s per user, output tokens/s per chip], thinned to
+    PARETO_POINTS, and beside them (same order) which point each is: [layout, batch, $/Mtok output of the whole
+    request or None], for the page's readout."""
     idx = thin(len(p.points), PARETO_POINTS)
-    return {"points": [[p.points[i]["output_tokens_per_s_per_user"], p.points[i]["output_tokens_per_s_per_chip"]]
-                       for i in idx]}
+    pts = [p.points[i] for i in idx]
+    return {"points": [[q["output_tokens_per_s_per_user"], q["output_tokens_per_s_per_chip"]] for q in pts],
+            "labels": [[q["layout"], q["batch"], q.get("cost_per_mtok_output_request_usd")] for q in pts]}
 
 
 def roofline(r: InferResult) -> dict:

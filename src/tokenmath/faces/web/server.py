@@ -23,6 +23,7 @@ STATIC = {  # the only files served: name -> content type
     "app.js": "text/javascript; charset=utf-8",
     "charts.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
+    "words.js": "text/javascript; charset=utf-8",
 }
 # the icon lives here, not in static/ (the repository ignores *.svg files)
 FAVICON_SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from tokenmath.base.errors import InputError
 from tokenmath.engine.memory import activations_per_chip, chunk_tokens, usable_bytes, weights_per_chip
-from tokenmath.specs.kv_cache import kv_bytes_per_sequence
+from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.analyses.serving.simulation.scheduler import policy_for
 from tokenmath.analyses.serving.simulation.step_cost import StepCost
 
@@ -51,7 +51,8 @@ def kv_capacity_tokens(su) -> int:
     fixed = float(weights_per_chip(m, lay, prec.weight.bytes, prec.expert.bytes)
                   + activations_per_chip(m, lay, chunk, chunk))
     usable = float(usable_bytes(hw.memory_bytes, su.reserve, fixed, eng))
-    per_token = float(kv_bytes_per_sequence(m, 1.0, prec.kv.bytes)) / (int(lay.pp) * float(lay.kv_shard(m)))
+    # per token of context (a hybrid's fixed recurrent state per sequence is not in it)
+    per_token = float(kv_bytes_per_token(m, prec.kv.bytes)) / (int(lay.pp) * float(lay.kv_shard(m)))
     return int(math.floor(max(usable - fixed, 0.0) / per_token)) * int(lay.dp * lay.ep)
 
 

@@ -38,8 +38,15 @@
   }
 
   // ---- numbers at the edges (mirrors tokenmath/units.py) ---------------------------------------------------------
+  // one Intl.NumberFormat per precision: toLocaleString builds a new one per call (about a millisecond each), which
+  // made a chart's readouts (a few per point) cost half a second per redraw
+  const formats = {};
+  const nf = (opts) => {
+    const k = JSON.stringify(opts);
+    return formats[k] || (formats[k] = new Intl.NumberFormat("en-US", opts));
+  };
   function sig(v, n) {
-    return Number(v.toPrecision(n || 3)).toLocaleString("en-US", { maximumSignificantDigits: n || 3 });
+    return nf({ maximumSignificantDigits: n || 3 }).format(Number(v.toPrecision(n || 3)));
   }
   function si(x, unit, steps) {
     if (x === null || x === undefined || !isFinite(x)) return "n/a";
@@ -47,7 +54,7 @@
     for (const [s, p] of steps) {
       if (s && Math.abs(x) >= s) {
         const v = x / s;
-        return (Math.abs(v) < 1000 ? sig(v) : Math.round(v).toLocaleString("en-US")) + " " + p + unit;
+        return (Math.abs(v) < 1000 ? sig(v) : nf({}).format(Math.round(v))) + " " + p + unit;
       }
     }
     return sig(x) + " " + unit;
@@ -65,9 +72,9 @@
       return sig(x * 1e6) + " \u00b5s";
     },
     usd: (x) => (x === null || x === undefined || !isFinite(x)) ? "n/a"
-      : x < 1000 ? "$" + sig(x, 4) : "$" + Math.round(x).toLocaleString("en-US"),
+      : x < 1000 ? "$" + sig(x, 4) : "$" + nf({}).format(Math.round(x)),
     num: (x, n) => (x === null || x === undefined || !isFinite(x)) ? "n/a" : sig(x, n || 3),
-    int: (x) => (x === null || x === undefined) ? "n/a" : Number(x).toLocaleString("en-US"),
+    int: (x) => (x === null || x === undefined) ? "n/a" : nf({}).format(Number(x)),
     pct: (x) => (x === null || x === undefined || !isFinite(x)) ? "n/a" : (100 * x).toFixed(x < 0.1 ? 1 : 0) + "%",
   };
 
@@ -115,11 +122,12 @@
   // cards: [{key, label, value, sub, why: {sections, hl}, cls}]; a card's button shows its derivation below the row
   function renderCards(box, cards, explainText) {
     box.textContent = "";
-    const whyBox = h("div", { class: "card-why", hidden: true });
+    const whyId = "why-" + (box.closest(".tab") || { id: "x" }).id + (box.classList.contains("ot-cards") ? "-ot" : "");
+    const whyBox = h("div", { class: "card-why", hidden: true, id: whyId, role: "region", "aria-live": "polite" });
     let open = null;
     for (const c of cards) {
-      const btn = h("button", { type: "button", class: "why", "aria-expanded": "false",
-                                title: "Show how this number is derived" }, "derivation");
+      const btn = h("button", { type: "button", class: "why", "aria-expanded": "false", "aria-controls": whyId,
+                                "aria-label": `derivation of ${c.label}`, title: `Show how ${c.label} is derived` }, "derivation");
       const card = h("div", { class: "card " + (c.cls || ""), "data-card": c.key },
         h("div", { class: "label", text: c.label }),
         h("div", { class: "value", text: c.value }),
@@ -230,8 +238,27 @@
   });
   // the serving engine a view assumed, for its title: " \u2014 engine: vLLM (V1 engine)"; "" for an answer without one
   const engineTag = (d) => (d.engine ? ` \u2014 engine: ${d.engine.id === "none" ? "none (engine-free step)" : d.engine.name}` : "");
-  const intOr = (v, d) => { const n = parseInt(v, 10); return isFinite(n) && n > 0 ? n : d; };
-  const batchNum = () => (String(state.batch).trim().toLowerCase() === "max" ? null : intOr(state.batch, 1));
+  // a field's label as the page shows it ("input tokens"), for messages
+  const labelOf = (id) => {
+    const e = id && document.getElementById(id);
+    const l = e && (e.closest("label") || document.querySelector(`label[for="${id}"]`));
+    return l ? (l.firstChild && l.firstChild.nodeType === 3 ? l.firstChild.textContent : l.textContent).trim()
+      : (e && e.getAttribute("aria-label")) || null;
+  };
+  // a whole number a panel computes with (blank: the default); anything else ("12ab", "abc") is refused in place,
+  // never read as 12 or as the default
+  const intOf = (key) => {
+    const v = String(state[key] === undefined ? "" : state[key]).trim().replace(/_/g, "");
+    if (v === "") return Number(DEFAULTS[key]) || 1;
+    if (!/^\d+$/.test(v) || Number(v) < 1) {
+      throw new ApiError({ field: key, problem: `"${state[key]}" is not a whole number`, valid: "a whole number from 1" }, 422);
+    }
+    return Number(v);
+  };
+  const batchNum = () => (String(state.batch).trim().toLowerCase() === "max" ? null : intOf("batch"));
+  // the one meaning of context on every tab: the KV cache of a request when its last token is made (input + output),
+  // the length that has to fit, as the command line's --context and the JSON's "context"
+  const contextOf = () => intOf("input_len") + intOf("output_len");
 
   const PANELS = {
     overview: {
@@ -242,15 +269,22 @@
     },
     hyperbola: {
       endpoint: "hyperbola",
-      params: () => Object.assign(common(), {
-        context: intOr(state.input_len, 1024) + Math.floor(intOr(state.output_len, 256) / 2) }),
+      params: () => Object.assign(common(), { context: contextOf() }),
+      headline: ["current", "max_batch", "floor"],
       render: renderHyperbola,
     },
     pareto: {
       endpoint: "pareto",
-      params: () => ({ model: state.model, hardware: state.hardware, chips: state.chips, input_len: state.input_len,
-                       output_len: state.output_len, weight_dtype: state.weight_dtype, kv_dtype: state.kv_dtype,
-                       engine: state.engine }),
+      // blank chips means the same here as on every tab: the fewest chips that fit (asked of /api/infer, which also
+      // gives "your point"); the pareto then searches the layouts of that many chips
+      prepare: async () => {
+        const you = await api("infer", Object.assign(common(), { batch: state.batch, input_len: intOf("input_len"),
+                                                                   output_len: intOf("output_len") }));
+        return { you, chips: String(state.chips).trim() || you.chips };
+      },
+      params: (pre) => ({ model: state.model, hardware: state.hardware, chips: pre.chips, input_len: intOf("input_len"),
+                          output_len: intOf("output_len"), weight_dtype: state.weight_dtype, kv_dtype: state.kv_dtype,
+                          engine: state.engine }),
       render: renderPareto,
     },
     simulate: {
@@ -270,16 +304,18 @@
     },
     context: {
       endpoint: "context",
-      params: () => Object.assign(common(), { batch: batchNum() || 1,
-        context: intOr(state.input_len, 1024) + intOr(state.output_len, 256) }),
+      // batch "max" means here what it means on the overview: the largest batch that fits (asked of /api/infer)
+      prepare: async () => (batchNum() ? null : api("infer", Object.assign(common(), {
+        batch: "max", input_len: intOf("input_len"), output_len: intOf("output_len") }))),
+      params: (pre) => Object.assign(common(), { batch: batchNum() || pre.batch, context: contextOf() }),
       render: renderContext,
     },
     prices: {
       endpoint: "prices",
       params: () => {
-        const cs = new Set([256, 1024, 4096, 16384, 65536, 131072, intOr(state.input_len, 1024)]);
+        const cs = new Set([256, 1024, 4096, 16384, 65536, 131072, intOf("input_len")]);
         return Object.assign(common(), { contexts: Array.from(cs).sort((a, b) => a - b).join(","),
-                                         output_len: state.output_len });
+                                         output_len: intOf("output_len"), batch: batchNum() || "" });
       },
       render: renderPrices,
     },
@@ -313,7 +349,8 @@
     },
   };
 
-  const last = {};
+  const last = {};      // endpoint -> the request key of its newest answer
+  const cache = {};     // endpoint -> {key, data, pre}: the newest answer, to redraw without asking again
   const seq = {};
 
   function markInvalid(fieldMap, err) {
@@ -324,33 +361,70 @@
     if (input && input.dataset.state) input.classList.add("invalid");
   }
 
+  function showError(root, errSel, spec, e) {
+    const errBox = $(errSel || ".error", root);
+    const raw = e.err || {};
+    const fieldId = (spec.fields && spec.fields[raw.field]) || raw.field;
+    const err = Words.error(Object.assign({}, raw, { field: fieldId }), state, labelOf);
+    errBox.textContent = "";
+    errBox.append(h("strong", { text: err.field ? err.label + ": " : "" }), (err.problem || e.message) + "",
+                  err.valid ? h("span", { class: "valid", text: " \u2014 " + err.valid }) : "");
+    errBox.hidden = false;
+    root.classList.add("stale");
+    markInvalid(null, err);
+    summary(root, err.field ? `${err.label}: ${err.problem}` : String(err.problem || e.message), true);
+  }
+
+  function rendered(spec, data, root, pre) {
+    spec.render(data, root, pre);
+    main.dataset.renders = String(Number(main.dataset.renders) + 1);
+    summary(root);
+  }
+
+  // one panel: ask its endpoint when the request changed; when only what the page draws from the answer changed (the
+  // batch marked on the hyperbola, a new tab, a narrower window), draw the newest answer again
   async function runPanel(tab, spec, root, errSel, force) {
-    const params = spec.params();
-    const key = spec.endpoint + JSON.stringify(params);
-    if (!force && last[spec.endpoint] === key) return;
-    last[spec.endpoint] = key;
     const n = (seq[spec.endpoint] = (seq[spec.endpoint] || 0) + 1);
     const errBox = $(errSel || ".error", root);
     try {
+      let pre = null;
+      const pkey = spec.prepare ? JSON.stringify([common(), state.batch, state.input_len, state.output_len]) : "";
+      const c = cache[spec.endpoint];
+      if (spec.prepare) {
+        pre = !force && c && c.pkey === pkey ? c.pre : await spec.prepare();
+        if (n !== seq[spec.endpoint]) return;
+      }
+      const params = spec.params(pre);
+      const key = spec.endpoint + JSON.stringify(params);
+      const view = viewKey() + "|" + pkey;    // what the drawing takes besides the answer
+      if (!force && c && c.key === key) {
+        if (last[spec.endpoint] === key && errBox.hidden && c.shown === view) return;
+        Object.assign(c, { shown: view, pre, pkey });
+        last[spec.endpoint] = key;
+        errBox.hidden = true;
+        root.classList.remove("stale");
+        markInvalid(null, null);
+        rendered(spec, c.data, root, pre);
+        return;
+      }
+      last[spec.endpoint] = key;
       const data = await api(spec.endpoint, params);
       if (n !== seq[spec.endpoint]) return;
+      cache[spec.endpoint] = { key, data, pre, pkey, shown: view };
       errBox.hidden = true;
       root.classList.remove("stale");
-      $$(".invalid").forEach((e) => e.classList.remove("invalid"));
-      spec.render(data, root);
-      main.dataset.renders = String(Number(main.dataset.renders) + 1);
+      markInvalid(null, null);
+      rendered(spec, data, root, pre);
     } catch (e) {
       if (n !== seq[spec.endpoint]) return;
       last[spec.endpoint] = null;
-      errBox.textContent = "";
-      const err = e.err || {};
-      errBox.append(h("strong", { text: err.field ? err.field + ": " : "" }), (err.problem || e.message) + "",
-                    err.valid ? h("span", { class: "valid", text: " \u2014 " + err.valid }) : "");
-      errBox.hidden = false;
-      root.classList.add("stale");
-      markInvalid(spec.fields, err);
+      if (!(e instanceof ApiError)) console.error(e);
+      showError(root, errSel, spec, e instanceof ApiError ? e : new ApiError({ problem: String(e.message || e) }, 0));
     }
   }
+  // what a drawing may read besides its answer: any input (the hyperbola marks the batch, the prices tab picks its
+  // row by input tokens) and the width it is drawn at; a change redraws from the newest answer
+  const viewKey = () => JSON.stringify(Object.assign({}, state, { tab: "" })) + "|" + window.innerWidth;
 
   function refresh(force) {
     const tab = state.tab;
@@ -359,6 +433,32 @@
     const jobs = [runPanel(tab, spec, root, ".error:not(.ot-error)", force)];
     if (spec.also) jobs.push(runPanel(tab, spec.also, root, spec.also.error, force));
     return Promise.all(jobs);
+  }
+
+  // the sticky summary (a phone's view of the results while its inputs are edited): the panel's title and first
+  // cards, or the error that stopped it
+  function summaryShown() {
+    const cards = $(`#tab-${state.tab} .cards`);
+    const r = cards && cards.getBoundingClientRect();
+    $("#summary").hidden = !r || (r.bottom > 0 && r.top < window.innerHeight - 60);
+  }
+
+  function summary(root, errorText, bad) {
+    const box = $("#summary");
+    summaryShown();
+    if (!box || root.hidden) return;
+    box.textContent = "";
+    box.classList.toggle("bad", !!bad);
+    if (bad) {
+      box.append(h("strong", { text: "Cannot compute: " }), errorText);
+      return;
+    }
+    const all = $$(".cards .card", root);
+    const head = (PANELS[state.tab] || {}).headline || [];
+    const cards = [...head.map((k) => all.find((c) => c.dataset.card === k)).filter(Boolean), ...all]
+      .filter((c, i, xs) => xs.indexOf(c) === i).slice(0, 3)
+      .map((c) => `${$(".label", c).textContent} ${$(".value", c).textContent}`);
+    box.append(h("strong", { text: ($(".title", root) || {}).textContent || "" }), h("span", { text: cards.join(" \u00b7 ") }));
   }
 
   // ---- overview: /api/infer -----------------------------------------------------------------------------------
@@ -399,8 +499,8 @@
       { key: "kv_bytes_per_token", label: "KV cache per token", value: fmt.bytes(d.kv_bytes_per_token),
         sub: `${d.kv_dtype}; weights ${d.weight_dtype}`, why: { sections: [1], hl: /KV per token/ } });
     renderCards($(".cards", root), cards, d.explain);
-    setNotes($(".notes", root), [...(d.advice || []).map((a) => ["advice", "advice: " + a]),
-                                 ...(d.notes || []).map((a) => ["note", "note: " + a])]);
+    setNotes($(".notes", root), [...(d.advice || []).map((a) => ["advice", "advice: " + Words.web(a)]),
+                                 ...(d.notes || []).map((a) => ["note", "note: " + Words.web(a)])]);
     drawRoofline($("#roofline"), d);
     const rows = [];
     for (const pass of ["prefill", "decode"]) {
@@ -443,11 +543,11 @@
     const series = [];
     rf.roofs.forEach((r, i) => {
       const rp = r.peak_flops / bw;
-      series.push({ kind: "line", cls: "roof" + (i ? " roof2" : ""), label: i === 0 ? `roof: ${r.dtype} peak, HBM` : `${r.dtype} peak`,
+      series.push({ kind: "line", cls: "roof" + (i ? " roof2" : ""), noReadout: true, label: i === 0 ? `roof: ${r.dtype} peak, HBM` : `${r.dtype} peak`,
                     points: [[xmin, bw * xmin], [rp, r.peak_flops], [xmax, r.peak_flops]] });
       if (rf.flops_efficiency < 1 || bwA < bw) {
         const ra = r.achievable_flops / bwA;
-        series.push({ kind: "line", cls: "roof-ach", label: i === 0 ? "achievable (prediction)" : null,
+        series.push({ kind: "line", cls: "roof-ach", noReadout: true, label: i === 0 ? "achievable (prediction)" : null,
                       points: [[xmin, bwA * xmin], [ra, r.achievable_flops], [xmax, r.achievable_flops]] });
       }
     });
@@ -466,56 +566,74 @@
   function renderHyperbola(d, root) {
     const pts = d.points || [];
     const priced = pts.length && pts[0].cost_per_mtok_output_usd !== null;
-    $(".title", root).textContent = `Decode cost against batch: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware},` +
-      ` ${fmt.int(d.context)} tokens of context` + engineTag(d);
+    $(".title", root).textContent = `Decode cost against batch: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)},` +
+      ` ${fmt.int(d.context)} tokens of context (input + output)` + engineTag(d);
     const b = batchNum();
-    const cur = b ? pts.reduce((best, p) => (Math.abs(p.batch - b) < Math.abs(best.batch - b) ? p : best), pts[0]) : pts[pts.length - 1];
+    const want = b || d.max_batch;
+    // the sweep's points are powers of two up to the largest batch that fits: "your batch" is the nearest of them,
+    // named as such when it is not the batch typed
+    const cur = pts.reduce((best, p) => (Math.abs(Math.log(p.batch / want)) < Math.abs(Math.log(best.batch / want)) ? p : best), pts[0]);
     const cost = (p) => priced ? p.cost_per_mtok_output_usd : p.step_s / p.batch;
     const cfmt = priced ? fmt.usd : fmt.seconds;
+    const floor = priced ? d.floor_cost_per_mtok_output_usd : d.floor_per_token_s;
+    const cheapest = pts.reduce((a, p) => (cost(p) < cost(a) ? p : a), pts[0]);
+    const reached = cost(cheapest) <= floor * 1.05;
+    const tooBig = b && b > d.max_batch;
     renderCards($(".cards", root), [
       { key: "max_batch", label: "largest batch that fits", value: fmt.int(d.max_batch),
-        sub: "HBM: weights + KV", why: { hl: /largest|max batch/ } },
+        sub: `HBM: weights + KV of ${fmt.int(d.context)} tokens each`, why: { hl: /largest|max batch/ } },
       { key: "critical_batch", label: "critical batch", value: d.critical_batch ? fmt.int(d.critical_batch) : "never",
-        sub: d.critical_batch ? (d.critical_batch_fits ? "weight matmuls turn compute-bound" : "beyond what fits") : "",
+        sub: d.critical_batch ? (d.critical_batch_fits ? "weight matmuls turn compute-bound" : `beyond what fits (${fmt.int(d.max_batch)})`) : "",
         why: { hl: /critical/ } },
       { key: "floor", label: priced ? "floor $/Mtok output" : "floor per token", cls: "",
-        value: priced ? fmt.usd(d.floor_cost_per_mtok_output_usd) : fmt.seconds(d.floor_per_token_s),
-        sub: `${d.floor_bottleneck}-bound as B \u2192 \u221e`, why: { hl: /floor/ } },
-      { key: "current", label: `at batch ${fmt.int(cur.batch)}`, value: cfmt(cost(cur)),
-        sub: `${fmt.num(cur.tokens_per_s_per_user)} tok/s/user; weights ${fmt.pct(cur.weight_share)} of the step`,
+        value: cfmt(floor),
+        sub: `${d.floor_bottleneck}-bound as B \u2192 \u221e` + (reached ? ""
+          : `; not reached at the batches that fit: the cheapest, batch ${fmt.int(cheapest.batch)}, costs ${cfmt(cost(cheapest))}`),
+        why: { hl: /floor/ } },
+      { key: "current", label: `at batch ${fmt.int(cur.batch)}` + (b && cur.batch !== b ? ` (nearest to ${fmt.int(b)})` : b ? "" : " (the largest that fits)"),
+        value: cfmt(cost(cur)), cls: tooBig ? "bad" : "",
+        sub: (tooBig ? `batch ${fmt.int(b)} does not fit; ` : "") +
+          `${fmt.num(cur.tokens_per_s_per_user)} tok/s/user; weights ${fmt.pct(cur.weight_share)} of the step`,
         why: { hl: /\$\/Mtok|per-token time/ } },
       cur.batch !== 1 ? { key: "b1", label: "at batch 1", value: cfmt(cost(pts[0])),
         sub: `${fmt.num(pts[0].tokens_per_s_per_user)} tok/s/user`, why: { hl: /batch 1|B=1/ } } : null,
     ].filter(Boolean), d.explain);
-    const vl = [];
+    const vl = [{ x: d.max_batch, cls: "fits", label: `largest that fits ${fmt.int(d.max_batch)}`, dy: 16 }];
     if (d.critical_batch) vl.push({ x: d.critical_batch, cls: "critical", label: `critical ${fmt.int(d.critical_batch)}` });
-    if (b) vl.push({ x: b, cls: "current", label: `batch ${b}`, dy: 16 });
+    const readCost = (p) => `batch ${fmt.int(p.batch)}: ${cfmt(cost(p))}${priced ? "/Mtok output" : " per token"}, ` +
+      `${fmt.num(p.tokens_per_s_per_user)} tok/s/user, ${p.bottleneck}-bound`;
+    const mine = (y, text) => ({ x: cur.batch, y, label: `your batch ${fmt.int(cur.batch)}`, text: `your batch: ${text}` });
     Charts.plot($("#hyperbola-cost"), {
       id: "hyperbola-svg", width: 520, height: 360, title: priced ? "$ per million output tokens" : "chip time per output token",
-      x: { log: true, label: "batch (concurrent sequences)" },
+      name: "Decode cost per token against batch",
+      x: { log: true, label: "batch (concurrent sequences)", name: "batch", fmt: fmt.int },
       y: { log: true, label: priced ? "$/Mtok output" : "seconds per token", fmt: priced ? (v) => "$" + Charts.short(v) : fmt.seconds },
-      series: [{ kind: "line", cls: "s1", label: "cost per token",
-                 points: pts.map((p) => [p.batch, cost(p), `batch ${p.batch}: ${cfmt(cost(p))}, ${p.bottleneck}-bound`]) }],
-      hlines: [{ y: priced ? d.floor_cost_per_mtok_output_usd : d.floor_per_token_s, cls: "floor", label: "floor" }],
-      vlines: vl, legend: false,
+      series: [{ kind: "line", cls: "s1", label: "cost per token", points: pts.map((p) => [p.batch, cost(p), readCost(p)]) }],
+      hlines: [{ y: floor, cls: "floor", label: reached ? "floor" : `floor ${cfmt(floor)}: not reached` }],
+      vlines: vl, legend: false, mine: mine(cost(cur), readCost(cur)),
     });
+    const readSpeed = (p) => `batch ${fmt.int(p.batch)}: ${fmt.num(p.tokens_per_s_per_user)} tok/s per user, ` +
+      `${fmt.num(p.tokens_per_s)} tok/s whole system`;
     Charts.plot($("#hyperbola-speed"), {
-      width: 520, height: 360, legendPos: "bl", title: "tokens per second",
-      x: { log: true, label: "batch (concurrent sequences)" },
+      width: 520, height: 360, legendPos: "bl", title: "tokens per second", name: "Tokens per second against batch",
+      x: { log: true, label: "batch (concurrent sequences)", name: "batch", fmt: fmt.int },
       y: { log: true, label: "tokens/s" },
       series: [
-        { kind: "line", cls: "s1", label: "per user", points: pts.map((p) => [p.batch, p.tokens_per_s_per_user]) },
-        { kind: "line", cls: "s2", label: "whole system", points: pts.map((p) => [p.batch, p.tokens_per_s]) },
+        { kind: "line", cls: "s1", label: "per user", points: pts.map((p) => [p.batch, p.tokens_per_s_per_user, readSpeed(p)]) },
+        { kind: "line", cls: "s2", label: "whole system", points: pts.map((p) => [p.batch, p.tokens_per_s, readSpeed(p)]) },
       ],
-      vlines: vl,
+      vlines: vl.map((v) => Object.assign({}, v, { label: null })),   // named on the cost chart beside it
+      mine: mine(cur.tokens_per_s, readSpeed(cur)),
     });
     $(".derivation pre", root).textContent = d.explain;
   }
 
   // ---- pareto ------------------------------------------------------------------------------------------------------
-  function renderPareto(d, root) {
+  function renderPareto(d, root, pre) {
     const f = d.frontier || [];
-    $(".title", root).textContent = `Throughput per chip against speed per user: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware}` + engineTag(d);
+    const auto = !String(state.chips).trim();
+    $(".title", root).textContent = `Throughput per chip against speed per user: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)}` +
+      (auto ? " (chips blank: the fewest that fit)" : "") + engineTag(d);
     const a = f[0], z = f[f.length - 1];
     const cards = [{ key: "evaluated", label: "points evaluated", value: fmt.int(d.points_evaluated),
                      sub: `${f.length} on the frontier; ${d.layouts.length} layouts`, why: { hl: /feasible/ } }];
@@ -537,13 +655,25 @@
       points: qs.map((q) => [q.output_tokens_per_s_per_user, q.output_tokens_per_s_per_chip,
         `${lay}, ${q.concurrency} users: ${fmt.num(q.output_tokens_per_s_per_user)} tok/s/user, ` +
         `${fmt.num(q.output_tokens_per_s_per_chip)} tok/s/chip, TTFT ${fmt.seconds(q.ttft_s)} (${q.limit})`]) }));
+    // your point: the overview's configuration (its layout and batch), the same numbers as its cards
+    const you = pre && pre.you;
+    const mine = you && you.fits && you.output_tokens_per_s_per_user ? {
+      x: you.output_tokens_per_s_per_user, y: you.output_tokens_per_s / you.chips, label: `you: batch ${you.batch}`,
+      text: `your configuration: tp ${you.tp} pp ${you.pp} ep ${you.ep} dp ${you.dp}, batch ${fmt.int(you.batch)}: ` +
+        `${fmt.num(you.output_tokens_per_s_per_user)} tok/s/user, ${fmt.num(you.output_tokens_per_s / you.chips)} tok/s/chip` +
+        (you.cost_per_mtok_output_request_usd ? `, ${fmt.usd(you.cost_per_mtok_output_request_usd)}/Mtok (whole request)` : "") } : null;
     Charts.plot($("#pareto-chart"), {
-      id: "pareto-svg", legendPos: "bl",
-      x: { log: true, label: "output tokens/s per user (interactivity)" },
-      y: { log: true, label: "output tokens/s per chip (throughput)" },
+      id: "pareto-svg", legendPos: "bl", name: "Pareto frontier: throughput per chip against speed per user", mine,
+      x: { log: true, label: "output tokens/s per user (interactivity)", name: "tok/s/user" },
+      y: { log: true, label: "output tokens/s per chip (throughput)", name: "tok/s/chip" },
       series: [
         ...curves,
-        { kind: "scatter", cls: "cloud", r: 2, label: "(layout, batch) that fits", points: (d.chart.points || []) },
+        { kind: "scatter", cls: "cloud", r: 2, label: "(layout, batch) that fits",
+          points: (d.chart.points || []).map((p, i) => {
+            const l = (d.chart.labels || [])[i] || [];
+            return [p[0], p[1], `${l[0] || "layout"}, batch ${fmt.int(l[1])}: ${fmt.num(p[0])} tok/s/user, ` +
+              `${fmt.num(p[1])} tok/s/chip` + (l[2] !== null && l[2] !== undefined ? `, ${fmt.usd(l[2])}/Mtok (whole request)` : "")];
+          }) },
         { kind: "line", dots: true, r: 3, cls: "frontier", label: "frontier",
           points: f.map((p) => [p.output_tokens_per_s_per_user, p.output_tokens_per_s_per_chip,
             `${p.layout}, batch ${p.batch}: ${fmt.num(p.output_tokens_per_s_per_user)} tok/s/user, ` +
@@ -561,7 +691,7 @@
 
   // ---- simulate ----------------------------------------------------------------------------------------------------
   function renderSimulate(d, root) {
-    $(".title", root).textContent = `Simulated: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware} ` +
+    $(".title", root).textContent = `Simulated: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)} ` +
       `(tp ${d.tp}, pp ${d.pp}, ep ${d.ep}, dp ${d.dp}), ${d.workload_description}` + engineTag(d);
     const pc = (x) => `p50 ${fmt.seconds(x.p50)}`;
     const tail = (x) => `p90 ${fmt.seconds(x.p90)}, p99 ${fmt.seconds(x.p99)}; mean ${fmt.seconds(x.mean)}`;
@@ -587,7 +717,7 @@
         sub: `mean ${fmt.num(d.queue_mean)}; KV cache peak ${fmt.pct(d.kv_peak_fraction)}; ${fmt.int(d.preemptions)} preemptions` +
           (d.queue_grows ? "; it grows: arrivals outpace the replica" : ""), why: { hl: /queue|preempt/ } },
     ], d.explain);
-    setNotes($(".notes", root), (d.notes || []).map((a) => ["note", "note: " + a]));
+    setNotes($(".notes", root), (d.notes || []).map((a) => ["note", "note: " + Words.web(a)]));
     const c = d.cdf || { q: [] };
     const curve = (key) => (c[key] || []).map((v, i) => [v, c.q[i], `${key.replace("_s", "")} ${fmt.seconds(v)} at ${fmt.pct(c.q[i])}`]);
     Charts.plot($("#simulate-cdf"), {
@@ -633,7 +763,7 @@
 
   // ---- context -----------------------------------------------------------------------------------------------------
   function renderContext(d, root) {
-    $(".title", root).textContent = `KV cache and context: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware}, batch ${d.batch}` + engineTag(d);
+    $(".title", root).textContent = `KV cache and context: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)}, batch ${d.batch}` + engineTag(d);
     renderCards($(".cards", root), [
       { key: "kv_bytes_per_token", label: "KV per token", value: fmt.bytes(d.kv_bytes_per_token),
         sub: `${fmt.bytes(d.kv_bytes_per_sequence_at_context)} per sequence at ${fmt.int(d.context)}`, why: { hl: /KV per token/ } },
@@ -673,21 +803,21 @@
     const unit = rows.length ? rows[0].unit : "$/Mtok";
     const usd = unit.startsWith("$");
     const f = usd ? fmt.usd : (x) => fmt.num(x) + " chip-s";
-    $(".title", root).textContent = `Input against output tokens: ${modelName(d.model)} on ${d.chips} \u00d7 ${d.hardware} (${unit})` + engineTag(d);
-    const L = intOr(state.input_len, 1024);
+    $(".title", root).textContent = `Input against output tokens: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)} (${unit})` + engineTag(d);
+    const L = intOf("input_len");
     const r = rows.find((x) => x.input_len === L) || rows[0];
     const cards = [];
     if (r && r.fits) {
       cards.push(
-        { key: "input", label: `input token at ${fmt.int(r.input_len)}`, value: f(r.cost_per_mtok_input), sub: `${r.bottleneck_prefill}-bound prefill, batch ${r.batch}`,
+        { key: "input", label: `input token at ${fmt.int(r.input_len)}`, value: f(r.cost_per_mtok_input),
+          sub: `${r.bottleneck_prefill}-bound prefill, batch ${fmt.int(r.batch)}` + (batchNum() ? " (the batch on the left)" : " (the largest that fits)"),
           why: { hl: new RegExp(`context\\s+${fmt.int(r.input_len)},`) } },
         { key: "output", label: "output token (decode)", value: f(r.cost_per_mtok_output), sub: `${r.bottleneck_decode}-bound decode`,
           why: { hl: new RegExp(`context\\s+${fmt.int(r.input_len)},|why`) } },
         { key: "ratio", label: "output / input", value: fmt.num(r.output_input_ratio) + "\u00d7", sub: "the price ratio this predicts",
           why: { hl: /output\/input|why/ } },
         { key: "cached", label: "cached input token", value: f(r.cost_per_mtok_cached_input),
-          sub: r.cached_input_tier === "recompute" ? "recomputed: cheaper than holding its KV"
-            : `KV held ${fmt.num(d.cache_ttl_s)} s in ${r.cached_input_tier.replace("_", " ")}`, why: { hl: /cached/ } });
+          sub: cachedWhy(r, d), why: { hl: /cached/ } });
     } else if (r) {
       cards.push({ key: "nofit", label: `at ${fmt.int(r.input_len)} tokens`, value: "does not fit", cls: "bad", why: { hl: /fit/ } });
     }
@@ -709,6 +839,19 @@
                            x.fits ? f(x.cost_per_mtok_output) : "", x.fits ? fmt.num(x.output_input_ratio) + "\u00d7" : "",
                            x.fits ? f(x.cost_per_mtok_cached_input) : "", x.bottleneck_prefill, x.bottleneck_decode]));
     $(".derivation pre", root).textContent = d.explain;
+  }
+
+  // why a cached prompt token costs what it does: its KV waits cache_ttl_s for reuse in the cheapest tier that holds it,
+  // and that waiting is paid for; at a small batch (few tokens per second to share the chip) it can exceed recomputing
+  function cachedWhy(r, d) {
+    if (r.cached_input_tier === "recompute") return "recomputed: cheaper than holding its KV";
+    const ratio = r.cost_per_mtok_input ? r.cost_per_mtok_cached_input / r.cost_per_mtok_input : null;
+    const where = `its KV held ${fmt.num(d.cache_ttl_s)} s for reuse in ${r.cached_input_tier.replace(/_/g, " ")}`;
+    if (ratio !== null && ratio > 1) {
+      return `${fmt.num(ratio)}\u00d7 the uncached input: ${where} costs more than prefilling it again at batch ` +
+        `${fmt.int(r.batch)} (memory held, not FLOPs, is what a cache sells)`;
+    }
+    return `${where}; ${ratio !== null ? fmt.pct(ratio) + " of the uncached input" : ""}`;
   }
 
   // ---- deduce ------------------------------------------------------------------------------------------------------
@@ -739,7 +882,7 @@
 
   // ---- training ----------------------------------------------------------------------------------------------------
   function renderTrain(d, root) {
-    $(".title:not(.ot-title)", root).textContent = `Training ${modelName(d.model)} on ${d.chips} \u00d7 ${d.system}: ` +
+    $(".title:not(.ot-title)", root).textContent = `Training ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware) || d.system}: ` +
       `tp ${d.tp} pp ${d.pp} dp ${d.dp} ep ${d.ep} cp ${d.cp}`;
     const mb = d.memory_breakdown_bytes;
     const cards = [];
@@ -763,8 +906,8 @@
           sub: d.energy_kwh !== null ? `${fmt.count(d.energy_kwh)} kWh at TDP` : "", why: { sections: [7], hl: /cost/ } });
     }
     renderCards($(".cards:not(.ot-cards)", root), cards, d.explain);
-    setNotes($(".notes", root), [...(d.advice || []).map((x) => ["advice", "advice: " + x]),
-                                 ...(d.notes || []).map((x) => ["note", "note: " + x])]);
+    setNotes($(".notes", root), [...(d.advice || []).map((x) => ["advice", "advice: " + Words.web(x)]),
+                                 ...(d.notes || []).map((x) => ["note", "note: " + Words.web(x)])]);
     const bd = d.breakdown_s || {};
     const names = { compute: "compute", tp_comm: "TP", ep_comm: "EP", cp_comm: "CP", pp_bubble: "bubble",
                     pp_p2p: "PP p2p", dp_comm_exposed: "DP exposed", optimizer: "optimizer" };
@@ -805,6 +948,12 @@
     $(".ot-derivation pre", root).textContent = d.explain;
   }
 
+  // the chip's catalog name on every tab ("NVIDIA H200 SXM 141GB"), never its id on one and its name on another
+  function hwName(id) {
+    const x = catalog.hardware.find((c) => c.id === id);
+    return x ? x.name : id;
+  }
+
   function modelName(id) {
     const m = catalog.models.find((x) => x.id === id) || uploads[id];
     return m ? m.name : id;
@@ -815,7 +964,7 @@
   function changed(delay) {
     writeURL();
     clearTimeout(timer);
-    timer = setTimeout(() => refresh(false), delay === undefined ? 200 : delay);
+    timer = setTimeout(() => refresh(false), delay === undefined ? 0 : delay);
   }
 
   function summarize() {
@@ -849,17 +998,37 @@
         if (k === "batch") syncSlider();
         if (k === "s_mode") syncSimMode();
         if (k === "model" || k === "hardware") summarize();
-        changed(ev === "change" ? 0 : 300);
+        if (k === "model") notice("");
+        changed(ev === "change" ? 0 : 40);
       });
     }
     $("#batch-slider").addEventListener("input", (ev) => {
       state.batch = String(2 ** Number(ev.target.value));
       $("#batch").value = state.batch;
-      changed(120);
+      changed(40);
     });
     syncSlider();
     syncSimMode();
-    for (const b of $$(".tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
+    const tabs = $$(".tabs button");
+    for (const b of tabs) {
+      b.id = "tabbtn-" + b.dataset.tab;
+      b.setAttribute("aria-controls", "tab-" + b.dataset.tab);
+      $("#tab-" + b.dataset.tab).setAttribute("aria-labelledby", b.id);
+      b.addEventListener("click", () => showTab(b.dataset.tab));
+      b.addEventListener("keydown", (ev) => {
+        const i = tabs.indexOf(b), n = tabs.length;
+        const j = { ArrowRight: i + 1, ArrowDown: i + 1, ArrowLeft: i - 1 + n, ArrowUp: i - 1 + n, Home: 0, End: n - 1 }[ev.key];
+        if (j === undefined) return;
+        ev.preventDefault();
+        const t = tabs[j % n];
+        t.focus();
+        showTab(t.dataset.tab);
+      });
+    }
+    // the sticky summary shows only while the active panel's cards are scrolled away (a phone editing its inputs)
+    window.addEventListener("scroll", summaryShown, { passive: true });
+    let resized = null;
+    window.addEventListener("resize", () => { clearTimeout(resized); resized = setTimeout(() => refresh(false), 150); });
     for (const f of $$("form")) f.addEventListener("submit", (ev) => ev.preventDefault());
     $("#share").addEventListener("click", async () => {
       writeURL();
@@ -879,6 +1048,7 @@
         const info = await uploadConfig(await file.text(), file.name);
         state.model = info.id;
         $("#model").value = info.id;
+        notice("");
         summarize();
         changed(0);
       } catch (e) {
@@ -892,7 +1062,14 @@
 
   function showTab(tab) {
     state.tab = tab;
-    for (const b of $$(".tabs button")) b.setAttribute("aria-selected", String(b.dataset.tab === tab));
+    for (const b of $$(".tabs button")) {
+      const on = b.dataset.tab === tab;
+      b.setAttribute("aria-selected", String(on));
+      b.tabIndex = on ? 0 : -1;
+      if (on && b.scrollIntoView && b.parentElement.scrollWidth > b.parentElement.clientWidth) {
+        b.scrollIntoView({ block: "nearest", inline: "nearest" });
+      }
+    }
     for (const t of TABS) $("#tab-" + t).hidden = t !== tab;
     writeURL();
     refresh(false);
@@ -907,9 +1084,15 @@
     }
     const missing = state.model;
     state.model = DEFAULTS.model;
-    writeURL();
-    $("#model-summary").textContent = `This link names an uploaded config (${missing}) this browser does not have: upload the config.json again.`;
-    $("#model-summary").classList.add("error-text");
+    notice(`This link names an uploaded config.json (${missing}) that this browser does not hold, so the page shows ` +
+           `${modelName(DEFAULTS.model)} instead: upload that config.json again (Model, on the left) to see the shared view.`);
+  }
+
+  // a page-wide notice above the results; it stays until the model is changed or a config is uploaded
+  function notice(text) {
+    const n = $("#notice");
+    n.textContent = text;
+    n.hidden = !text;
   }
 
   async function start() {
@@ -941,8 +1124,9 @@
     }
     const fsel = $("#fit");
     for (const f of catalog.meta.fits) fsel.append(h("option", { value: f, text: f }));
-    await restoreUpload();
     bind();
+    await restoreUpload();
+    $("#model").value = state.model;
     summarize();
     showTab(state.tab);
   }

@@ -1,4 +1,5 @@
-// tokenmath charts: small SVG plots drawn by hand (no library, no network). Colours live in app.css.
+// tokenmath charts: small SVG plots drawn by hand (no library, no network), each with a nearest-point readout
+// (mouse, touch, keys). Colours live in app.css.
 "use strict";
 
 const Charts = (() => {
@@ -85,14 +86,22 @@ const Charts = (() => {
 
   function padLog(lo, hi, f) { return [lo / f, hi * f]; }
 
-  // plot(container, spec): spec = {title, x: {label, log, min, max, fmt}, y: {...}, series: [...], vlines, hlines,
-  //   legend}; series = {kind: "line"|"scatter"|"area", points: [[x, y, tooltip?, label?]], cls, label, marker}
+  // plot(container, spec): spec = {title, name, x: {label, name, log, min, max, fmt}, y: {...}, series: [...],
+  //   vlines, hlines, legend, mine: {x, y, text}}; series = {kind: "line"|"scatter"|"area", points: [[x, y, readout?,
+  //   label?]], cls, label, marker, noReadout}. Every point of a series is a readout stop (mouse, touch, arrow keys);
+  //   mine is "your point", drawn as a ring and read first. An x axis over more than two decades can be zoomed.
   function plot(container, spec) {
-    const W = spec.width || 720, H = spec.height || 400;
-    const m = { l: 70, r: 20, t: spec.title ? 30 : 14, b: 48 };
     container.textContent = "";
-    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img",
-                            "aria-label": spec.title || "chart" }, container);
+    // draw at the box's own width when it is narrower than asked, so 11 px text stays 11 px on a phone
+    const W0 = spec.width || 720, H0 = spec.height || 400;
+    const cw = container.clientWidth || W0;
+    const W = cw < W0 ? Math.max(300, Math.round(cw)) : W0;
+    const H = W < W0 ? Math.round(Math.max(260, H0 * Math.max(0.72, W / W0))) : H0;
+    const narrow = W < 480;
+    const m = { l: narrow ? 56 : 70, r: narrow ? 12 : 20, t: spec.title ? 30 : 14, b: 48 };
+    const name = spec.name || spec.title || spec.y.label || "chart";
+    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", tabindex: 0,
+                            "aria-label": `${name}: arrow keys or pointer read the points` }, container);
     if (spec.id) svg.setAttribute("id", spec.id);
     const xs = [], ys = [];
     for (const s of spec.series) for (const p of s.points) { xs.push(p[0]); ys.push(p[1]); }
@@ -106,13 +115,16 @@ const Charts = (() => {
     if (spec.x.max !== undefined) x1 = spec.x.max;
     if (spec.y.min !== undefined) y0 = spec.y.min;
     if (spec.y.max !== undefined) y1 = spec.y.max;
+    const full = [x0, x1];
+    if (spec.zoom) [x0, x1] = spec.zoom;
     const X = scale(spec.x, x0, x1, m.l, W - m.r);
     const Y = scale(spec.y, y0, y1, H - m.b, m.t);
     const fx = spec.x.fmt || short, fy = spec.y.fmt || short;
 
     if (spec.title) text(svg, m.l, 18, spec.title, "chart-title");
     const grid = el("g", { class: "grid" }, svg);
-    for (const t of X.ticks()) {
+    const thinTicks = (ts, px) => ts.filter((_, i) => i % Math.max(1, Math.ceil(ts.length * px / (W - m.l - m.r))) === 0);
+    for (const t of thinTicks(X.ticks(), narrow ? 44 : 40)) {
       const x = X(t);
       el("line", { x1: x, x2: x, y1: m.t, y2: H - m.b }, grid);
       text(svg, x, H - m.b + 16, fx(t), "tick", "middle");
@@ -132,6 +144,7 @@ const Charts = (() => {
     el("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b }, clip);
     const body = el("g", { "clip-path": `url(#${clipId})` }, svg);
     const inside = (p) => finite(p[0]) && finite(p[1]) && (!spec.x.log || p[0] > 0) && (!spec.y.log || p[1] > 0);
+    const inView = (p) => p[0] >= Math.min(x0, x1) * (1 - 1e-9) && p[0] <= Math.max(x0, x1) * (1 + 1e-9);
 
     for (const v of spec.vlines || []) {
       if (!finite(v.x) || (spec.x.log && v.x <= 0)) continue;
@@ -151,6 +164,8 @@ const Charts = (() => {
     }
     const legend = [];
     const placed = [];
+    const hits = [];
+    const xn = spec.x.name || spec.x.label || "x", yn = spec.y.name || spec.y.label || "y";
     for (const s of spec.series) {
       const pts = s.points.filter(inside);
       const g = el("g", { class: "series " + (s.cls || "") }, body);
@@ -169,6 +184,22 @@ const Charts = (() => {
       }
       for (const p of pts) if (p[3]) placeLabel(g, X(p[0]), Y(p[1]), p[3]);
       if (s.label) legend.push(s);
+      if (s.noReadout) continue;
+      for (const p of pts) {
+        if (!inView(p)) continue;
+        hits.push({ x: X(p[0]), y: Y(p[1]), cls: s.cls || "",
+                    text: p[2] || `${s.label ? s.label + ": " : ""}${xn} ${fx(p[0])}, ${yn} ${fy(p[1])}` });
+      }
+    }
+    let mineHit = null;
+    if (spec.mine && inside([spec.mine.x, spec.mine.y])) {
+      const g = el("g", { class: "mine" }, body);
+      const px = X(spec.mine.x), py = Y(spec.mine.y);
+      el("circle", { cx: px.toFixed(1), cy: py.toFixed(1), r: 8, class: "mine-ring" }, g);
+      el("circle", { cx: px.toFixed(1), cy: py.toFixed(1), r: 3, class: "mine-dot" }, g);
+      if (spec.mine.label) placeLabel(g, px, py, spec.mine.label, "mine-label");
+      mineHit = { x: px, y: py, cls: "mine", text: spec.mine.text };
+      hits.push(mineHit);
     }
     if (legend.length && spec.legend !== false) {
       // corner: "tl", "tr", "bl", "br" (legendLeft: "tl"); a white box keeps it readable over the data
@@ -188,21 +219,114 @@ const Charts = (() => {
         y += 16;
       }
     }
+    readout(container, svg, W, H, hits, mineHit);
+    if (spec.x.log && Math.log10(full[1] / full[0]) > 2) zoomBar(container, spec, full, [x0, x1]);
     return svg;
 
     // point labels: try a few spots around the point, skip the label when all collide with earlier ones
-    function placeLabel(g, x, y, s) {
-      const w = s.length * 5.6 + 2, hgt = 11;
+    function placeLabel(g, x, y, s, cls) {
+      const w = s.length * (cls ? 6.8 : 5.6) + 2, hgt = 11;
       const spots = [[7, -6], [7, 12], [-7 - w, -6], [-7 - w, 12], [7, -18], [7, 24]];
       for (const [dx, dy] of spots) {
         const b = { x: x + dx, y: y + dy - hgt + 2, w, h: hgt };
         if (b.x < m.l || b.x + b.w > W - m.r || b.y < m.t || b.y + b.h > H - m.b) continue;
         if (placed.some((o) => b.x < o.x + o.w && o.x < b.x + b.w && b.y < o.y + o.h && o.y < b.y + b.h)) continue;
         placed.push(b);
-        text(g, x + dx, y + dy, s, "point-label");
+        text(g, x + dx, y + dy, s, cls || "point-label");
         return;
       }
     }
+  }
+
+  // zoom on a log x axis: each press halves (or doubles) the decades shown around the middle; reset shows all
+  function zoomBar(container, spec, full, now) {
+    const bar = document.createElement("div");
+    bar.className = "zoom";
+    const name = spec.name || spec.title || "chart";
+    const lf = full.map(Math.log10), ln = now.map(Math.log10);
+    const go = (f) => {
+      const mid = (ln[0] + ln[1]) / 2, half = Math.min((ln[1] - ln[0]) * f, lf[1] - lf[0]) / 2;
+      const lo = Math.max(lf[0], Math.min(mid - half, lf[1] - 2 * half));
+      const z = [Math.pow(10, lo), Math.pow(10, lo + 2 * half)];
+      plot(container, Object.assign({}, spec, { zoom: f >= 1 && half * 2 >= lf[1] - lf[0] - 1e-9 ? undefined : z }));
+      const b = container.querySelector(`.zoom button[data-z="${f}"]`);
+      if (b) b.focus();
+    };
+    for (const [label, f, aria] of [["+", 0.5, "zoom in"], ["\u2212", 2, "zoom out"], ["all", 0, "show all"]]) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = label;
+      b.dataset.z = String(f);
+      b.setAttribute("aria-label", `${aria}: ${name}`);
+      b.addEventListener("click", () => (f ? go(f) : plot(container, Object.assign({}, spec, { zoom: undefined }))));
+      bar.append(b);
+    }
+    container.prepend(bar);
+  }
+
+  // nearest-point readout: pointer (mouse, pen, touch) and keys (arrows, Home/End, Escape) on the focused chart. The
+  // text is HTML beside the SVG (so it wraps), announced politely; data-readout carries it for tests and scripts.
+  function readout(container, svg, W, H, hits, mine) {
+    if (!hits.length) return;
+    const order = hits.slice().sort((a, b) => a.x - b.x || a.y - b.y);
+    const box = document.createElement("div");
+    box.className = "readout";
+    box.hidden = true;
+    box.setAttribute("role", "status");
+    box.setAttribute("aria-live", "polite");
+    container.append(box);
+    const ring = el("circle", { r: 7, class: "readout-ring", visibility: "hidden" }, svg);
+    let cur = -1;
+    const show = (i) => {
+      cur = i;
+      const p = order[i];
+      ring.setAttribute("cx", p.x.toFixed(1));
+      ring.setAttribute("cy", p.y.toFixed(1));
+      ring.setAttribute("visibility", "visible");
+      box.textContent = p.text;
+      box.hidden = false;
+      // centred over the point, kept inside the chart's box (a phone's chart is narrower than the text)
+      const cw = container.clientWidth || W, bw = box.offsetWidth;
+      const px = p.x / W * cw;
+      box.style.left = Math.max(0, Math.min(cw - bw, px - bw / 2)).toFixed(1) + "px";
+      const fy = p.y / H;
+      box.style.top = (100 * fy).toFixed(2) + "%";
+      box.style.transform = `translateY(${fy < 0.4 ? "14px" : "calc(-100% - 14px)"})`;
+      container.dataset.readout = p.text;
+    };
+    const hide = () => {
+      ring.setAttribute("visibility", "hidden");
+      box.hidden = true;
+    };
+    const nearest = (ev) => {
+      const ctm = svg.getScreenCTM();
+      if (!ctm) return -1;
+      const pt = svg.createSVGPoint();
+      pt.x = ev.clientX;
+      pt.y = ev.clientY;
+      const q = pt.matrixTransform(ctm.inverse());
+      let best = -1, bd = Infinity;
+      order.forEach((p, i) => {
+        const d = (p.x - q.x) ** 2 + 0.5 * (p.y - q.y) ** 2;
+        if (d < bd) { bd = d; best = i; }
+      });
+      return best;
+    };
+    svg.addEventListener("pointermove", (ev) => { const i = nearest(ev); if (i >= 0) show(i); });
+    svg.addEventListener("pointerdown", (ev) => { const i = nearest(ev); if (i >= 0) show(i); });
+    svg.addEventListener("pointerleave", (ev) => { if (ev.pointerType === "mouse") hide(); });
+    svg.addEventListener("focus", () => show(cur >= 0 ? cur : mine ? order.indexOf(mine) : 0));
+    svg.addEventListener("blur", hide);
+    svg.addEventListener("keydown", (ev) => {
+      const n = order.length;
+      const step = { ArrowRight: 1, ArrowUp: 1, ArrowLeft: -1, ArrowDown: -1, PageUp: 10, PageDown: -10 }[ev.key];
+      if (step) show(Math.max(0, Math.min(n - 1, (cur < 0 ? 0 : cur) + step)));
+      else if (ev.key === "Home") show(0);
+      else if (ev.key === "End") show(n - 1);
+      else if (ev.key === "Escape") hide();
+      else return;
+      ev.preventDefault();
+    });
   }
 
   function dot(g, x, y, s, p) {
@@ -214,7 +338,6 @@ const Charts = (() => {
     } else {
       e = el("circle", { cx: x.toFixed(1), cy: y.toFixed(1), r: s.r || 4.5, class: "dot" }, g);
     }
-    if (p && p[2]) el("title", {}, e).textContent = p[2];
     return e;
   }
 
@@ -222,9 +345,10 @@ const Charts = (() => {
   function intervals(container, rows, spec) {
     const W = 720, rowH = 34, H = 40 + rows.length * rowH;
     container.textContent = "";
-    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart intervals", role: "img",
-                            "aria-label": spec.title || "intervals" }, container);
+    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart intervals", role: "img", tabindex: 0,
+                            "aria-label": `${spec.title || "intervals"}: arrow keys or pointer read the rows` }, container);
     const m = { l: 170, r: 30 };
+    const hits = [];
     rows.forEach((r, i) => {
       const y = 24 + i * rowH;
       text(svg, 8, y + 4, r.label, "axis-label");
@@ -238,10 +362,12 @@ const Charts = (() => {
       el("rect", { x: X(r.low), y: y - 7, width: Math.max(2, X(r.high) - X(r.low)), height: 14, class: "band" }, svg);
       el("line", { x1: X(r.median), x2: X(r.median), y1: y - 10, y2: y + 10, class: "median" }, svg);
       const f = r.fmt || short;
+      hits.push({ x: X(r.median), y, text: `${r.label}: median ${f(r.median)}, 80% from ${f(r.low)} to ${f(r.high)}` });
       text(svg, X(r.low) - 4, y + 20, f(r.low), "tick", "end");
       text(svg, X(r.median), y - 13, f(r.median), "tick median-text", "middle");
       text(svg, X(r.high) + 4, y + 20, f(r.high), "tick");
     });
+    readout(container, svg, W, H, hits, null);
     return svg;
   }
 
@@ -249,8 +375,9 @@ const Charts = (() => {
   function stack(container, parts, spec) {
     const W = 720, H = 84;
     container.textContent = "";
-    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart stack", role: "img",
-                            "aria-label": spec.title || "breakdown" }, container);
+    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart stack", role: "img", tabindex: 0,
+                            "aria-label": `${spec.title || "breakdown"}: arrow keys or pointer read the parts` }, container);
+    const hits = [];
     const total = parts.reduce((a, p) => a + (finite(p.value) ? Math.max(p.value, 0) : 0), 0);
     if (!(total > 0)) return svg;
     let x = 10;
@@ -260,7 +387,9 @@ const Charts = (() => {
       const v = finite(p.value) ? Math.max(p.value, 0) : 0;
       const pw = v / total * w;
       const r = el("rect", { x, y: 10, width: Math.max(pw, 0), height: 26, class: "part c" + (i % 8) }, svg);
-      el("title", {}, r).textContent = `${p.label}: ${spec.fmt ? spec.fmt(v) : short(v)} (${(100 * v / total).toFixed(1)}%)`;
+      const said = `${p.label}: ${spec.fmt ? spec.fmt(v) : short(v)} (${(100 * v / total).toFixed(1)}%)`;
+      el("title", {}, r).textContent = said;
+      if (v > 0) hits.push({ x: x + pw / 2, y: 23, text: said });
       x += pw;
       if (v / total >= 0.005) {
         el("rect", { x: lx, y: 50, width: 10, height: 10, class: "part c" + (i % 8) }, svg);
@@ -268,6 +397,7 @@ const Charts = (() => {
         lx += 24 + Math.max(60, t.getComputedTextLength ? t.getComputedTextLength() : 80);
       }
     });
+    readout(container, svg, W, H, hits, null);
     return svg;
   }
 

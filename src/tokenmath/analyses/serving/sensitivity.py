@@ -1,0 +1,156 @@
+"""Which input moves an answer most: each hardware figure and each efficiency moved by +-delta (20% by default),
+the answer re-evaluated through the one engine (analyses/serving/infer.py), ranked by the swing (a tornado).
+
+Inputs moved:
+- hardware (specs/overrides.py, so each value is checked like a hardware file): HBM bandwidth, dense FLOP/s of the
+  dtype the weights' matmuls run on (and bf16, which attention and activations use), HBM capacity (it moves the
+  answer only through the batch that fits: use batch "max" to see it), scale-up and scale-out bandwidth, the
+  scale-up collective latency, and the price per chip-hour;
+- efficiency (specs/efficiency.py): achievable fractions of peak FLOP/s, HBM and link bandwidth, and the fixed time
+  per layer per pass. A fraction of peak cannot exceed 1, so its upper side is clipped at 1 (the row says so: a
+  family calibrated at memory_bw = 1.0 has no upper side).
+Not vectorized across inputs: hardware figures are scalars of a Hardware record, so this is 2 x inputs + 1 calls
+of the engine, each itself vectorized over its layout and batch (a DeepSeek-V3 question takes about a second).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tokenmath.base.errors import InputError
+from tokenmath.base.validators import finite, pos_float
+from tokenmath.analyses.serving.infer import infer
+from tokenmath.analyses.setup import with_engine
+from tokenmath.specs.efficiency import Efficiency, default_for
+from tokenmath.specs.hardware import Hardware, get_hardware
+from tokenmath.specs.overrides import apply, figure
+
+METRICS = {
+    "cost_per_mtok_output_usd": "$ per Mtok output (decode step)",
+    "cost_per_mtok_output_request_usd": "$ per Mtok output (whole request)",
+    "cost_per_mtok_input_usd": "$ per Mtok input",
+    "decode_step_s": "decode step (s)",
+    "ttft_s": "time to first token (s)",
+    "output_tokens_per_s_per_user": "output tokens/s per user",
+    "output_tokens_per_s": "output tokens/s (system)",
+}
+EFFICIENCY_FIELDS = ("flops", "memory_bw", "link_bw", "layer_overhead_s")
+
+
+@dataclass(frozen=True)
+class SensitivityRow:
+    """One input moved down and up: its values (humane units for hardware, fractions or s for efficiency) and the
+    answer at each (None where the batch no longer fits or the figure has no price)."""
+    name: str
+    kind: str                 # "hardware" or "efficiency"
+    base: float
+    low: float
+    high: float
+    answer_low: float | None
+    answer_high: float | None
+    note: str = ""
+
+    @property
+    def swing(self) -> float:
+        """|answer_high - answer_low| (0 when a side has no answer)."""
+        if self.answer_low is None or self.answer_high is None:
+            return 0.0
+        return abs(self.answer_high - self.answer_low)
+
+    def to_dict(self) -> dict:
+        return {"input": self.name, "kind": self.kind, "base": self.base, "low": self.low, "high": self.high,
+                "answer_low": finite(self.answer_low), "answer_high": finite(self.answer_high),
+                "swing": finite(self.swing), "note": self.note}
+
+
+@dataclass(frozen=True)
+class SensitivityResult:
+    model: str
+    hardware: str
+    metric: str
+    delta: float
+    base_answer: float
+    layout: str
+    batch: int
+    rows: tuple[SensitivityRow, ...]     # ranked, largest swing first
+    efficiency_source: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return METRICS[self.metric]
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "hardware": self.hardware, "metric": self.metric, "delta": self.delta,
+                "base_answer": finite(self.base_answer), "layout": self.layout, "batch": self.batch,
+                "rows": [r.to_dict() for r in self.rows], "efficiency_source": self.efficiency_source,
+                "notes": list(self.notes)}
+
+
+def hardware_fields(hw: Hardware, compute_key: str) -> list[str]:
+    """The hardware figures worth moving for this chip (those it has; links only when it has a domain)."""
+    out = ["memory_bw_tbs", f"tflops.{compute_key}"]
+    if compute_key != "bf16" and hw.flops.get("bf16"):
+        out.append("tflops.bf16")
+    out.append("memory_gb")
+    if hw.scaleup_domain > 1:
+        out += ["scaleup_gbs", "scaleup_latency_us"]
+    if hw.scaleout_bw is not None:
+        out.append("scaleout_gbs")
+    if hw.price_usd_per_hour:
+        out.append("price_usd_per_hour")
+    return out
+
+
+def sensitivity(model, hardware, *, metric: str = "cost_per_mtok_output_usd", delta: float = 0.2, batch="max",
+                efficiency: Efficiency | None = None, engine=None, **kw) -> SensitivityResult:
+    """Move each input by +-delta, answer `metric` of infer() at each, rank by swing.
+    kw: infer's other arguments (chips, tp, ep, dp, pp, input_len, output_len, weight_dtype, kv_dtype)."""
+    if metric not in METRICS:
+        from tokenmath.base.errors import unknown_name
+        raise unknown_name("metric", metric, METRICS)
+    delta = pos_float(delta, "delta", 0.0, 0.9)
+    hw = get_hardware(hardware)
+    eff = with_engine(efficiency or default_for(hw), engine)
+
+    def answer(h, e, b=batch):
+        r = infer(model, h, batch=b, efficiency=e, **kw)
+        return r, r.to_dict()[metric]
+
+    base_r, base = answer(hw, eff)
+    if base is None:
+        raise InputError(metric, "has no value for this question (the batch does not fit, or the chip has no price)",
+                         "a question `tokenmath infer` answers with this figure")
+    # hold the batch the base question runs; 'max' is re-solved at each point so memory shows its effect
+    rows = []
+    for f in hardware_fields(hw, base_r.hardware.flops_key(base_r.precision.weight.compute)):
+        cur = figure(hw, f)
+        lo, hi = cur * (1 - delta), cur * (1 + delta)
+        note = ""
+        if f == "scaleup_latency_us" and cur == 0:
+            continue
+        if f == "memory_gb" and batch != "max":
+            note = "capacity moves the answer only through the batch that fits (batch is fixed here)"
+        vals = []
+        for v in (lo, hi):
+            h, _ = apply(hw, {f: repr(v)})
+            vals.append(answer(h, eff)[1])
+        rows.append(SensitivityRow(f, "hardware", cur, lo, hi, vals[0], vals[1], note))
+    for f in EFFICIENCY_FIELDS:
+        cur = getattr(eff, f)
+        if cur == 0:
+            continue
+        lo, hi = cur * (1 - delta), cur * (1 + delta)
+        note = ""
+        if f != "layer_overhead_s" and hi > 1.0:
+            hi, note = 1.0, "a fraction of peak stops at 1"
+        vals = [answer(hw, replace(eff, **{f: v}))[1] if v != cur else base for v in (lo, hi)]
+        rows.append(SensitivityRow(f"efficiency.{f}", "efficiency", cur, lo, hi, vals[0], vals[1], note))
+    rows.sort(key=lambda r: -r.swing)
+    lay = base_r.layout
+    notes = []
+    if eff.kernels is not None:
+        notes.append("the efficiency carries a shape-aware kernel model: its matmul fractions come from the kernel "
+                     "model, so efficiency.flops moves only the code outside the op table")
+    return SensitivityResult(base_r.model.id, hw.id, metric, delta, base,
+                             f"tp={int(lay.tp)} pp={int(lay.pp)} ep={int(lay.ep)} dp={int(lay.dp)}",
+                             int(base_r.batch), tuple(rows), eff.source, tuple(notes))
