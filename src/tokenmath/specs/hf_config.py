@@ -151,6 +151,8 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
                       first_dense_layers=c.int("first_k_dense_replace", 0, 0, kw["n_layers"]),
                       moe_layer_step=c.int("moe_layer_freq", 1, 1, kw["n_layers"]),
                       router_bias=data.get("topk_method") == "noaux_tc")
+            if c.has("n_group") and c.int("n_group", 0, 0) > 1:   # group-limited routing (n_group 1: unrestricted)
+                kw.update(routing_groups=c.int("n_group", 0, 0), routing_group_limit=c.int("topk_group", 1, 1))
     elif mt == "gpt_oss":
         kw.update(n_experts=c.int("num_local_experts", None, 1),
                   experts_per_token=c.int("num_experts_per_tok", None, 1, 100_000_000, "experts_per_token"),

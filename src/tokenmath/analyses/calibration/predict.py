@@ -171,7 +171,8 @@ def predict_inference(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPre
     kw = dict(chips=row.get("chips"), tp=row.get("tp"), pp=row.get("pp"), ep=row.get("ep"), dp=row.get("dp"),
               batch=row.get("batch", 1), input_len=max(int(row.get("input_len", 1)), 1),
               output_len=max(int(row.get("output_len", 1)), 1), weight_dtype=row.get("weight_dtype"),
-              kv_dtype=row.get("kv_dtype"))
+              kv_dtype=row.get("kv_dtype"), ep_comm=row.get("ep_comm", "bf16"),
+              ep_overlap=bool(row.get("ep_overlap", False)))
     try:
         base = infer(row["model"], row["hardware"], efficiency=model.base(row), **kw)
         if not base.fits and load_of(row) == "concurrency":
