@@ -47,7 +47,8 @@ def test_every_value_appears_in_its_quote(data):
     """A transcription check: the value as published (or in ms / in thousands where the quote says so) is in the
     quoted cell, so a mistyped digit fails here."""
     def forms(v):
-        out = {repr(v), f"{v:g}", str(v), f"{v * 1000:g}", f"{round(v * 1000, 6):g}", f"{v / 1000:g}k"}
+        out = {repr(v), f"{v:g}", str(v), f"{v * 1000:g}", f"{round(v * 1000, 6):g}", f"{v / 1000:g}k",
+               f"{v * 1000:.12g}"}      # ms written as s: the decimal point moved, every digit kept
         return out | ({str(int(v))} if float(v).is_integer() else set())
     for kind in ("inference", "training"):
         for r in data[kind]:
@@ -57,12 +58,34 @@ def test_every_value_appears_in_its_quote(data):
 
 def test_new_rows_are_in_with_the_published_precision(data):
     rows = {r["id"]: r for r in data["inference"]}
-    assert len(rows) == 75 + 52
+    assert len(rows) == 75 + 52 + 49      # + 49 rows at a concurrency (dstack DeepSeek-R1 curves, TRT-LLM blog, NIM)
+    # a mean TPOT published in ms, written in seconds with every digit kept
+    assert rows["dstack-dsr1-8xmi300x-vllm-fp8-c4-3200-800-tpot"]["value"] == 0.04620285759
     # the Neuron p50 lines as printed in the tutorial, not rounded
     assert rows["nxdi-llama33-70b-trn2-bf16-bs1-10000-1500-ttft"]["value"] == 0.5756837059743702
     assert rows["nxdi-llama31-405b-trn2-bf16-bs1-10000-1500-itl"]["value"] == 0.037929154633788834
     r = rows["amdblog-llama31-405b-8xmi300x-fp8-bs128-128-2048-e2e"]
     assert r["value"] == 116.139 and "116139" in r["quote"] and r["load"] == "static"
+
+
+def test_closed_loop_metrics_by_littles_law():
+    """A row measured at a concurrency is read through the closed loop: B running, N users, static-batch TTFT t of
+    the B prompts and decode step s. By hand, B = 4, Lo = 10, t = 2 s, s = 0.1 s: one cycle = 2 + 10 x 0.1 = 3 s;
+    4 x 10 / 3 = 13.33 output tokens/s; ITL 3 / 10 = 0.3 s; TTFT 2 / 4 + 0.1 = 0.6 s; end-to-end 3 s. With N = 8
+    users and the same 4 running, the other 4 queue one cycle: TTFT 0.6 + 3 = 3.6 s, end-to-end 8 x 3 / 4 = 6 s."""
+    from types import SimpleNamespace
+    from tokenmath.analyses.calibration.predict import metric_function
+    r = SimpleNamespace(batch=4, input_len=100, output_len=10, chips=1)
+    row = {"load": "concurrency", "concurrency": 4}
+    f = lambda metric, n=4: metric_function(r, {**row, "metric": metric, "concurrency": n})(2.0, 0.1)   # noqa: E731
+    assert f("output_tokens_per_s") == pytest.approx(40 / 3)
+    assert f("decode_step_s") == pytest.approx(0.3)
+    assert f("ttft_s") == pytest.approx(0.6)
+    assert f("e2e_latency_s") == pytest.approx(3.0)
+    assert f("ttft_s", 8) == pytest.approx(3.6)
+    assert f("e2e_latency_s", 8) == pytest.approx(6.0)
+    # a static batch of the same rows reads the whole batch's prefill as its TTFT
+    assert metric_function(r, {"metric": "ttft_s", "load": "static"})(2.0, 0.1) == 2.0
 
 
 # ---- regimes and labels ---------------------------------------------------------------------------------------------

@@ -104,5 +104,16 @@ def check_ep_imbalance(ep_imbalance) -> float:
     return imb
 
 
+def check_ep_comm(ep_comm) -> str:
+    """How the EP all-to-all moves tokens: one of engine.expert_parallel.EP_COMM."""
+    from tokenmath.engine.expert_parallel import EP_COMM
+    v = str(ep_comm).lower()
+    if v not in EP_COMM:
+        raise InputError("ep_comm", f"unknown all-to-all mode {ep_comm!r}",
+                         "bf16 (one bf16 copy per expert), fp8 (FP8 dispatch, bf16 combine) or deepep (FP8 dispatch, "
+                         "bf16 combine, one copy per remote domain)")
+    return v
+
+
 def fmt_layout(tp, pp, ep, dp) -> str:
     return f"tp={int(tp)} pp={int(pp)} ep={int(ep)} dp={int(dp)}"

@@ -88,10 +88,12 @@ def all_gather(nbytes, p, hw, eff_link: float = 1.0, *, up_bw=None, span=None):
 reduce_scatter = all_gather
 
 
-def all_to_all(nbytes, p, hw, eff_link: float = 1.0, *, up_bw=None, span=None):
+def all_to_all(nbytes, p, hw, eff_link: float = 1.0, *, up_bw=None, span=None, out_scale=1.0):
     """S = bytes each chip sends in total (its whole payload, of which (p-1)/p leaves the chip). span: where the
-    group sits (mapping/placement.Span); the slowest rank sets the time (module docstring)."""
+    group sits (mapping/placement.Span); the slowest rank sets the time (module docstring). out_scale multiplies
+    only the bytes that cross domains (one copy per domain instead of per peer: engine/expert_parallel.py)."""
     S, p = np.asarray(nbytes, float), np.asarray(p, float)
+    So = S * np.asarray(out_scale, float)
     d = float(hw.scaleup_domain)
     up = (hw.scaleup_bw if up_bw is None else up_bw) * eff_link
     inside = (p - 1) / p * S / up
@@ -101,14 +103,14 @@ def all_to_all(nbytes, p, hw, eff_link: float = 1.0, *, up_bw=None, span=None):
         else:
             out = scaleout_bandwidth(hw, eff_link)
             lo, hi = np.asarray(span.piece_min, float), np.asarray(span.piece_max, float)
-            cross = np.maximum(np.maximum(hi - 1, 0) / p * S / up, (p - lo) / p * S / out)
+            cross = np.maximum(np.maximum(hi - 1, 0) / p * S / up, (p - lo) / p * So / out)
             t = np.where(span.domains > 1, np.maximum(cross, inside), inside)
     elif np.all(p <= d):
         t = inside
     else:
         out = scaleout_bandwidth(hw, eff_link)
         # the (p-d)/p share bound for other domains crosses the scale-out link while the rest moves on scale-up
-        cross = np.maximum((d - 1) / p * S / up, (p - d) / p * S / out)
+        cross = np.maximum((d - 1) / p * S / up, (p - d) / p * So / out)
         cross = np.maximum(cross, inside)   # crossing domains is never faster than staying inside one
         t = np.where(p <= d, inside, cross)
     return np.where(p > 1, t + latency(p, hw, span), 0.0)

@@ -13,8 +13,20 @@ Experts touched. Each of T tokens picks k of E experts uniformly: E (1 - (1 - k/
 ceil(E / ep) / E of them (layout.expert_share).
 
 All-to-all. Each rank of a group of tp chips sends its 1/tp share of its group's T x k x d_model activations
-(bf16) in the dispatch and receives them back in the combine; the busiest rank gets ep_imbalance x the mean. The
+in the dispatch and receives them back in the combine; the busiest rank gets ep_imbalance x the mean. The
 group spans tp x ep chips placed by mapping/placement.py, priced for its slowest member (engine/collectives.py).
+How the tokens travel (`ep_comm`, one of EP_COMM):
+- "bf16": one bf16 copy per routed expert both ways (a plain all-to-all);
+- "fp8": the dispatch in FP8 (e4m3 + one fp32 scale per 128 values, 1.03 B per value), the combine in bf16, still
+  one copy per expert (DeepEP's low-latency kernels, pure RDMA; DeepSeek-V3 report sec. 3.3.2 / 3.5.1: dispatch
+  quantized to FP8, combine kept in BF16);
+- "deepep": FP8 dispatch, bf16 combine, and one copy per remote DOMAIN across the scale-out network, forwarded to
+  the experts' chips on scale-up (DeepEP's normal kernels; DeepSeek-V3 report sec. 3.2.2: "each token will be sent
+  to at most 4 nodes ... once it reaches the target nodes, we will endeavor to ensure that it is instantaneously
+  forwarded via NVLink"). The scale-out bytes per token are then d_model x the expected remote domains its k
+  experts sit in, which group-limited routing (Model.routing_groups / routing_group_limit: DeepSeek-V3 n_group 8,
+  topk_group 4) bounds further (`remote_domains`). The forwarding's scale-up traffic is not added (scale-up links
+  carry it ~9x faster than scale-out ones on HGX; said in the note).
 """
 from __future__ import annotations
 
@@ -24,6 +36,44 @@ from tokenmath.engine import collectives as coll
 from tokenmath.specs.model import Model
 
 ACT_BYTES = 2.0  # activations in bf16 (the same figure as forward.ACT_BYTES)
+FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128   # e4m3 values + one fp32 scale per 128 (DeepEP's FP8 dispatch)
+EP_COMM = ("bf16", "fp8", "deepep")
+COMM_NOTE = {"bf16": "", "fp8": "; FP8 dispatch, bf16 combine, one copy per expert",
+             "deepep": "; FP8 dispatch, bf16 combine, one copy per remote domain across scale-out (forwarding on "
+                       "scale-up not added)"}
+
+
+def _log_choose_ratio(a, b, r):
+    """log(C(a - b, r) / C(a, r)) for real a >= b >= 0 and integer r (0 taken as log 0 = -inf where a - b < r):
+    the chance that r draws without replacement from a items all miss b of them."""
+    from math import lgamma
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    lg = np.frompyfunc(lgamma, 1, 1)
+    ok = a - b - r + 1 > 0
+    safe = np.where(ok, a - b - r + 1, 1.0)
+    val = np.asarray(lg(a - b + 1) + lg(a - r + 1) - lg(safe) - lg(a + 1), dtype=float)
+    return np.where(ok, val, -np.inf)
+
+
+def remote_domains(m: Model, share):
+    """Chance that one token's k routed experts reach a given OTHER domain, when that domain holds
+    `share` of the experts (the experts of an EP group lie contiguously on its ranks, so a domain holding c of the p
+    ranks holds c / p of them); arrays broadcast, share in (0, 1].
+    Unrestricted: a domain is missed when all k experts fall outside it, C(E - sE, k) / C(E, k). Group-limited
+    (G groups, the token's experts inside M of them): a domain holding s G >= 1 groups is missed when all M groups
+    are elsewhere, C(G - sG, M) / C(G, M); a domain holding part of one group is hit when that group is chosen (M / G)
+    and one of its ~k / M experts there lands in the part, 1 - (1 - sG)^(k / M). The smaller of the two applies.
+    Returns the chance that one given remote domain is hit; the caller multiplies by the number of remote domains."""
+    E, k = float(m.n_experts), int(m.experts_per_token)
+    s = np.clip(np.asarray(share, float), 0.0, 1.0)
+    p_free = 1.0 - np.exp(_log_choose_ratio(E, s * E, k))
+    G, M = m.routing_groups, m.routing_group_limit
+    if G <= 1 or not M:
+        return p_free
+    sg = s * G
+    p_whole = 1.0 - np.exp(_log_choose_ratio(float(G), sg, M))
+    p_part = (M / G) * (1.0 - (1.0 - np.minimum(sg, 1.0)) ** (k / M))
+    return np.minimum(p_free, np.where(sg >= 1.0, p_whole, p_part))
 
 
 def experts_touched(m: Model, tokens):
@@ -39,14 +89,44 @@ def ep_dispatch_bytes(m: Model, tokens, tp=1.0):
     return tokens * m.experts_per_token * m.d_model * ACT_BYTES / tp
 
 
-def alltoall_s(m: Model, hw, tokens, tp, ep, eff_link: float, *, imbalance: float = 1.0, up_bw=None, span=None):
+def scaleout_copies_share(m: Model, p, span, hw):
+    """For "deepep": the scale-out bytes with one copy per remote domain over those with one copy per expert, for
+    the worst-placed rank of a group of p chips (its domain holds piece_min of them; the others are spread over the
+    group's other domains): remote domains x hit chance / (k x (p - piece_min) / p). 1 where nothing crosses."""
+    p = np.asarray(p, float)
+    if span is not None:
+        n, lo = np.asarray(span.domains, float), np.asarray(span.piece_min, float)
+    else:
+        d = float(hw.scaleup_domain)
+        n, lo = np.maximum(np.ceil(p / d), 1.0), np.minimum(p, d)
+    other = np.maximum(n - 1.0, 1.0)
+    crossing = np.maximum(p - lo, 0.0) / p                   # share of the experts outside the rank's domain
+    per_domain = crossing / other
+    copies = other * remote_domains(m, np.where(per_domain > 0, per_domain, 1.0))
+    per_expert = m.experts_per_token * crossing
+    return np.where((n > 1) & (per_expert > 0), np.minimum(copies / np.where(per_expert > 0, per_expert, 1.0), 1.0),
+                    1.0)
+
+
+def alltoall_s(m: Model, hw, tokens, tp, ep, eff_link: float, *, imbalance: float = 1.0, up_bw=None, span=None,
+               comm: str = "bf16"):
     """Dispatch + combine time of one MoE layer (s) for a rank whose attention group holds `tokens` tokens; 0 where
-    ep = 1 (tensor parallelism alone never dispatches tokens). span: the placement of the tp x ep chips."""
+    ep = 1 (tensor parallelism alone never dispatches tokens). span: the placement of the tp x ep chips. comm: how
+    the tokens travel (EP_COMM, module docstring)."""
     tp, ep = np.asarray(tp, float), np.asarray(ep, float)
     payload = ep_dispatch_bytes(m, tokens, tp)
     if imbalance != 1.0:
         payload = payload * np.where(ep > 1, float(imbalance), 1.0)   # the busiest rank receives more
-    return np.where(ep > 1, 2 * coll.all_to_all(payload, tp * ep, hw, eff_link, up_bw=up_bw, span=span), 0.0)
+    p = tp * ep
+    if comm == "bf16":
+        t = 2 * coll.all_to_all(payload, p, hw, eff_link, up_bw=up_bw, span=span)
+    else:
+        out_scale = scaleout_copies_share(m, p, span, hw) if comm == "deepep" else 1.0
+        disp = coll.all_to_all(payload * FP8_DISPATCH_BYTES / ACT_BYTES, p, hw, eff_link, up_bw=up_bw, span=span,
+                               out_scale=out_scale)
+        comb = coll.all_to_all(payload, p, hw, eff_link, up_bw=up_bw, span=span, out_scale=out_scale)
+        t = disp + comb
+    return np.where(ep > 1, t, 0.0)
 
 
 def moe_layer_compute_s(ops: dict, n_layers: int):

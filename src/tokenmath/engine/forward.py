@@ -226,7 +226,8 @@ def _attn_io_width(m: Model, tp):
 
 def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, *, phase: str,
                  seqs, new_tokens, pairs_full, pairs_sliding, kv_read_full, kv_read_sliding,
-                 ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None, stage_seqs=None) -> PassCost:
+                 ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None, stage_seqs=None,
+                 ep_comm: str = "bf16") -> PassCost:
     """Cost per chip of one forward pass over all layers.
 
     seqs: sequences per attention group in the pass; new_tokens: tokens each sequence processes;
@@ -238,8 +239,9 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
       balanced routing; the step waits for the busiest rank, so its expert FLOPs, expert weights touched and
       all-to-all payload set the pace). Applies only where ep > 1.
     ep_overlap: two-micro-batch overlap of the EP all-to-all with compute (DeepSeek-V3 / SGLang TBO): exposed
-      all-to-all per MoE layer = max(0, all-to-all - compute of that layer). The second micro-batch's extra weight
-      reads are not charged.
+      all-to-all per MoE layer = max(0, all-to-all - compute of that layer); each micro-batch reads the weights
+      again, so every weight read is charged twice.
+    ep_comm: how the EP all-to-all moves tokens (engine/expert_parallel.EP_COMM: bf16, fp8, deepep).
     links: an object with group_bw(kind, p) giving the per-chip scale-up bandwidth of a group of p chips
       (systems.System: mesh and torus topologies); None: every group gets hw.scaleup_bw.
     Context parallelism (lay.cp > 1): prefill splits each prompt over cp chips and passes KV blocks around a ring
@@ -269,6 +271,9 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     pk_a = hw.peak_flops("bf16") * eff.flops
     out = PassCost(overhead_s=m.n_layers * eff.layer_overhead_s)
     km = resolve_kernels(eff.kernels, hw)     # None: the flat fractions above, exactly as before
+    # two-micro-batch overlap runs the whole pass once per micro-batch: every weight matrix is read twice per pass
+    # (what makes it a prefill-side trick: at decode the step is mostly weight reads)
+    reread = ep_overlap and P.n_moe_layers and np.any(ep > 1)
 
     def add(name, count, flops, nbytes, peak, comm=None, note="", weights=0.0, kv=0.0, kind="stream", **shape):
         """nbytes = weights + kv + activation bytes; weights and kv are also kept apart for the analyses.
@@ -278,6 +283,10 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         # arrays keep their own (broadcastable) shapes: a scalar stays a scalar, so sweeps allocate less
         flops = np.asarray(flops, float)
         nbytes = np.asarray(nbytes, float)
+        if reread and name != "embed" and np.any(np.asarray(weights) > 0):
+            w2 = np.where(ep > 1, np.asarray(weights, float), 0.0)
+            nbytes, weights = nbytes + w2, np.asarray(weights, float) + w2
+            note = (note + "; " if note else "") + "weights read once per micro-batch (two-micro-batch overlap)"
         kname = "attn_proj_mla" if name == "attn_proj" and m.is_mla else ("attention" if kind == "attention" else name)
         t0, pk, bwo = 0.0, peak, bw
         if km is None:
@@ -375,7 +384,8 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         if ep_imbalance != 1.0:
             note += f" (busiest rank {float(ep_imbalance):g} x the mean payload)"
         a2a = xp.alltoall_s(m, hw, T, tp, ep, eff.link_bw, imbalance=ep_imbalance,
-                            up_bw=group_bw("all_to_all", tp * ep), span=pl.stage)
+                            up_bw=group_bw("all_to_all", tp * ep), span=pl.stage, comm=ep_comm)
+        note += xp.COMM_NOTE[ep_comm]
         if ep_overlap:
             a2a = np.maximum(0.0, a2a - xp.moe_layer_compute_s(out.ops, m.n_layers))
             note += "; two-micro-batch overlap: only the part longer than the layer's compute is exposed"

@@ -147,10 +147,11 @@ def passes(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency
 
 def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, batch, input_len, output_len,
                 reserve: float, *, ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None,
-                decode_only: bool = False) -> BatchCost:
+                decode_only: bool = False, ep_comm: str = "bf16") -> BatchCost:
     """Everything about serving `batch` sequences (arrays broadcast). Times in s, memory in bytes per chip.
 
-    ep_imbalance, ep_overlap, links: see forward.forward_pass (defaults: balanced routing, no overlap, every group
+    ep_imbalance, ep_overlap, ep_comm, links: see forward.forward_pass (defaults: balanced routing, no overlap,
+    one bf16 copy per expert, every group
     gets hw.scaleup_bw). KV held per chip counts every sequence in flight: all pp micro-batches of a group hold
     their KV on every stage at once (each stage keeps its 1/pp of the layers), so the KV per chip is
     ceil(batch / (dp x ep)) x KV per sequence / (pp x kv_shard) whatever the micro-batching.
@@ -160,6 +161,8 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
         opts["ep_imbalance"] = ep_imbalance
     if ep_overlap:
         opts["ep_overlap"] = True
+    if ep_comm != "bf16":
+        opts["ep_comm"] = ep_comm
     if links is not None:
         opts["links"] = links
     batch = np.asarray(batch, float)

@@ -27,6 +27,12 @@ class DType:
 # (W4A16, bf16 rate). The int8 rate is used: the faster of the two, so the pure roofline stays a bound. fp8 (W8A8 in
 # vLLM/TensorRT-LLM on Hopper+), int8 (SmoothQuant W8A8) and fp4 (NVFP4/MXFP4 on Blackwell, W4A4) run at their own
 # rate where the chip has it (Hardware.peak_flops falls back).
+# mxfp4 (the gpt-oss checkpoints) is not multiplied at the fp4 rate by the engines that serve it: on chips with
+# microscaling tensor cores (Blackwell) the activations are MXFP8 (W4A8, the fp8 rate), elsewhere bf16 (W4A16) --
+# TensorRT-LLM's gpt-oss deployment guide, "MoE Backend Support Matrix" (B200/GB200/B300/GB300: activation MXFP8,
+# weights MXFP4; H200: activation BF16, weights MXFP4), https://nvidia.github.io/TensorRT-LLM/deployment-guide/
+# deployment-guide-for-gpt-oss-on-trtllm.html; vLLM's FlashInfer MXFP4+MXFP8 MoE kernels for SM100
+# (github.com/vllm-project/vllm/issues/35528). The compute key "mxfp4" resolves this in specs.hardware.
 DTYPES: dict[str, DType] = {
     "fp32": DType("fp32", 4.0, "fp32"),
     "bf16": DType("bf16", 2.0, "bf16"),
@@ -34,8 +40,8 @@ DTYPES: dict[str, DType] = {
     "fp8": DType("fp8", 1.0 + 4.0 / (128 * 128), "fp8"),
     "int8": DType("int8", 1.0, "int8"),
     "int4": DType("int4", 0.5 + 2.0 / 128, "int8"),
-    "fp4": DType("fp4", 0.5 + 1.0 / 32, "fp4"),      # MXFP4 block-32 scales (gpt-oss checkpoints)
-    "mxfp4": DType("mxfp4", 0.5 + 1.0 / 32, "fp4"),
+    "fp4": DType("fp4", 0.5 + 1.0 / 32, "fp4"),      # W4A4 with block-32 scales (NVFP4/MXFP4-class kernels)
+    "mxfp4": DType("mxfp4", 0.5 + 1.0 / 32, "mxfp4"),
     "nvfp4": DType("nvfp4", 0.5 + 1.0 / 16, "fp4"),
 }
 ALIASES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "e4m3": "fp8", "float8": "fp8"}

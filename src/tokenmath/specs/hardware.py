@@ -63,16 +63,23 @@ class Hardware:
     kernel_class: str = ""         # a file's `kernel_class` (specs/kernels.py); "" : the catalog chip's, else generic
     kernels: "KernelModel | None" = None   # a file's own measured KernelModel (its [kernels] section, `tokenmath measure`)
 
+    def _path(self, compute: str) -> tuple[str, ...]:
+        """The FLOP keys tried, in order, for matmuls on `compute`. mxfp4 weights meet MXFP8 activations where the
+        chip has microscaling (fp4) tensor cores and bf16 elsewhere (specs/dtypes.py, the W4A8 / W4A16 note)."""
+        if compute == "mxfp4":
+            return (("fp8",) if self.flops.get("fp4") else ()) + ("bf16", "fp16", "fp32")
+        return FALLBACK.get(compute, (compute, "bf16", "fp16", "fp32"))
+
     def peak_flops(self, compute: str) -> float:
         """Dense FLOP/s for matmuls on `compute` (a dtype key), falling back where the chip lacks that path."""
-        for k in FALLBACK.get(compute, (compute, "bf16", "fp16", "fp32")):
+        for k in self._path(compute):
             if self.flops.get(k):
                 return self.flops[k]
         raise InputError("hardware", f"{self.id} lists no FLOP/s figure usable for {compute}",
                          "add a tflops entry for bf16 or fp16 to the hardware file")
 
     def flops_key(self, compute: str) -> str:
-        for k in FALLBACK.get(compute, (compute, "bf16", "fp16", "fp32")):
+        for k in self._path(compute):
             if self.flops.get(k):
                 return k
         return compute

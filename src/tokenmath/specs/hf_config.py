@@ -123,6 +123,8 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
                       first_dense_layers=c.int("first_k_dense_replace", 0, 0, kw["n_layers"]),
                       moe_layer_step=c.int("moe_layer_freq", 1, 1, kw["n_layers"]),
                       router_bias=data.get("topk_method") == "noaux_tc")
+            if c.has("n_group") and c.int("n_group", 0, 0) > 1:   # group-limited routing (n_group 1: unrestricted)
+                kw.update(routing_groups=c.int("n_group", 0, 0), routing_group_limit=c.int("topk_group", 1, 1))
         if mt == "deepseek_v32":
             hf_families.sparse_attention(data, c, kw)
     elif mt == "gpt_oss":

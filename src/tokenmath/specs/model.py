@@ -42,6 +42,10 @@ class Model:
     first_dense_layers: int = 0
     moe_layer_step: int = 1
     router_bias: bool = False
+    # group-limited routing (DeepSeek-V2/V3 n_group / topk_group): the experts form routing_groups groups and a
+    # token picks its top-k experts inside routing_group_limit of them; 0: unrestricted
+    routing_groups: int = 0
+    routing_group_limit: int = 0
     attention: str = "gqa"         # gqa | mla
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
@@ -186,6 +190,12 @@ def validate(m: Model, field_prefix: str = "model") -> Model:
         bad("head_dim", f"d_model {m.d_model} is not divisible by {m.n_heads} heads and no head_dim is given", "set head_dim")
     if m.n_experts and not 1 <= m.experts_per_token <= m.n_experts:
         bad("experts_per_token", f"{m.experts_per_token} of {m.n_experts} experts", f"between 1 and {m.n_experts}")
+    if m.routing_groups > 1 and (not m.n_experts or m.n_experts % m.routing_groups):
+        bad("routing_groups", f"{m.n_experts} experts do not split into {m.routing_groups} routing groups",
+            "a divisor of n_experts (n_group), or 0")
+    if m.routing_groups > 1 and not 1 <= m.routing_group_limit <= m.routing_groups:
+        bad("routing_group_limit", f"{m.routing_group_limit} of {m.routing_groups} groups",
+            f"between 1 and {m.routing_groups} (topk_group)")
     if m.is_moe and not m.moe_intermediate:
         bad("moe_intermediate", "a MoE model needs the per-expert FFN width", "a positive integer")
     if m.n_dense_layers and not m.ffn_intermediate:

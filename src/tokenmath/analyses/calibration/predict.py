@@ -71,7 +71,11 @@ def source_key(row) -> str:
 
 
 def metric_function(r, row) -> Callable:
-    """(ttft, decode step) -> the row's inference metric, for a result `r` with batch, input_len, output_len, chips."""
+    """(ttft, decode step) -> the row's inference metric, for a result `r` with batch, input_len, output_len, chips.
+    ttft is the static batch's (all B prompts), the step its decode step; rows measured at a concurrency go through
+    `closed_loop_function`."""
+    if row.get("load") == "concurrency":
+        return closed_loop_function(r, row)
     B, Li, Lo = r.batch, r.input_len, r.output_len
     scale = row.get("value_per_chips", r.chips) / r.chips
     m = row["metric"]
@@ -88,6 +92,35 @@ def metric_function(r, row) -> Callable:
     }
     if m not in table:
         raise InputError("metric", f"unknown inference metric {m!r}", ", ".join(table))
+    return table[m]
+
+
+def closed_loop_function(r, row) -> Callable:
+    """The metric of a closed loop of N users (each sends its next request when one completes) from the static
+    batch of the B sequences the engine runs (B = N when they fit, else the largest batch that does; the others
+    queue). Over one cycle the B running requests are prefilled once each and decode Lo tokens, so the cycle lasts
+    what the static batch takes, ttft + Lo x step, whether prefills run as steps of their own or as chunks mixed
+    into decode steps (the same work); by Little's law (requests in the system = throughput x time in it):
+      output tokens/s = B Lo / cycle;  time between one request's tokens (ITL) = cycle / Lo;
+      end-to-end = N cycle / B;  TTFT = its own prompt's prefill (ttft / B) + the step that carries it
+      (step) + the queue wait (N / B - 1) cycle.
+    The same quantities the simulator reports at a steady state (analyses/serving/steady_state.py agrees with it
+    within 2%); written on the static batch so the fitted terms re-time it like every other row."""
+    B, Lo = r.batch, r.output_len
+    N = max(int(row.get("concurrency", row.get("batch", B)) or B), B)
+    scale = row.get("value_per_chips", r.chips) / r.chips
+    m = row["metric"]
+    cycle = lambda t, s: t + Lo * s                 # noqa: E731
+    table = {
+        "output_tokens_per_s": lambda t, s: B * Lo / cycle(t, s) * scale,
+        "total_tokens_per_s": lambda t, s: B * (r.input_len + Lo) / cycle(t, s) * scale,
+        "output_tokens_per_s_per_user": lambda t, s: Lo / cycle(t, s),
+        "decode_step_s": lambda t, s: cycle(t, s) / Lo,
+        "ttft_s": lambda t, s: t / B + s + (N / B - 1) * cycle(t, s),
+        "e2e_latency_s": lambda t, s: N * cycle(t, s) / B,
+    }
+    if m not in table:
+        raise InputError("metric", f"unknown metric {m!r} for a row measured at a concurrency", ", ".join(table))
     return table[m]
 
 
@@ -138,7 +171,8 @@ def predict_inference(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPre
     kw = dict(chips=row.get("chips"), tp=row.get("tp"), pp=row.get("pp"), ep=row.get("ep"), dp=row.get("dp"),
               batch=row.get("batch", 1), input_len=max(int(row.get("input_len", 1)), 1),
               output_len=max(int(row.get("output_len", 1)), 1), weight_dtype=row.get("weight_dtype"),
-              kv_dtype=row.get("kv_dtype"))
+              kv_dtype=row.get("kv_dtype"), ep_comm=row.get("ep_comm", "bf16"),
+              ep_overlap=bool(row.get("ep_overlap", False)))
     try:
         base = infer(row["model"], row["hardware"], efficiency=model.base(row), **kw)
         if not base.fits and load_of(row) == "concurrency":

@@ -76,16 +76,16 @@ def links_for(hw) -> System | None:
 
 
 def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep_imbalance: float = 1.0,
-             ep_overlap: bool = False, links: System | None = None) -> Grid:
+             ep_overlap: bool = False, links: System | None = None, ep_comm: str = "bf16") -> Grid:
     """A (layouts x batches) grid in one engine call. `batches` is a vector shared by all layouts, or an (L, B)
-    array (a batch axis per layout). ep_imbalance, ep_overlap, links: see engine.forward.forward_pass (links: pass
+    array (a batch axis per layout). ep_imbalance, ep_overlap, ep_comm, links: see engine.forward.forward_pass (links: pass
     links_for(su.hardware) to give mesh and torus groups their own bandwidth)."""
     lay = as_layout(layouts)
     B = np.asarray(batches, float)
     if B.ndim <= 1:
         B = B.reshape(1, -1)
     sv = serve_batch(su.model, su.hardware, lay, su.precision, su.efficiency, B, input_len, output_len, su.reserve,
-                     ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, links=links)
+                     ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, links=links, ep_comm=ep_comm)
     step = np.asarray(sv.decode_step_s, float)
     shape = step.shape
     comm = np.broadcast_to(np.asarray(sv.decode.comm_s, float) + np.asarray(sv.pp_p2p_s, float), shape)

@@ -26,7 +26,7 @@ from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 from tokenmath.specs.serving_engines import EngineProfile, engine_dict
-from tokenmath.analyses.setup import setup
+from tokenmath.analyses.setup import check_ep_comm, setup
 from tokenmath.analyses.serving.load import Load
 
 
@@ -166,7 +166,8 @@ def _scalar(x):
 
 def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, input_len=1024,
           output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
-          reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None) -> InferResult:
+          reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
+          ep_overlap: bool = False, ep_comm: str = "bf16") -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -175,9 +176,12 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     concurrency / arrival_rate: serving under load (closed loop of that many users / open loop at that many
     requests/s; analyses/serving/load.py): ttft_s is then one request's, decode_step_s the mean time between its
     tokens, and batch the sequences running at once; `load` holds the rest.
+    ep_overlap / ep_comm: two-micro-batch overlap of the EP all-to-all with compute, and how it moves tokens
+    (engine.forward.forward_pass; the static batch only: under load the steady state prices bf16 without overlap).
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
     input_len = int_arg(input_len, "input_len")
+    ep_comm = check_ep_comm(ep_comm)
     output_len = int_arg(output_len, "output_len")
     load = None
     if concurrency is not None or arrival_rate is not None:
@@ -209,7 +213,8 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
         batch = int_arg(batch, "batch", 1, MAX_BATCH)
 
     P = count_params(m)
-    sv = serve_batch(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve)
+    sv = serve_batch(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve,
+                     ep_overlap=bool(ep_overlap), ep_comm=ep_comm)
     fits = batch >= 1 and bool(sv.fits)
     sizes = dict(model=m, hardware=hw, layout=lay, precision=prec, efficiency=eff, batch=batch, input_len=input_len,
                  output_len=output_len, params_total=P.total, params_active=P.active,

@@ -38,7 +38,7 @@ from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.specs.model_catalog import model_ids, get_model
 from tokenmath.specs.params import count_params
-from tokenmath.analyses.setup import Setup, check_ep_imbalance, fmt_layout, system_setup
+from tokenmath.analyses.setup import Setup, check_ep_comm, check_ep_imbalance, fmt_layout, system_setup
 from tokenmath.analyses.serving.grid import evaluate, links_for, point
 
 
@@ -106,11 +106,12 @@ def candidate_layouts(m, n: int, d: int) -> list[tuple[str, tuple[int, int, int,
 
 def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, weight_dtype=None, kv_dtype=None,
         ep_imbalance=1.0, ep_overlap=False, efficiency: Efficiency | None = None, reserve=None,
-        engine=None) -> MoeReport:
+        engine=None, ep_comm="bf16") -> MoeReport:
     """Expert layers against the scale-up domain of `system` for `batch` sequences of `context` tokens.
     engine: a serving engine's id or file, "none" or None (the engine-free step; see analyses.setup): its memory
     fraction, KV blocks and running-sequence cap apply to every per-chip figure."""
     imb = check_ep_imbalance(ep_imbalance)
+    ep_comm = check_ep_comm(ep_comm)
     su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine)
     m, hw, prec, eff = su.model, su.hardware, su.precision, su.efficiency
     if not m.is_moe:
@@ -215,7 +216,7 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
     # ---- 4. TP vs EP vs PP on the same chips, one engine call ----
     cands = candidate_layouts(m, n, d)
     g = evaluate(su, [t for _, t in cands], [batch], input_len, output_len, ep_imbalance=imb,
-                 ep_overlap=bool(ep_overlap), links=links)
+                 ep_overlap=bool(ep_overlap), links=links, ep_comm=ep_comm)
     price = hw.price_usd_per_hour
     rows = []
     for i, (name, t) in enumerate(cands):
@@ -230,4 +231,5 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
         notes.append(f"no layout of {n} chips holds batch {batch} at {context:,} tokens: lower --batch or add chips")
     return MoeReport(setup=su, chips=n, batch=batch, context=context, input_len=input_len, output_len=output_len,
                      fit=fit, all_to_all=a2a_d, capacity=capacity, rows=rows,
-                     options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap)}, notes=tuple(notes))
+                     options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap), "ep_comm": ep_comm},
+                     notes=tuple(notes))

@@ -33,7 +33,7 @@ from tokenmath.mapping.placement import place
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.model import Model
 from tokenmath.specs.systems import System
-from tokenmath.analyses.setup import Setup, check_ep_imbalance, fmt_layout, system_setup
+from tokenmath.analyses.setup import Setup, check_ep_comm, check_ep_imbalance, fmt_layout, system_setup
 from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, links_for, point
 from tokenmath.analyses.serving.by_concurrency import concurrency_axis, trace
 from tokenmath.analyses.serving.pareto import flag_frontier, frontier_mask
@@ -123,12 +123,13 @@ def _infeasible(g: Grid, fits, ttft_s, tps_user, m: Model, hw, chips, ctx):
 def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=None, input_len=1024,
          output_len=256, weight_dtype=None, kv_dtype=None, ep_imbalance=1.0, ep_overlap=False,
          disaggregated=False, efficiency: Efficiency | None = None, reserve=None, runner_ups: int = 5,
-         engine=None, concurrency=None) -> Plan:
+         engine=None, concurrency=None, ep_comm="bf16") -> Plan:
     """Cheapest layout and batch meeting the targets on `chips` chips of `system`, with the Pareto frontier; with a
     serving engine, also the best and runner-up layouts' closed-loop steady states at each concurrency (default
     by_concurrency.DEFAULT_CONCURRENCY; () for none)."""
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     imb = check_ep_imbalance(ep_imbalance)
+    ep_comm = check_ep_comm(ep_comm)
     ttft_s, tps_user = _targets(ttft_ms, min_tokens_per_s_per_user)
     su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine)
     cs = concurrency_axis(concurrency, su.engine)
@@ -160,7 +161,7 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
                          "per sequence in any layout", "more chips, a shorter context or a smaller dtype")
     axis = batch_axis(top)
     B = np.concatenate([np.broadcast_to(axis, (len(lays), axis.size)), np.maximum(bmax_l, 1.0)], axis=1)
-    opts = dict(ep_imbalance=imb, ep_overlap=bool(ep_overlap), links=links_for(hw))
+    opts = dict(ep_imbalance=imb, ep_overlap=bool(ep_overlap), links=links_for(hw), ep_comm=ep_comm)
     g = evaluate(su, lays, B, input_len, output_len, **opts)
     search_s = time.perf_counter() - t0
     fits = np.asarray(g.fits, bool)
@@ -199,13 +200,14 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
               if disaggregated else None)
     traced = [g.layouts[i] for i in [li, *order]]
     by_c, c_notes = trace(su, traced, cs, input_len, output_len)
-    if by_c and (imb != 1.0 or ep_overlap):
-        c_notes.append("by concurrency: the steady state prices EP as balanced and not overlapped")
+    if by_c and (imb != 1.0 or ep_overlap or ep_comm != "bf16"):
+        c_notes.append("by concurrency: the steady state prices EP as balanced, not overlapped, bf16 both ways")
     return Plan(setup=su, chips=n, input_len=input_len, output_len=output_len,
                 targets={"ttft_s": ttft_s, "min_tokens_per_s_per_user": tps_user}, best=best, runner_ups=runners,
                 frontier=front, points={"x": xs, "y": ys}, layouts_evaluated=len(lays), points_evaluated=int(B.size),
                 points_fitting=int(fits.sum()), search_s=search_s,
-                options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap)}, disaggregated=disagg,
+                options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap), "ep_comm": ep_comm},
+                disaggregated=disagg,
                 notes=tuple(notes), by_concurrency=tuple(flag_frontier(by_c)), by_concurrency_notes=tuple(c_notes))
 
 

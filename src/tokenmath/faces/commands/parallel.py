@@ -15,10 +15,20 @@ def _system_option(f):
                              "mi300x-node), a chip id (that chip in its usual domain) or a file.")(f)
 
 
-def _ep_options(f):
+def ep_transport_options(f):
+    """--overlap-ep and --ep-comm: how a MoE's expert-parallel all-to-all runs (engine/expert_parallel.py)."""
     f = click.option("--overlap-ep", "ep_overlap", is_flag=True,
                      help="Overlap the EP all-to-all with compute (two micro-batches): only the part longer than "
                           "a layer's compute is exposed.")(f)
+    f = click.option("--ep-comm", type=click.Choice(["bf16", "fp8", "deepep"]), default="bf16", show_default=True,
+                     help="EP all-to-all: bf16 both ways, one copy per expert; fp8 dispatch + bf16 combine (DeepEP "
+                          "low-latency); deepep: fp8 dispatch + bf16 combine, one copy per remote domain across "
+                          "scale-out, group-limited routing honoured (DeepEP normal, DeepSeek-V3).")(f)
+    return f
+
+
+def _ep_options(f):
+    f = ep_transport_options(f)
     f = click.option("--ep-imbalance", type=float, default=1.0, show_default=True, callback=positive_float,
                      help="Busiest expert-parallel rank's tokens / the mean (1.0 = perfectly balanced routing).")(f)
     return f
@@ -41,7 +51,7 @@ def _ep_options(f):
 @with_plot
 @guarded
 def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, output_len, disaggregated, concurrency,
-         ep_imbalance, ep_overlap, weight_dtype, kv_dtype, engine, as_json, explain, plot_file):
+         ep_imbalance, ep_overlap, ep_comm, weight_dtype, kv_dtype, engine, as_json, explain, plot_file):
     """Best layout (TP, EP, PP, DP, batch) on a system: cheapest $/Mtok meeting the targets, runner-ups, frontier."""
     from tokenmath.analyses.serving.plan import plan as run
     from tokenmath.faces.explain_concurrency import plan_concurrency_text
@@ -49,7 +59,7 @@ def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, ou
     r = run(model, system, chips=chips, ttft_ms=ttft_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
             input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
             ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated, engine=engine,
-            concurrency=concurrency)
+            concurrency=concurrency, ep_comm=ep_comm)
     if plot_file:
         from tokenmath.faces.plots_parallel import plan_plot
         plan_plot(r, plot_file)
@@ -76,13 +86,13 @@ def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, ou
 @engine_option
 @with_plot
 @guarded
-def moe(model, system, chips, batch, context, output_len, ep_imbalance, ep_overlap, weight_dtype, kv_dtype, engine,
-        as_json, explain, plot_file):
+def moe(model, system, chips, batch, context, output_len, ep_imbalance, ep_overlap, ep_comm, weight_dtype, kv_dtype,
+        engine, as_json, explain, plot_file):
     """Expert layers vs the rack: fit in one domain, all-to-all inside vs across, TP vs EP vs PP side by side."""
     from tokenmath.analyses.serving.moe import moe as run
     from tokenmath.faces.explain_parallel import explain_moe, moe_text
     r = run(model, system, chips=chips, batch=batch, context=context, output_len=output_len, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, engine=engine)
+            kv_dtype=kv_dtype, ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, engine=engine, ep_comm=ep_comm)
     if plot_file:
         from tokenmath.faces.plots_parallel import moe_plot
         moe_plot(r, plot_file)

@@ -39,36 +39,38 @@ class TokenBudget:
         return st.kv_used() + tokens <= st.cap
 
     def schedule(self, st):
-        if not st.prefilling and (not st.waiting or len(st.running) >= self.max_running) and \
-                st.Q + len(st.decoding) * st.G + st.kv_pf + st.round * len(st.running) <= st.cap:
+        running, decoding, prefilling = st.running, st.decoding, st.prefilling
+        used = st.Q + len(decoding) * st.G + st.kv_pf + st.round * len(running)      # st.kv_used(), inlined
+        if not prefilling and (not st.waiting or len(running) >= self.max_running) and used <= st.cap:
             return (), True                 # nothing to prefill or admit, and the decodes' KV fits
         before = st.preemptions
-        if st.decoding:
+        if decoding and used > st.cap:
             self._room(st, 0.0)
-        budget = self.budget - len(st.decoding)
+        budget = self.budget - len(decoding)
         chunks = []
         taken = 0
-        for i in list(st.prefilling):
-            if budget <= 0:
-                break
-            if i not in st.prefilling:      # preempted to make room for an earlier one
-                continue
-            n = min(st.need[i] - st.done[i], budget)
-            if not self._room(st, taken + n, who=i):
-                continue
-            chunks.append((i, n))
-            budget -= n
-            taken += n
-        if st.preemptions != before:
-            return chunks, True
-        waiting, running, cap = st.waiting, st.running, self.max_running
+        if prefilling:
+            for i in list(prefilling):
+                if budget <= 0:
+                    break
+                if i not in prefilling:     # preempted to make room for an earlier one
+                    continue
+                n = min(st.need[i] - st.done[i], budget)
+                if not self._room(st, taken + n, who=i):
+                    continue
+                chunks.append((i, n))
+                budget -= n
+                taken += n
+            if st.preemptions != before:
+                return chunks, True
+        waiting, cap, chunked, admissible = st.waiting, self.max_running, self.chunked, self.admissible
         while waiting and budget > 0 and len(running) < cap:
             i = waiting[0]
             rest = st.pending(i)
             n = rest if rest < budget else budget
-            if n < rest and not self.chunked and (chunks or rest <= self.budget):
+            if n < rest and not chunked and (chunks or rest <= self.budget):
                 break           # no chunking: the whole prompt in one step (alone if it exceeds the budget)
-            if not self.admissible(st, i, taken + (n if self.chunked else rest)):
+            if not admissible(st, i, taken + (n if chunked else rest)):
                 break           # FCFS: the head of the queue waits for memory, and so does everyone behind it
             st.admit()
             chunks.append((i, n))
