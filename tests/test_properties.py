@@ -303,8 +303,14 @@ def test_expert_imbalance_never_faster_and_overlap_never_slower(case, a, b, eff)
         assert f(getattr(even, name)) <= f(getattr(t_lo, name)) * (1 + REL)
         assert f(getattr(t_lo, name)) <= f(getattr(t_hi, name)) * (1 + REL)
     ov = serve(m, hw, lay, prec, eff, wl["batch"], wl["input_len"], wl["output_len"], RESERVE, ep_overlap=True)
-    assert f(ov.decode_step_s) <= f(even.decode_step_s) * (1 + REL)
-    assert f(ov.ttft_s) <= f(even.ttft_s) * (1 + REL)
+    # overlap hides communication but each micro-batch reads the weights again: never slower than no overlap plus
+    # that second read at the op's own bandwidth
+    for name, pas in (("decode_step_s", "decode"), ("ttft_s", "prefill")):
+        a, b = getattr(even, pas), getattr(ov, pas)
+        reread = sum(float(np.max(op.count * (np.asarray(b.ops[k].weight_bytes) - np.asarray(op.weight_bytes))))
+                     / op.bandwidth for k, op in a.ops.items() if op.bandwidth > 0)
+        scale = f(getattr(even, name)) / f(a.time_s) if f(a.time_s) > 0 else 1.0     # chunks / pipeline fill
+        assert f(getattr(ov, name)) <= (f(getattr(even, name)) + reread * scale) * (1 + REL)
     assert f(ov.decode_step_s) >= f(ov.decode_floor_s) * (1 - REL)      # overlap hides comm, never beats the roofline
 
 

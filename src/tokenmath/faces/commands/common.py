@@ -65,6 +65,13 @@ def positive_float(ctx, param, value):
     return value
 
 
+def nonneg_float(ctx, param, value):
+    import math
+    if value is not None and not (value >= 0 and math.isfinite(value)):
+        raise click.BadParameter(f"{value} must be a finite number at least 0")
+    return value
+
+
 def model_hardware(f):
     """--model and --hardware."""
     f = click.option("--hardware", "-H", default=DEFAULT_HARDWARE, show_default=True,

@@ -1,6 +1,7 @@
 import click
 
-from tokenmath.faces.commands.common import DEFAULT_HARDWARE, dtype_options, guarded, with_plot
+from tokenmath.faces.commands.common import (DEFAULT_HARDWARE, dtype_options, guarded, nonneg_float, positive,
+                                             with_plot)
 
 
 @click.command()
@@ -14,13 +15,13 @@ from tokenmath.faces.commands.common import DEFAULT_HARDWARE, dtype_options, gua
 @click.option("--rl", "rl_phase", is_flag=True,
               help="Price --rl-rollout-tokens as an RL phase (rollouts on the engine at the recipe's lengths, shared "
                    "prompts, reference/reward passes, policy update) instead of as output tokens.")
-@click.option("--rl-group-size", type=int, default=16, show_default=True,
+@click.option("--rl-group-size", type=int, default=16, show_default=True, callback=positive,
               help="Responses per prompt (DeepSeek-R1: 16).")
-@click.option("--rl-prompt-len", type=int, default=2048, show_default=True,
+@click.option("--rl-prompt-len", type=int, default=2048, show_default=True, callback=positive,
               help="Prompt tokens per rollout (verl's DAPO recipe max_prompt_length).")
-@click.option("--rl-response-len", type=int, default=32768, show_default=True,
+@click.option("--rl-response-len", type=int, default=32768, show_default=True, callback=positive,
               help="Response tokens per rollout (DeepSeek-R1's maximum length).")
-@click.option("--rl-reward-params", type=float, default=0.0, show_default=True,
+@click.option("--rl-reward-params", type=float, default=0.0, show_default=True, callback=nonneg_float,
               help="Reward-model parameters (0: rule-based rewards, as DeepSeek-R1).")
 @click.option("--rl-no-reference", is_flag=True, help="No reference-model pass (no KL term).")
 @click.option("--fit", default="epoch", show_default=True, help="epoch, hoffmann or hoffmann-rounded.")
