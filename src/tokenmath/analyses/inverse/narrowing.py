@@ -43,7 +43,9 @@ class ApiDeduction:
         return self.steps[0]
 
     def to_dict(self) -> dict:
-        return {"evidence": self.evidence.to_dict(), "steps": [s.to_dict() for s in self.steps],
+        """The all-evidence answer at the top level under the same keys as `deduce --input-price ...` (one meaning
+        per key: active_params_b, total_params_b, kv_bytes_per_token, batch, ...), then how it was reached."""
+        return {**self.final.summary, "evidence": self.evidence.to_dict(), "steps": [s.to_dict() for s in self.steps],
                 "true_active_params_b": self.true_active_params_b, "true_total_params_b": self.true_total_params_b,
                 "price_only": self.price_only.summary, "all_evidence": self.final.summary}
 
