@@ -5,8 +5,9 @@
 #     BENCH_OUT=/tmp/bench bash benchmarks/run.sh   # also writes sweep_speed.json, vs_llm_analysis.json, startup.json
 #
 # Creates, when missing: .venv with tokenmath (pip install -e .) and benchmarks/.venv-llm-analysis with
-# llm-analysis from the package registry (network needed once). The two timing benchmarks run pinned to one core
-# (taskset -c 0, when available); wall times are medians of repeated runs.
+# llm-analysis from the package registry (network needed once). Every timing runs pinned to one core (taskset -c 0,
+# when available: other programs sharing the machine then move a start-up less); wall times are medians of repeated
+# runs, CPU times are printed beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -26,5 +27,5 @@ echo
 echo "== 2. tokenmath vs llm-analysis: the same 1,000 configurations in one process (one core)"
 ${PIN[@]+"${PIN[@]}"} "$VENV/bin/python" benchmarks/vs_llm_analysis.py $(json vs_llm_analysis.json)
 echo
-echo "== 3. start-up of the command line"
-"$VENV/bin/python" benchmarks/startup.py $(json startup.json)
+echo "== 3. start-up of the command line (one core)"
+${PIN[@]+"${PIN[@]}"} "$VENV/bin/python" benchmarks/startup.py $(json startup.json)

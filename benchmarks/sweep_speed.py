@@ -87,6 +87,7 @@ t3 = time.perf_counter()
 print(t1 - t0, t2 - t1, t3 - t2, c2 - c1)
 """
 FIRST_TARGET_S = 0.050   # issue 23 item 10: the first tokenmath.sweep call in a process
+DECODE_TARGET = 1e7      # issue 23 item 11: dense decode configurations per second on one core
 
 
 def first_sweep(runs: int = 7) -> dict:
@@ -126,13 +127,19 @@ def main(argv=None):
         out[name] = {"model": model, "hardware": hw, **r}
         print(f"{name:14s} {r['configurations']:>9,d} {r['median_wall_s']:>8.3f} {r['configs_per_s']:>12,.0f} "
               f"{r['median_cpu_s']:>7.3f} {r['configs_per_cpu_s']:>14,.0f} {r['fits']:>8,d}")
+    d = out.get("dense decode")
+    if d:
+        print(f"dense decode target (issue 23 item 11) >= {DECODE_TARGET:,.0f} configurations/s on one core: "
+              f"{d['configs_per_s']:,.0f}/s by wall time ({'met' if d['configs_per_s'] >= DECODE_TARGET else 'MISSED'}), "
+              f"{d['configs_per_cpu_s']:,.0f} per CPU-second ({'met' if d['configs_per_cpu_s'] >= DECODE_TARGET else 'MISSED'})")
     f = first_sweep()
     out["first_sweep"] = f
     print(f"first tokenmath.sweep call in a fresh process (24 configurations; numpy already imported, its import "
           f"{f['numpy_import_s'] * 1e3:.0f} ms apart): {f['first_call_s'] * 1e3:.0f} ms "
           f"(CPU {f['first_call_cpu_s'] * 1e3:.0f} ms), {f['first_call_s'] / f['second_call_s']:.0f} x the second call's "
           f"{f['second_call_s'] * 1e3:.1f} ms; target <= {FIRST_TARGET_S * 1e3:.0f} ms: "
-          f"{'met' if f['first_call_s'] <= FIRST_TARGET_S else 'MISSED'}")
+          f"{'met' if f['first_call_s'] <= FIRST_TARGET_S else 'MISSED'} by wall time, "
+          f"{'met' if f['first_call_cpu_s'] <= FIRST_TARGET_S else 'MISSED'} by CPU time")
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=2))
     return out

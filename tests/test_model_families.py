@@ -187,8 +187,12 @@ def test_bad_hybrid_configs_name_the_field(fixtures, patch, field):
 def test_nemotron_h_pattern_errors(fixtures):
     cfg = json.loads((fixtures / "Nemotron-H-56B-Base-8K.json").read_text())
     with pytest.raises(InputError) as e:
+        model_from_hf_config(cfg | {"hybrid_override_pattern": "MXM" + cfg["hybrid_override_pattern"][3:]})
+    assert e.value.field == "hybrid_override_pattern" and "X" in e.value.problem
+    # a MoE block (E) needs the experts' fields
+    with pytest.raises(InputError) as e:
         model_from_hf_config(cfg | {"hybrid_override_pattern": "MEM" + cfg["hybrid_override_pattern"][3:]})
-    assert e.value.field == "hybrid_override_pattern" and "E" in e.value.problem
+    assert e.value.field == "n_routed_experts"
     with pytest.raises(InputError):
         model_from_hf_config(cfg | {"hybrid_override_pattern": cfg["hybrid_override_pattern"][:-1]})
 

@@ -9,7 +9,8 @@ from tokenmath.faces.cli import cli
 from tokenmath.specs.model_catalog import get_model
 
 NEW = ["qwen3-next-80b-a3b", "deepseek-v3.2", "llama-4-scout", "llama-4-maverick", "minimax-m2.5", "glm-4.5-air",
-       "nemotron-h-56b", "qwen3.5-35b-a3b"]
+       "nemotron-h-56b", "qwen3.5-35b-a3b", "kimi-linear-48b-a3b", "minimax-m1",
+       "nemotron-3-nano-30b-a3b"]
 ON8 = ["--hardware", "h200", "--chips", "8"]
 COMMANDS = {
     "infer": ON8 + ["--batch", "8", "--input-len", "4096", "--output-len", "256"],

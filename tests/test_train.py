@@ -11,7 +11,8 @@ from tokenmath.faces.cli import cli as main
 from tokenmath.specs.efficiency import PEAK
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.train_memory import activation_bytes_per_layer, train_memory
-from tokenmath.engine.train_step import bubble_fraction, matmul_params, train_step
+from tokenmath.engine.train_step import train_step
+from tokenmath.engine.train_step_result import bubble_fraction, matmul_params
 from tokenmath.specs.hardware import from_record, get_hardware
 from tokenmath.mapping.layout import train_layout
 from tokenmath.specs.model import Model
@@ -35,14 +36,20 @@ def test_tiny_6nd_by_hand():
     assert r.step.model_flops == 6 * 88_640 * 64 == 34_037_760
     # executed: forward per sequence = matmuls 2 x (2 x 40,960 + 6,400) x 16 tokens
     #           + causal attention 4 heads x 16 dims x 4 FLOPs x 136 pairs (16 x 17 / 2) x 2 layers;
-    # backward = 2 x forward
-    fwd = 2 * (2 * 40_960 + 6_400) * 16 + 4 * 4 * 16 * 136 * 2
+    # backward = 2 x forward, except FlashAttention's backward: 2.5 x its forward (it recomputes QK^T), so
+    # attention adds 0.5 x 69,632 per sequence
+    attn = 4 * 4 * 16 * 136 * 2
+    fwd = 2 * (2 * 40_960 + 6_400) * 16 + attn
     assert fwd == 2_895_872
-    assert r.step.hardware_flops == pytest.approx(3 * 4 * fwd, rel=1e-12)
+    assert r.step.hardware_flops == pytest.approx(4 * (3 * fwd + 0.5 * attn), rel=1e-12)
     # full recomputation adds one forward of the layers (not the lm_head)
     f = train(TINY, TOY, chips=1, seq_len=16, global_batch_tokens=64, micro_batch=4, recompute="full", zero=0)
     layers_fwd = fwd - 2 * 6_400 * 16
-    assert f.step.hardware_flops == pytest.approx(4 * (3 * fwd + layers_fwd), rel=1e-12)
+    assert f.step.hardware_flops == pytest.approx(4 * (3 * fwd + 0.5 * attn + layers_fwd), rel=1e-12)
+    # unfused attention (flash=False) keeps the probabilities: its backward is the plain 2 x
+    u = train(TINY, TOY, chips=1, seq_len=16, global_batch_tokens=64, micro_batch=4, recompute="none", zero=0,
+              flash=False)
+    assert u.step.hardware_flops == pytest.approx(3 * 4 * fwd, rel=1e-12)
     assert 0 < r.mfu < 1
 
 

@@ -3,6 +3,7 @@ a chart's readout open, and the roofline tab (web-roofline.png, desktop), taken 
 playwright from a local `tokenmath serve`.
 
     python tests/web_screenshots.py   # writes docs/img/web-{hyperbola,pareto}-{desktop,phone}.png, web-roofline.png
+                                      # and the desktop views web-<name>.png of PAGES
 """
 from __future__ import annotations
 
@@ -22,6 +23,42 @@ VIEWS = {"desktop": dict(viewport={"width": 1400, "height": 1000}),
 # which reads "your point" first)
 SHOTS = {"hyperbola": ("?tab=hyperbola&batch=64", "#hyperbola-cost", (0.5, 0.5)),
          "pareto": ("?tab=pareto&batch=16", "#pareto-chart", None)}
+# desktop views, one per tab (docs/img/web-<name>.png), in the same form as SHOTS
+PAGES = {"hyperbola": ("?tab=hyperbola&batch=64", "#hyperbola-cost", (0.5, 0.5)),
+         "pareto": ("?tab=pareto&batch=16", "#pareto-chart", None),
+         "context": ("?tab=context&batch=64", "#context-step", (0.6, 0.5)),
+         "prices": ("?tab=prices&batch=64", "#prices-chart", (0.5, 0.5)),
+         "deduce": ("?tab=deduce", "#deduce-chart", None),
+         "training": ("?tab=train", "#train-breakdown", None),
+         "sensitivity": ("?tab=sensitivity&batch=64", "#sensitivity-chart", None),
+         "speculative": ("?tab=hyperbola&model=llama-3.1-70b&chips=8&sp_mode=draft&sp_acceptance=0.7"
+                         "&w_memory_bw_tbs=4.8", "#hyperbola-cost", (0.3, 0.5))}
+
+
+def shoot(page, base: str, query: str, chart: str, at, view: str, path: Path) -> None:
+    """Open `query`, open a readout on `chart` (pointing at `at`, tapping on a phone, or focusing it), save `path`."""
+    page.goto(base + query)
+    wait(page, "Number(document.querySelector('#main').dataset.renders) > 0", 60)
+    wait(page, "document.querySelector('#main').dataset.pending === '0'", 60)
+    svg = page.locator(f"{chart} svg.chart")
+    if at is None:
+        page.evaluate(f"window.scrollTo(0, document.querySelector('{chart}').getBoundingClientRect().top"
+                      f" + window.scrollY - {330 if view == 'phone' else 420})")
+        svg.focus()
+    elif view == "phone":
+        # the panel's cards, then the chart with its readout, in one screen
+        page.evaluate(f"window.scrollTo(0, document.querySelector('{chart}').getBoundingClientRect().top"
+                      f" + window.scrollY - 330)")
+        time.sleep(0.2)
+        b = svg.bounding_box()
+        page.touchscreen.tap(b["x"] + b["width"] * at[0], b["y"] + b["height"] * at[1])
+    else:
+        svg.scroll_into_view_if_needed()
+        b = svg.bounding_box()
+        page.mouse.move(b["x"] + b["width"] * at[0], b["y"] + b["height"] * at[1])
+    wait(page, f"!document.querySelector('{chart} .readout').hidden", 5)
+    page.screenshot(path=str(path))
+    print(path, page.locator(f"{chart} .readout").inner_text())
 
 
 def main() -> None:
@@ -36,30 +73,12 @@ def main() -> None:
                 context = browser.new_context(**opts)
                 page = context.new_page()
                 for tab, (query, chart, at) in SHOTS.items():
-                    page.goto(base + query)
-                    wait(page, "Number(document.querySelector('#main').dataset.renders) > 0", 60)
-                    wait(page, "document.querySelector('#main').dataset.pending === '0'", 60)
-                    svg = page.locator(f"{chart} svg.chart")
-                    if at is None:
-                        page.evaluate(f"window.scrollTo(0, document.querySelector('{chart}').getBoundingClientRect().top"
-                                      f" + window.scrollY - {330 if view == 'phone' else 420})")
-                        svg.focus()
-                    elif view == "phone":
-                        # the panel's cards, then the chart with its readout, in one screen
-                        page.evaluate(f"window.scrollTo(0, document.querySelector('{chart}').getBoundingClientRect().top"
-                                      f" + window.scrollY - 330)")
-                        time.sleep(0.2)
-                        b = svg.bounding_box()
-                        page.touchscreen.tap(b["x"] + b["width"] * at[0], b["y"] + b["height"] * at[1])
-                    else:
-                        svg.scroll_into_view_if_needed()
-                        b = svg.bounding_box()
-                        page.mouse.move(b["x"] + b["width"] * at[0], b["y"] + b["height"] * at[1])
-                    wait(page, f"!document.querySelector('{chart} .readout').hidden", 5)
-                    path = OUT / f"web-{tab}-{view}.png"
-                    page.screenshot(path=str(path))
-                    print(path, page.locator(f"{chart} .readout").inner_text())
+                    shoot(page, base, query, chart, at, view, OUT / f"web-{tab}-{view}.png")
                 context.close()
+            page = browser.new_page(**VIEWS["desktop"])
+            for name, (query, chart, at) in PAGES.items():
+                shoot(page, base, query, chart, at, "desktop", OUT / f"web-{name}.png")
+            page.close()
             # the page as docs/reference/web-page.md opens it: the roofline tab, a decode op read out
             page = browser.new_page(viewport={"width": 1400, "height": 1130})
             page.goto(base + "?model=llama-3.1-70b&chips=8&batch=16")

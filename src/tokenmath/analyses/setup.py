@@ -19,11 +19,11 @@ from tokenmath.specs.hardware import Hardware, get_hardware
 from tokenmath.specs.model import Model
 from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.serving_engines import EngineProfile, engine_dict, engine_label, resolve_engine
-from tokenmath.specs.systems import get_system
 
 
 @dataclass(frozen=True)
 class Setup:
+    """A resolved question: model, hardware, layout, precision, efficiency (what every analysis starts from)."""
     model: Model
     hardware: Hardware
     layout: Layout
@@ -86,6 +86,7 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
 
 def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine=None) -> tuple[Setup, int]:
     """A question about a whole system (plan, moe): its Setup (no layout yet) and its number of chips."""
+    from tokenmath.specs.systems import get_system     # systems (and their dataclass) only for a system question
     m = get_model(model)
     hw = get_system(system, chips)
     n = hw.chips

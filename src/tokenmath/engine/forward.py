@@ -21,14 +21,14 @@ E_touched = E (1 - (1 - k/E)^T_st): the expected number of distinct experts a pa
 tokens picks k of E uniformly (small batches read few experts; large batches read them all).
 Collectives are priced where their groups sit on chips (mapping/placement.py: tp, ep, cp, pp, dp from a domain
 boundary), for the slowest member of a group that straddles a scale-up domain.
+The ops and their sums (time, FLOPs, bytes, bottleneck shares) are engine/pass_cost.py's Op and PassCost.
 c_pair (FLOPs per query-key pair): 4 h d_head for GQA/MHA (QK^T and PV, 2 FLOPs per multiply-add);
 MLA decode runs the absorbed form, 2 h (2 kv_lora + rope) (DeepSeek-V2 paper, Sec. 2.1.2 / App. on absorption);
 MLA prefill decompresses, 2 h (qk_nope + rope) + 2 h v.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from tokenmath.engine.attended import decode_context, prefill_pairs  # noqa: F40
 from tokenmath.engine.context_parallel import cp_comm
 from tokenmath.engine import recurrent, sparse_attention as dsa
 from tokenmath.engine.kernels import op_kernels, op_rates, op_shapes
+from tokenmath.engine.pass_cost import BOTTLENECKS, Op, PassCost, sum_terms  # noqa: F401  (callers import them here)
 from tokenmath.engine.roofline import kernel_op_time, op_time
 from tokenmath.specs.kernels import resolve as resolve_kernels
 from tokenmath.mapping.placement import place
@@ -52,156 +53,37 @@ from tokenmath.mapping.placement import place
 ep_dispatch_bytes = xp.ep_dispatch_bytes     # one home (expert_parallel.py); kept here for callers of the engine
 
 ACT_BYTES = 2.0  # activations in bf16
-# the bottleneck classes of a pass, by code (PassCost.bottleneck_code): the largest of the four sums is the label
-BOTTLENECKS = np.array(["compute", "memory", "communication", "overhead"])
 
 
 @dataclass(frozen=True)
 class Precision:
+    """The formats of a pass: dense weights, routed experts, KV cache."""
     weight: DType
     expert: DType
     kv: DType
 
 
-@dataclass
-class Op:
-    name: str
-    count: float          # occurrences per pass (layers)
-    flops: np.ndarray     # per occurrence, per chip
-    bytes: np.ndarray     # per occurrence, per chip (HBM traffic)
-    compute_s: np.ndarray
-    memory_s: np.ndarray
-    comm_s: np.ndarray
-    peak_flops: float = 0.0   # achievable FLOP/s used
-    bandwidth: float = 0.0    # achievable B/s used
-    note: str = ""
-    weight_bytes: np.ndarray | float = 0.0   # the part of `bytes` that is weights (per occurrence)
-    kv_bytes: np.ndarray | float = 0.0       # the part of `bytes` that is KV cache
-    kernels: int = 0                         # kernels launched per occurrence (engine/kernels.op_kernels)
-    fixed_s: np.ndarray | float = 0.0        # kernel model: t0 per occurrence, inside compute_s and memory_s
-
-    @property
-    def has_comm(self) -> bool:
-        return not (np.ndim(self.comm_s) == 0 and float(self.comm_s) == 0.0)
-
-    @property
-    def time_s(self):
-        """Per occurrence."""
-        t = np.maximum(self.compute_s, self.memory_s)
-        return np.maximum(t, self.comm_s) if self.has_comm else t
-
-    @property
-    def total_s(self):
-        return self.count * self.time_s
+def _top(rate) -> float:
+    """The largest of a rate that may be an array (a kernel model's shape-dependent rates) as a float."""
+    return rate if type(rate) is float else float(np.max(rate))
 
 
-def _sum(terms):
-    """sum(terms): the same left-to-right additions, in place once the running total is an array of its own that
-    already has the broadcast shape (a sweep's totals are large; this saves a temporary per term)."""
-    acc = 0
-    own = False
-    for x in terms:
-        if own:
-            try:
-                np.add(acc, x, out=acc)     # refused (before any arithmetic) when x would grow the shape
-                continue
-            except ValueError:
-                pass
-        acc = acc + x
-        own = type(acc) is np.ndarray and acc.size >= 4096 and acc.dtype == np.float64
-    return acc
+_PLACED: dict = {}
 
 
-@dataclass
-class PassCost:
-    """Ops of one pass; totals are computed once (the pass is complete when forward_pass returns it).
-    overhead_s: the pass's fixed time, n_layers x Efficiency.layer_overhead_s (launches, syncs), in seconds; it is
-    not in time_s (the ops' roofline): engine/static_batch.py adds it to the step and to TTFT."""
-    ops: dict[str, Op] = field(default_factory=dict)
-    overhead_s: float = 0.0
-
-    @cached_property
-    def time_s(self):
-        return _sum(op.total_s for op in self.ops.values())
-
-    @cached_property
-    def _shares(self):
-        def share(v, where):
-            t = np.where(where, v, 0.0)
-            return t * count if t.ndim == 0 else np.multiply(t, count, out=t)
-        cs, ms, ks = [], [], []     # per op: count x (compute time if compute-bound, else 0), likewise memory, comm
-        for op in self.ops.values():
-            c, m, count = op.compute_s, op.memory_s, op.count
-            if not (np.ndim(c) == 0 == np.ndim(m) and c == 0.0 == m):     # a pure collective adds exact zeros
-                cs.append(share(c, c >= m))
-                ms.append(share(m, m > c))
-            if op.has_comm:
-                ks.append(count * op.comm_s)
-        return _sum(cs) if cs else 0.0, _sum(ms) if ms else 0.0, _sum(ks) if ks else 0.0
-
-    @property
-    def compute_bound_s(self):
-        """Time in ops whose FLOPs outweigh their bytes."""
-        return self._shares[0]
-
-    @property
-    def memory_bound_s(self):
-        return self._shares[1]
-
-    @property
-    def comm_s(self):
-        return self._shares[2]
-
-    @cached_property
-    def bottleneck_code(self):
-        """Index into BOTTLENECKS: 0 compute, 1 memory, 2 communication, 3 overhead -- the largest of the pass's
-        compute-bound time, memory-bound time, communication time and fixed overhead (overhead_s); a tie goes to
-        the earlier class."""
-        c, m, k = self._shares
-        o = self.overhead_s
-        code = np.empty(np.broadcast(c, m, k).shape, np.int8)
-        np.greater(m, c, out=code, casting="unsafe")
-        top = np.maximum(c, m)
-        np.copyto(code, 2, where=k > top, casting="unsafe")
-        if o:
-            np.copyto(code, 3, where=o > np.maximum(top, k), casting="unsafe")
-        return code
-
-    @property
-    def bottleneck(self):
-        return BOTTLENECKS[self.bottleneck_code]
-
-    @property
-    def kernels(self) -> float:
-        """Kernels launched per pass (what an eager engine pays CPU launch time for)."""
-        return sum(op.count * op.kernels for op in self.ops.values())
-
-    @property
-    def weight_bytes(self):
-        return _sum(op.count * op.weight_bytes for op in self.ops.values())
-
-    @property
-    def kv_bytes(self):
-        return _sum(op.count * op.kv_bytes for op in self.ops.values())
-
-    @property
-    def flops(self):
-        return _sum(op.count * op.flops for op in self.ops.values())
-
-    @property
-    def bytes(self):
-        return _sum(op.count * op.bytes for op in self.ops.values())
-
-    def napkin_floor_s(self, hw: Hardware):
-        """(weight + KV bytes) / peak bandwidth: what one chip of a replica's critical path reads in this pass (its
-        1/tp of every stage's layers in turn, for MoE only the experts touched), at 100% of peak; no prediction may
-        beat it (the pure roofline adds activations and FLOPs)."""
-        return (self.weight_bytes + self.kv_bytes) / hw.memory_bw
-
-    def roofline_floor_s(self, hw: Hardware, prec: "Precision"):
-        """max(all FLOPs / fastest peak used, all bytes / bandwidth) at 100% of peak: no prediction may beat it."""
-        peak = max(hw.peak_flops(k) for k in (prec.weight.compute, prec.expert.compute, "bf16"))
-        return np.maximum(self.flops / peak, self.bytes / hw.memory_bw)
+def placed(lay: Layout, domain: int):
+    """mapping.placement.place(lay, domain), kept per distinct layout (the degrees' shapes and values): a sweep asks
+    again for every block and every pass with the same few layouts, and a placement depends on nothing else."""
+    degrees = [np.asarray(x, float) for x in (lay.tp, lay.pp, lay.ep, lay.dp, getattr(lay, "cp", 1))]
+    if sum(x.size for x in degrees) > 4096:      # a large grid of layouts: not worth a key of its bytes
+        return place(lay, domain)
+    key = (int(domain),) + tuple((x.shape, x.tobytes()) for x in degrees)
+    pl = _PLACED.get(key)
+    if pl is None:
+        if len(_PLACED) >= 256:
+            _PLACED.clear()
+        pl = _PLACED[key] = place(lay, domain)
+    return pl
 
 
 def pair_flops(m: Model, phase: str) -> float:
@@ -259,7 +141,7 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     if has_cp and phase == "prefill":
         T = T / cpd   # each context-parallel rank holds 1/cp of every prompt
         Tst = Tst / cpd
-    pl = place(lay, hw.scaleup_domain)     # where each group sits: its collectives are priced for the slowest member
+    pl = placed(lay, hw.scaleup_domain)     # where each group sits: its collectives are priced for the slowest member
 
     def group_bw(kind, p):
         return None if links is None else links.group_bw(kind, p)
@@ -290,14 +172,16 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         kname = "attn_proj_mla" if name == "attn_proj" and m.is_mla else ("attention" if kind == "attention" else name)
         t0, pk, bwo = 0.0, peak, bw
         if km is None:
-            _, c, mem = op_time(flops, nbytes, peak, bw)
+            t, c, mem = op_time(flops, nbytes, peak, bw)
         else:
             pk, bwo, t0 = op_rates(km, hw, kname, phase, kind, **shape)
-            _, c, mem = kernel_op_time(flops, nbytes, pk, bwo, t0)
-        out.ops[name] = Op(name, float(count), flops, nbytes, c, mem,
-                           np.asarray(comm, float) if comm is not None else np.float64(0.0), float(np.max(pk)),
-                           float(np.max(bwo)), note, np.asarray(weights, float), np.asarray(kv, float),
-                           sum(op_kernels(kname)), t0)
+            t, c, mem = kernel_op_time(flops, nbytes, pk, bwo, t0)
+        op = out.ops[name] = Op(name, float(count), flops, nbytes, c, mem,
+                                np.asarray(comm, float) if comm is not None else np.float64(0.0), _top(pk),
+                                _top(bwo), note, np.asarray(weights, float), np.asarray(kv, float),
+                                sum(op_kernels(kname)), t0)
+        if comm is None:
+            op.time_s = t     # the max(compute, memory) the roofline just took: Op.time_s without a second pass
 
     wb = prec.weight.bytes
     add("embed", 1, 0.0, T * d * (wb + ab), pk_w, note="gather one embedding row per token", weights=T * d * wb)
@@ -391,7 +275,7 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
             note += "; two-micro-batch overlap: only the part longer than the layer's compute is exposed"
         add("ep_alltoall", P.n_moe_layers, 0.0, 0.0, pk_a, comm=a2a, note=note, kind="comm")
     if has_cp:
-        att = _sum(out.ops[k].total_s for k in ("attention", "attention_local") if k in out.ops)
+        att = sum_terms(out.ops[k].total_s for k in ("attention", "attention_local") if k in out.ops)
         name, comm, note = cp_comm(m, hw, lay, eff.link_bw, phase, S, T, new_tokens, kvl, shard, cpd,
                                    group_bw("all_gather", cpd), pl.cp, att)
         Tz = np.zeros(np.shape(comm))

@@ -33,6 +33,7 @@ CHUNK_TOKENS = 8192
 
 @dataclass
 class Memory:
+    """Bytes per chip: weights, KV cache, activations, and the usable HBM they must fit in."""
     weights: np.ndarray       # bytes per chip
     kv: np.ndarray            # bytes per chip
     activations: np.ndarray   # bytes per chip

@@ -1,5 +1,5 @@
-"""The cost of recurrent (linear-attention / state-space) layers: Gated DeltaNet (Qwen3-Next) and Mamba-2
-(Nemotron-H). Per layer, per chip; broadcasts like engine/forward.py.
+"""The cost of recurrent (linear-attention / state-space) layers: Gated DeltaNet (Qwen3-Next), Mamba-2
+(Nemotron-H), Kimi Delta Attention (Kimi Linear) and lightning attention (MiniMax-M1). Per layer, per chip; broadcasts like engine/forward.py.
 
 A recurrent layer keeps no per-token cache: each sequence carries a fixed state (specs/kv_cache.recurrent_state_values:
 linear_heads x key_dim x value_dim values, plus the conv's last kernel-1 inputs) that a pass reads and writes back
@@ -15,6 +15,11 @@ c_state counts FLOPs per state element per token in the recurrent (decode) form:
 - Gated DeltaNet (Yang et al. 2024, "Gated Delta Networks", Eq. 10): S <- S (alpha (I - beta k k^T)) + beta v k^T
   evaluated as S k (1 multiply-add), the gated decay (1 multiply), the rank-1 correction (1 multiply-add) and
   o = S q (1 multiply-add): 2 + 1 + 2 + 2 = 7.
+- Kimi Delta Attention (Kimi Linear tech report, arXiv 2510.26692, Eq. 1): the delta rule of Gated DeltaNet with a
+  channel-wise decay Diag(alpha_t) in place of the scalar alpha -- still one multiply per state element: 7.
+- Lightning attention (MiniMax-01 report, arXiv 2501.08313, Sec. 2.2.1; TransNormerLLM's decayed linear
+  attention): kv <- lambda kv + k^T v (decay: 1 multiply; rank-1 update: 1 multiply-add), o = q kv (1
+  multiply-add): 5, as Mamba-2.
 The chunked prefill (chunk length C = linear_chunk) replaces the per-token state update by per-chunk matmuls of
 the same order plus the causal products inside each chunk (C/2 keys on average, over dk and dv, 2 FLOPs each).
 Heads shard over tp like attention heads.
@@ -27,8 +32,9 @@ from tokenmath.specs.kv_cache import state_bytes_per_layer
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import linear_mixer_params
 
-STATE_FLOPS_PER_ELEMENT = {"mamba2": 5.0, "gated_deltanet": 7.0}
-NAMES = {"mamba2": "Mamba-2", "gated_deltanet": "Gated DeltaNet"}
+STATE_FLOPS_PER_ELEMENT = {"mamba2": 5.0, "gated_deltanet": 7.0, "kda": 7.0, "lightning": 5.0}
+NAMES = {"mamba2": "Mamba-2", "gated_deltanet": "Gated DeltaNet", "kda": "Kimi Delta Attention",
+         "lightning": "lightning attention"}
 
 
 def state_flops_per_token(m: Model, phase: str) -> float:

@@ -28,10 +28,14 @@ import numpy as np
 
 from tokenmath.engine.attended import decode_context
 from tokenmath.engine.forward import PassCost, Precision, forward_pass
+from tokenmath.engine.memory import (Memory, activations_per_chip, chunk_tokens, held_per_sequence_per_chip, kv_context,
+                                     kv_per_chip, running_cap, usable_bytes, weights_per_chip)
+from tokenmath.engine.static_batch import BatchCost
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.hardware import Hardware
 from tokenmath.specs.model import Model
+from tokenmath.specs.params import count_params
 
 # DeepSeek-V3 Technical Report (arXiv:2412.19437), section 5.4.3: "the acceptance rate of the second token
 # prediction ranges between 85% and 90% across various generation topics" (1 MTP module, 1.8x TPS). The midpoint:
@@ -95,12 +99,9 @@ class SpeculativeStep:
         return self.plain_s / self.per_token_s
 
 
-def speculative_step(m: Model, draft: Model, hw: Hardware, lay: Layout, prec: Precision, draft_prec: Precision,
-                     eff: Efficiency, seqs, input_len, output_len, k: int, acceptance: float, *, mtp: bool = False,
-                     **opts) -> SpeculativeStep:
-    """The step of `seqs` sequences per attention group at the mean context of the generation.
-    opts: forward_pass's keywords for the target (ep_imbalance, ep_overlap, links, stage_seqs); the MTP head shares
-    them (it is laid like the target), a separate dense draft uses none of the expert-parallel ones."""
+def _draft_and_verify(m: Model, draft: Model, hw: Hardware, lay: Layout, prec: Precision, draft_prec: Precision,
+                      eff: Efficiency, seqs, input_len, output_len, k: int, mtp: bool, opts: dict):
+    """(one draft decode pass, the target's pass over k + 1 tokens per sequence, the plain target pass builder)."""
     cf, cs = decode_context(input_len, output_len, m.sliding_window)
     n = float(k) + 1.0
     tri = k * (k + 1) / 2.0          # the i-th of the k + 1 queries also attends to the i drafted tokens before it
@@ -109,13 +110,116 @@ def speculative_step(m: Model, draft: Model, hw: Hardware, lay: Layout, prec: Pr
         return forward_pass(m, hw, lay, prec, eff, phase="decode", seqs=seqs, new_tokens=tokens,
                             pairs_full=tokens * cf + extra, pairs_sliding=tokens * cs + extra,
                             kv_read_full=cf - 1, kv_read_sliding=cs - 1, **opts)
-    plain = target(1.0, 0.0)
-    verify = plain if k == 0 else target(n, tri)
+    verify = target(n, tri) if k > 0 else None
     dcf, dcs = decode_context(input_len, output_len, draft.sliding_window)
     dopts = opts if mtp else {k_: v for k_, v in opts.items() if k_ == "links"}
     dpass = forward_pass(draft, hw, draft_layout(lay, mtp), draft_prec, eff, phase="decode", seqs=seqs, new_tokens=1,
                          pairs_full=dcf, pairs_sliding=dcs, kv_read_full=dcf - 1, kv_read_sliding=dcs - 1, **dopts)
+    return dpass, verify, target
+
+
+def speculative_step(m: Model, draft: Model, hw: Hardware, lay: Layout, prec: Precision, draft_prec: Precision,
+                     eff: Efficiency, seqs, input_len, output_len, k: int, acceptance: float, *, mtp: bool = False,
+                     **opts) -> SpeculativeStep:
+    """The step of `seqs` sequences per attention group at the mean context of the generation.
+    opts: forward_pass's keywords for the target (ep_imbalance, ep_overlap, links, stage_seqs); the MTP head shares
+    them (it is laid like the target), a separate dense draft uses none of the expert-parallel ones."""
+    dpass, verify, target = _draft_and_verify(m, draft, hw, lay, prec, draft_prec, eff, seqs, input_len, output_len,
+                                              k, mtp, opts)
+    plain = target(1.0, 0.0)
+    verify = plain if verify is None else verify
     return SpeculativeStep(k=int(k), acceptance=float(acceptance), tokens_per_step=expected_tokens(acceptance, k),
                            draft=dpass, verify=verify, plain=plain,
                            draft_s=k * (dpass.time_s + dpass.overhead_s),
                            verify_s=verify.time_s + verify.overhead_s, plain_s=plain.time_s + plain.overhead_s)
+
+
+@dataclass(frozen=True)
+class SpeculativeDecode:
+    """A served batch's decode with speculation (arrays of the BatchCost's shape). Times in s."""
+    tokens_per_step: float      # E
+    per_token_s: np.ndarray     # seconds between a sequence's tokens: (host + k drafts + verify) / E
+    step_s: np.ndarray          # one verification step, host time included
+    host_s: np.ndarray          # the plain step's time beyond its pass (PP hand-offs, engine launch/CPU): paid per step
+    verify: PassCost
+
+
+def speculative_decode(sv: BatchCost, m: Model, draft: Model, hw: Hardware, lay: Layout, prec: Precision,
+                       draft_prec: Precision, eff: Efficiency, input_len, output_len, k: int, acceptance: float, *,
+                       mtp: bool = False, **opts) -> SpeculativeDecode:
+    """Speculation on a batch already served by static_batch.serve_batch (its sequences per group, its MoE stage
+    tokens and its plain decode pass are reused, not recomputed). What the plain step spends beyond its pass and
+    fixed per-layer time (pipeline hand-offs, the serving engine's launch and CPU terms) is paid once per
+    verification step: per token = (host + k x draft + verify) / E.
+    opts: forward_pass's keywords as given to serve_batch (ep_imbalance, ep_overlap, ep_comm, links)."""
+    opts = dict(opts)
+    if np.any(np.asarray(lay.ep) > 1):
+        opts["stage_seqs"] = sv.stage_seqs
+    s = sv.seqs_per_microbatch
+    dpass, verify, _ = _draft_and_verify(m, draft, hw, lay, prec, draft_prec, eff, s, input_len, output_len, k, mtp,
+                                         opts)
+    host = np.maximum(sv.decode_step_s - (sv.decode.time_s + sv.decode.overhead_s), 0.0)
+    step = host + k * (dpass.time_s + dpass.overhead_s) + verify.time_s + verify.overhead_s
+    e = float(expected_tokens(acceptance, k))
+    shape = np.shape(sv.decode_step_s)
+    return SpeculativeDecode(tokens_per_step=e, per_token_s=np.broadcast_to(step / e, shape),
+                             step_s=np.broadcast_to(step, shape), host_s=np.broadcast_to(host, shape), verify=verify)
+
+
+# DeepSeek-V3 MTP module (arXiv:2412.19437 sec. 2.2): h' = M [RMSNorm(h); RMSNorm(Emb(t))], M a d x 2d projection
+MTP_PROJECTION_PARAMS_PER_D2 = 2
+
+
+def draft_weights_per_chip(draft: Model, m: Model, lay: Layout, draft_prec: Precision, mtp: bool):
+    """Weight bytes per chip the draft adds. A separate draft: all its weights on its tp group. The MTP head: its
+    block and its d x 2d projection, laid like the target; the embedding and output head are the target's own
+    (shared, DeepSeek-V3 sec. 2.2), so not held twice. DeepSeek-V3: 11.5 B block + 0.1 B projection (the Hugging
+    Face checkpoint's 14 B MTP module also stores copies of the 0.93 B embedding and 0.93 B head)."""
+    w = weights_per_chip(draft, draft_layout(lay, mtp), draft_prec.weight.bytes, draft_prec.expert.bytes)
+    if not mtp:
+        return w
+    P = count_params(draft)
+    tp, pp = np.asarray(lay.tp, float), np.asarray(lay.pp, float)
+    shared = (P.embedding + P.lm_head) * draft_prec.weight.bytes / tp / pp
+    proj = MTP_PROJECTION_PARAMS_PER_D2 * m.d_model ** 2 * draft_prec.weight.bytes / tp / pp
+    return w - shared + proj
+
+
+def draft_memory(draft: Model, m: Model, lay: Layout, draft_prec: Precision, batch, context, mtp: bool,
+                 engine=None):
+    """(weight bytes per chip, cache bytes per chip of `batch` sequences) the draft adds beside the target."""
+    dl = draft_layout(lay, mtp)
+    return (draft_weights_per_chip(draft, m, lay, draft_prec, mtp),
+            kv_per_chip(draft, dl, draft_prec.kv.bytes, batch, kv_context(context, engine)))
+
+
+def memory_with_draft(mem: Memory, draft: Model, m: Model, hw_memory_bytes: float, lay: Layout, prec: Precision,
+                      draft_prec: Precision, batch, context, reserve: float, mtp: bool, engine=None) -> Memory:
+    """The target's memory per chip (engine.memory.memory_per_chip) with the draft's weights and cache added; the
+    usable bytes recomputed, since an engine's free-memory fraction is taken of what the weights leave."""
+    dw, dkv = draft_memory(draft, m, lay, draft_prec, batch, context, mtp, engine)
+    chunk = chunk_tokens(hw_memory_bytes, engine)
+    fixed = weights_per_chip(m, lay, prec.weight.bytes, prec.expert.bytes) + dw + activations_per_chip(
+        m, lay, chunk, chunk)
+    usable = mem.usable if engine is None else usable_bytes(hw_memory_bytes, reserve, fixed, engine)
+    return Memory(weights=mem.weights + dw, kv=mem.kv + dkv, activations=mem.activations, usable=usable)
+
+
+def max_batch_with_draft(m: Model, draft: Model, hw_memory_bytes: float, lay: Layout, prec: Precision,
+                         draft_prec: Precision, context, reserve: float, mtp: bool, engine=None):
+    """engine.memory.max_batch with the draft's weights added to the fixed bytes and its cache to each sequence's
+    (exact: memory is linear in sequences per group)."""
+    dl = draft_layout(lay, mtp)
+    groups = np.asarray(lay.dp, float) * np.asarray(lay.ep, float)
+    ctx = kv_context(context, engine)
+    # the draft's layout has ep x dp copies of the tp group: per chip it holds ceil(batch / (ep dp)) sequences too
+    per_seq = (held_per_sequence_per_chip(m, lay, prec.kv.bytes, ctx)
+               + held_per_sequence_per_chip(draft, dl, draft_prec.kv.bytes, ctx))
+    chunk = chunk_tokens(hw_memory_bytes, engine)
+    fixed = (weights_per_chip(m, lay, prec.weight.bytes, prec.expert.bytes)
+             + draft_weights_per_chip(draft, m, lay, draft_prec, mtp) + activations_per_chip(m, lay, chunk, chunk))
+    usable = usable_bytes(hw_memory_bytes, reserve, fixed, engine)
+    per_group = np.floor(np.maximum(usable - fixed, 0.0) / per_seq)
+    if engine is not None:
+        per_group = np.minimum(per_group, running_cap(hw_memory_bytes, engine))
+    return (per_group * groups).astype(np.int64)

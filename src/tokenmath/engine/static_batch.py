@@ -39,8 +39,7 @@ from tokenmath.specs.model import Model
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.memory import Memory, chunk_tokens, max_batch, memory_per_chip, running_cap
 from tokenmath.engine.forward import (ACT_BYTES, BOTTLENECKS, PassCost, Precision, decode_context, forward_pass,
-                                      prefill_pairs)
-from tokenmath.mapping.placement import place
+                                      placed, prefill_pairs)
 from tokenmath.specs.serving_engines import LAUNCH_CPU_S, EngineProfile
 
 
@@ -202,7 +201,7 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
         chunk_step, _ = engine_step(eng, pre.time_s + fixed, kernels_of(pre), prefill_tokens / chunks, launch_s, tp)
         ttft = (micro + pp - 1) / pp * chunks * chunk_step
     if np.any(pp > 1):
-        crosses = place(lay, hw.scaleup_domain).replica.domains > 1     # some hand-off leaves the domain
+        crosses = placed(lay, hw.scaleup_domain).replica.domains > 1     # some hand-off leaves the domain
         hop_bw = None if links is None else links.group_bw("p2p", 2)
         hop = coll.p2p(s * m.d_model * ACT_BYTES / tp, crosses, hw, eff.link_bw, up_bw=hop_bw)
         p2p = (pp - 1) * hop

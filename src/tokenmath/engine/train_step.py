@@ -25,14 +25,20 @@ Time per micro-batch on the slowest stage (the last: its layers plus the lm_head
                  model (the default efficiency) at the shape-aware fractions of engine/kernels.py, head included.
   fp8 casts      with dtype fp8, the cast-transposes of GEMM inputs (in F, again in a full R) and output gradients
                  (in B): engine/train_overheads.py; unfused attention scores likewise when flash=False.
-  backward B     2 x F per op (the gradient w.r.t. the input and w.r.t. the weights each cost one forward
-                 matmul: Kaplan et al. 2020 Sec. 2.1; Chinchilla App. F "backward = 2 x forward").
+  elementwise    norms, residual adds, RoPE, SwiGLU/GeLU (dropout masks) as their own kernels, sharded by sequence /
+                 tensor parallelism, forward and backward bytes apart; the fp32 cross-entropy with the lm_head
+                 (engine/train_elementwise.py; replaces the serving table's unsharded "norms" op).
+  backward B     2 x F per GEMM op (the gradient w.r.t. the input and w.r.t. the weights each cost one forward
+                 matmul: Kaplan et al. 2020 Sec. 2.1; Chinchilla App. F "backward = 2 x forward"); FlashAttention
+                 2.5 x its forward (FlashAttention-2 Sec. 3.1.2); the elementwise kernels their own backward bytes.
   recompute R    full: one more forward of the layers (Chen et al. 2016; Korthikanti et al. 2022 Sec. 5);
                  selective: the attention core only (QK^T, softmax, x V; Korthikanti et al. 2022 Sec. 4.3).
   tp comm        2 all-reduces of the b L/cp x d activations per layer forward, 2 more backward (Megatron,
                  Shoeybi et al. 2019 Fig. 4), 2 more when the full recompute replays the forward. Sequence
                  parallelism turns each all-reduce into a reduce-scatter + all-gather: the same 2(p-1)/p bytes
                  on the wire (Korthikanti et al. 2022 Sec. 4.2.2), so the cost is the same.
+                 tp_overlap (Transformer Engine userbuffers, Megatron --tp-comm-overlap): exposed
+                 max(comm / tp, comm - the stage's GEMM time), the collectives chunked against the GEMMs.
   ep comm        dispatch + combine all-to-all per MoE layer forward, the same again backward (+ forward on
                  full recompute).
   cp comm        all-gather of the sequence's K and V per layer forward; backward passes K, V again and
@@ -63,26 +69,26 @@ Step:
   step_time = pipeline + dp exposed + optimizer.
 
 Memory per chip (weights, gradients, Adam states, activations of the worst pipeline stage): engine/train_memory.py.
+Data-parallel collectives and Adam: engine/train_data_parallel.py; the result dataclass: engine/train_step_result.py.
 
 All inputs broadcast (numpy): one call evaluates a whole sweep of layouts.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.forward import ACT_BYTES, PassCost, Precision, forward_pass, pair_flops, prefill_pairs
+from tokenmath.engine.forward import ACT_BYTES, Precision, forward_pass, pair_flops, prefill_pairs
 from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.kernels import op_rates, op_shapes
 from tokenmath.engine.roofline import kernel_op_time, op_time
+from tokenmath.engine.train_data_parallel import data_parallel_cost, strided_collective
+from tokenmath.engine.train_step_result import TrainStep, matmul_params
+from tokenmath.engine.train_elementwise import FLASH_BWD_FACTOR, cross_entropy_bytes, layer_elementwise_bytes
 from tokenmath.engine.train_overheads import fp8_cast_bytes, unfused_attention_bytes
 from tokenmath.engine.train_memory import (
-    ADAM_STATE_BYTES,
     GRAD_BYTES,
     WEIGHT_BYTES,
-    TrainMemory,
     recompute_code,
     schedule_code,
     stage_divisor,
@@ -100,114 +106,21 @@ from tokenmath.specs.params import count_params
 
 ZERO_STAGES = (0, 1, 2, 3)
 TRAIN_DTYPES = ("bf16", "fp8")
-LAYER_OPS_EXCLUDED = ("embed", "lm_head", "tp_allreduce", "ep_alltoall")
+LAYER_OPS_EXCLUDED = ("embed", "lm_head", "tp_allreduce", "ep_alltoall", "norms")  # norms: train_elementwise
+TP_OVERLAP_GEMMS = ("attn_proj", "ffn", "shared_experts", "experts")
 ATTN_CORE_OPS = ("attention", "attention_local")
-
-
-@dataclass(frozen=True)
-class TrainStep:
-    """One training step; every field broadcasts over the layouts evaluated (seconds, FLOP, bytes)."""
-    micro_batches: np.ndarray          # m per attention group per step
-    tokens_per_step: np.ndarray
-    # per micro-batch on the slowest stage
-    fwd_s: np.ndarray
-    bwd_s: np.ndarray
-    recompute_s: np.ndarray
-    tp_comm_mb_s: np.ndarray
-    ep_comm_mb_s: np.ndarray
-    cp_comm_mb_s: np.ndarray
-    cp_exposed_mb_s: np.ndarray
-    pp_p2p_mb_s: np.ndarray
-    microbatch_s: np.ndarray
-    # per step
-    compute_s: np.ndarray
-    tp_comm_s: np.ndarray
-    ep_comm_s: np.ndarray
-    cp_comm_s: np.ndarray
-    pp_p2p_s: np.ndarray
-    pp_bubble_s: np.ndarray
-    bubble_fraction: np.ndarray
-    dp_comm_total_s: np.ndarray
-    dp_comm_exposed_s: np.ndarray
-    optimizer_s: np.ndarray
-    step_time_s: np.ndarray
-    floor_s: np.ndarray                 # pure roofline of the slowest stage's work (100% of peaks)
-    # FLOPs
-    model_flops: np.ndarray             # 6 N G per step (all chips)
-    attention_model_flops: np.ndarray   # PaLM's attention term on causal pairs, x G (all chips)
-    hardware_flops: np.ndarray          # what the engine executes, recompute included (all chips)
-    peak_flops: float
-    chips: np.ndarray
-    memory: TrainMemory
-    forward: PassCost                   # one micro-batch forward, all layers (per chip), for --explain
-    head: dict[str, np.ndarray]         # the training lm_head: flops, bytes, time_s, compute_s, memory_s
-    terms: dict[str, np.ndarray | float]  # the step's intermediate terms, for --explain
-
-    @property
-    def mfu(self):
-        """Model FLOPs utilisation on 6N (Chowdhery et al. 2022, PaLM App. B, without the attention term)."""
-        return self.model_flops / (self.step_time_s * self.chips * self.peak_flops)
-
-    @property
-    def mfu_with_attention(self):
-        """PaLM App. B with its attention term (12 n_layers H Q per attended key per token, 3 x 4 H Q per
-        query-key pair), counted on the causal pairs the engine executes ((L + 1)/2 keys per query on average)."""
-        return (self.model_flops + self.attention_model_flops) / (self.step_time_s * self.chips * self.peak_flops)
-
-    @property
-    def hfu(self):
-        """Hardware FLOPs utilisation: every FLOP executed (causal attention, recompute, lm_head)."""
-        return self.hardware_flops / (self.step_time_s * self.chips * self.peak_flops)
-
-    @property
-    def tflops_per_chip(self):
-        """Model FLOP/s per chip (6N convention), in FLOP/s."""
-        return self.model_flops / (self.step_time_s * self.chips)
-
-    @property
-    def hardware_flops_per_chip(self):
-        return self.hardware_flops / (self.step_time_s * self.chips)
-
-
-def matmul_params(m: Model) -> float:
-    """N for 6N: the active parameters that multiply an activation. The lm_head counts (tied or not); the input
-    embedding lookup and the learned position table do not (they are gathers, not matmuls)."""
-    P = count_params(m)
-    return P.active - P.embedding + (m.vocab_size * m.d_model if m.tie_embeddings else 0.0)
-
-
-def bubble_fraction(pp, micro_batches):
-    """1F1B / GPipe pipeline bubble as a share of the pipeline's time: (p - 1) / (m + p - 1)
-    (Narayanan et al. 2021 Sec. 2.2.1: bubble / ideal = (p - 1) / m)."""
-    p, mb = np.asarray(pp, float), np.asarray(micro_batches, float)
-    return (p - 1.0) / (mb + p - 1.0)
-
-
-def _strided(fn, nbytes, p, stride, hw: Hardware, eff_link: float):
-    """A collective over p chips spaced `stride` ranks apart: a scale-up domain of D chips holds D // stride of
-    them, so it costs what a contiguous group costs in a domain of D // stride chips (at least 1)."""
-    p = np.asarray(p, float)
-    stride = np.asarray(stride, float)
-    nbytes, p, stride = np.broadcast_arrays(np.asarray(nbytes, float), p, stride)
-    out = np.zeros(p.shape)
-    if not np.any(p > 1):
-        return out
-    for s in np.unique(stride[p > 1]):
-        dom = max(1, int(hw.scaleup_domain // s))
-        sel = (stride == s) & (p > 1)
-        out = np.where(sel, fn(nbytes, np.where(sel, p, 1.0), hw.replace(scaleup_domain=dom), eff_link), out)
-    return out
 
 
 def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, global_batch_tokens,
                recompute="selective", zero=1, dtype: str = "bf16", overlap: bool = True,
                eff: Efficiency = DEFAULT, reserve: float = RESERVE_FRACTION,
                grad_bytes: float = GRAD_BYTES, schedule="1f1b", virtual_stages=1, balanced=False, flash=True,
-               dropout=False) -> TrainStep:
+               dropout=False, tp_overlap=False) -> TrainStep:
     """Cost of one training step (see the module docstring for every term). Inputs are assumed checked
     (analyses.train does it); arrays broadcast. schedule '1f1b' | 'interleaved' | 'zb-h1' (or codes 0/1/2) with
     virtual_stages v (interleaved only); balanced: Llama 3's stage balancing; flash / dropout: the activation terms
-    (engine/train_memory.py) and, flash=False, the unfused scores' HBM traffic (defaults: FlashAttention, no dropout)."""
+    (engine/train_memory.py) and, flash=False, the unfused scores' HBM traffic (defaults: FlashAttention, no dropout);
+    tp_overlap: Transformer Engine's userbuffers overlap of the tensor-parallel collectives with the GEMMs."""
     P = count_params(m)
     tp, pp, dp, ep, cp = (np.asarray(x, float) for x in (lay.tp, lay.pp, lay.dp, lay.ep, lay.cp))
     b = np.asarray(micro_batch, float)
@@ -236,11 +149,11 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     mb = G / (L * b * dp * ep)           # micro-batches per attention group per step
 
     # ---- one micro-batch forward, all layers, per chip (the engine) -----------------------------------------
-    pf, ps = prefill_pairs(L, m.sliding_window)
+    pf, psl = prefill_pairs(L, m.sliding_window)
     kv_read_sl = np.minimum(L - Lc, m.sliding_window) if m.sliding_window else L - Lc
     lay_s = Layout(tp, pp, ep, dp)
     fwd = forward_pass(m, hw, lay_s, prec, eff, phase="prefill", seqs=b, new_tokens=Lc, pairs_full=pf / cp,
-                       pairs_sliding=ps / cp, kv_read_full=L - Lc, kv_read_sliding=kv_read_sl)
+                       pairs_sliding=psl / cp, kv_read_full=L - Lc, kv_read_sliding=kv_read_sl)
 
     def total(names=None, exclude=(), attr="total_s"):
         acc = np.zeros(shape)
@@ -273,6 +186,15 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     # FP8: cast-transposes of every GEMM input (forward) and output gradient (backward), engine/train_overheads.py
     cast_f, cast_b = fp8_cast_bytes(m, Tmb, tp) if w.name == "fp8" else (0.0, 0.0)
     cast_f, cast_b = cast_f / stream, cast_b / stream
+    # norms, residual adds, RoPE, SwiGLU/GeLU (and dropout masks) as their own kernels, forward and backward apart,
+    # and the fp32 cross-entropy on the logits (engine/train_elementwise.py)
+    ew_f_b, ew_b_b = layer_elementwise_bytes(m, Tmb, tp, dropout)
+    ew_f, ew_b = ew_f_b / stream, ew_b_b / stream
+    ce_f_b, ce_b_b = cross_entropy_bytes(m, Tmb, tp)
+    ce_s = (ce_f_b + ce_b_b) / stream
+    # FlashAttention's backward runs 2.5 x its forward FLOPs (it recomputes the scores); unfused attention keeps the
+    # probabilities and its backward is the plain 2 x
+    attn_bwd_extra = (FLASH_BWD_FACTOR - 2.0) if flash else 0.0
 
     # training lm_head: logits for every token (serving prefill computes only the last position); the
     # cross-entropy reads the bf16 logits and writes their gradient (Chinchilla App. F "final logits")
@@ -284,6 +206,9 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
         pk_k, bw_k, t0 = op_rates(km, hw, "lm_head", "prefill", "gemm", key="bf16", M=Tmb,
                                   shapes=op_shapes(m, "lm_head", tp))
         head_s, head_c, head_m = kernel_op_time(head_flops, head_bytes, pk_k, bw_k, t0)
+    # the cross-entropy rides with the head: F + B = 3 x the head's forward, so a third of it per head time
+    # charges it exactly once per micro-batch on the last stage
+    head_s = head_s + ce_s / 3.0
 
     one = pp == 1
     extra_s = np.where(one, emb_s + head_s, np.maximum(emb_s, head_s))      # the slowest stage's extras
@@ -296,19 +221,24 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     # balanced stages: the edge ranks trade one layer for the embedding / head, so the slowest rank runs a full
     # rank's layers or one fewer plus its extra, whichever is longer
     F = layer_s / ps + np.where(bal, np.maximum(extra_s - layer_s / m.n_layers, 0.0), extra_s)
-    B = 2.0 * F + cast_b / ps
-    R = np.where(rc == 2, (layer_s + cast_f) / ps, np.where(rc == 1, attn_s / ps, 0.0))
-    F = F + cast_f / ps
+    B = 2.0 * F + (cast_b + ew_b + attn_bwd_extra * attn_s) / ps
+    R = np.where(rc == 2, (layer_s + cast_f + ew_f) / ps, np.where(rc == 1, attn_s / ps, 0.0))
+    F = F + (cast_f + ew_f) / ps
     replay = (rc == 2).astype(float)     # full recompute replays the forward's collectives
 
     tp_ar = fwd.ops["tp_allreduce"].total_s if "tp_allreduce" in fwd.ops else np.zeros(shape)
     ep_a2a = fwd.ops["ep_alltoall"].total_s if "ep_alltoall" in fwd.ops else np.zeros(shape)
-    tp_c = tp_ar / ps * (2.0 + replay)
+    tp_total = tp_ar / ps * (2.0 + replay)
+    # userbuffers (Transformer Engine, Megatron --tp-comm-overlap): each all-gather / reduce-scatter is split into tp
+    # chunks pipelined against the GEMM that consumes / produces them (forward, dgrad and wgrad GEMMs, and the
+    # replay); one chunk of tp is not hidden (the pipeline's fill), the rest only where the GEMMs are shorter
+    gemm_window = total(names=TP_OVERLAP_GEMMS) / ps * (3.0 + replay)
+    tp_c = np.maximum(tp_total / np.maximum(tp, 1.0), tp_total - gemm_window) if tp_overlap else tp_total
     ep_c = ep_a2a / ps * (2.0 + replay)
 
     # context parallel: gather the whole sequence's K and V per layer (per attention group of tp chips)
     kv_bytes = b * L * kv_values_per_token_per_layer(m) * ab / lay_s.kv_shard(m)
-    cp_ag = _strided(coll.all_gather, kv_bytes, cp, tp * ep, hw, eff.link_bw)
+    cp_ag = strided_collective(coll.all_gather, kv_bytes, cp, tp * ep, hw, eff.link_bw)
     cp_passes = 3.0 + (rc >= 1)
     cp_c = m.n_layers / ps * cp_ag * cp_passes
     attn_window = attn_s / ps * cp_passes
@@ -329,27 +259,12 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     g_ne = dp * ep * cp
     g_e = dp * cp
 
-    def over_dp(fn, nbytes_per_param):
-        return (_strided(fn, ne_chip * nbytes_per_param, g_ne, tp, hw, eff.link_bw)
-                + (_strided(fn, e_chip * nbytes_per_param, g_e, tp * ep, hw, eff.link_bw) if P.n_moe_layers
-                   else 0.0))
-
-    ar = over_dp(coll.all_reduce, grad_bytes)
-    rs = over_dp(coll.reduce_scatter, grad_bytes)
-    ag = over_dp(coll.all_gather, WEIGHT_BYTES)
-    dp_step = np.where(z <= 1, ar, np.where(z == 2, ag, 0.0))
-    dp_mb = np.where(z == 2, rs, np.where(z == 3, 2.0 * ag + rs, 0.0))
-    dp_total = dp_step + mb * dp_mb
-    if overlap:
-        dp_exposed = np.maximum(dp_step - (B + R), 0.0) + mb * np.maximum(dp_mb - (F + B + R), 0.0)
-    else:
-        dp_exposed = dp_total
-
-    # ---- optimizer: Adam update, memory-bound ----------------------------------------------------------------
-    opt_bytes_per_param = ADAM_STATE_BYTES + grad_bytes + ADAM_STATE_BYTES + WEIGHT_BYTES
-    shard_ne = np.where(z >= 1, g_ne, 1.0)
-    shard_e = np.where(z >= 1, g_e, 1.0)
-    opt_s = (ne_chip / shard_ne + e_chip / shard_e) * opt_bytes_per_param / bw
+    dpc = data_parallel_cost(hw, ne_chip=ne_chip, e_chip=e_chip, tp=tp, ep=ep, g_ne=g_ne, g_e=g_e, zero=z,
+                             micro_batches=mb, fwd_s=F, bwd_s=B, recompute_s=R, grad_bytes=grad_bytes,
+                             link_eff=eff.link_bw, memory_bw=bw, overlap=overlap, has_experts=bool(P.n_moe_layers))
+    dp_step, dp_mb, dp_total, dp_exposed, opt_s = (dpc.step_s, dpc.micro_batch_s, dpc.total_s, dpc.exposed_s,
+                                                   dpc.optimizer_s)
+    opt_bytes_per_param = dpc.opt_bytes_per_param
 
     step = pipeline + dp_exposed + opt_s
 
@@ -359,17 +274,18 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     # PaLM App. B's attention term 12 n_layers H Q L per token counts every query against all L keys; a causal
     # model attends (L + 1)/2 keys on average (the engine's own pair count), so the term is taken on those pairs
     pair = pair_flops(m, "prefill")
-    attention_model_flops = 3.0 * pair * (m.n_full_layers * pf + m.n_sliding_layers * ps) / L * G
+    attention_model_flops = 3.0 * pair * (m.n_full_layers * pf + m.n_sliding_layers * psl) / L * G
     per_chip_fwd_avg = (layer_flops + emb_flops + head_flops) / pp
     rec_flops_all = np.where(rc == 2, layer_flops, np.where(rc == 1, attn_flops, 0.0))
-    hardware_flops = chips * mb * (3.0 * per_chip_fwd_avg + rec_flops_all / pp)
+    bwd_extra_flops = attn_bwd_extra * attn_flops
+    hardware_flops = chips * mb * (3.0 * per_chip_fwd_avg + (rec_flops_all + bwd_extra_flops) / pp)
 
     # the pure roofline of the slowest stage's own work at 100% of every peak: no prediction may beat it
     stage_fwd_flops = layer_flops / ps + np.where(bal, 0.0, extra_flops)
     stage_fwd_bytes = layer_bytes / ps + np.where(bal, 0.0, extra_bytes)
     rec_bytes = np.where(rc == 2, layer_bytes, np.where(rc == 1, attn_bytes, 0.0)) / ps
-    stage_flops = mb * (3.0 * stage_fwd_flops + rec_flops_all / ps)
-    stage_bytes = mb * (3.0 * stage_fwd_bytes + rec_bytes)
+    stage_flops = mb * (3.0 * stage_fwd_flops + (rec_flops_all + bwd_extra_flops) / ps)
+    stage_bytes = mb * (3.0 * stage_fwd_bytes + rec_bytes + (ew_f_b + ew_b_b) / ps)
     floor = np.maximum(stage_flops / max(peak, hw.peak_flops("bf16")), stage_bytes / hw.memory_bw)
 
     # ---- memory ---------------------------------------------------------------------------------------------
@@ -389,7 +305,9 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
         peak_flops=peak, chips=chips, memory=mem, forward=fwd,
         head={"flops": head_flops, "bytes": head_bytes, "time_s": head_s, "compute_s": head_c, "memory_s": head_m},
         terms={"layer_fwd_s": layer_s, "attn_core_s": attn_s, "embed_s": emb_s, "extra_s": extra_s,
-               "tp_allreduce_fwd_s": tp_ar, "ep_alltoall_fwd_s": ep_a2a, "cp_allgather_s": cp_ag,
+               "tp_allreduce_fwd_s": tp_ar, "tp_comm_total_mb_s": tp_total, "tp_overlap": bool(tp_overlap),
+               "elementwise_fwd_s": ew_f / ps, "elementwise_bwd_s": ew_b / ps, "cross_entropy_s": ce_s,
+               "attn_bwd_extra_s": attn_bwd_extra * attn_s / ps, "ep_alltoall_fwd_s": ep_a2a, "cp_allgather_s": cp_ag,
                "p2p_bytes": p2p_bytes, "dp_step_s": dp_step, "dp_mb_s": dp_mb, "grad_bytes": grad_bytes,
                "params_ne_per_chip": ne_chip, "params_e_per_chip": e_chip, "dp_group": g_ne,
                "expert_dp_group": g_e, "matmul_params": N, "tokens_per_chip_mb": Tmb,

@@ -112,7 +112,8 @@ def explain_api_deduction(r, explain: bool = False) -> str:
         L.append(f"  + {KIND_WORDS[st.added]:<22} {_iv(a)}  x{w:.1f} wide, {change}")
         prev = w
     L.append("Evidence used (kind, date, source):")
-    L += [f"  {k:<15} {d:<8} {src}" for k, d, src in ev.sources]
+    L += [f"  {k:<15} {d:<8} {src}" + ("  (gateway P50: recorded, not used)" if k == "gateway_speed" else "")
+          for k, d, src in ev.sources]
     L.append("Posterior of active params (all evidence):")
     L += posterior_chart(s)
     L.append("Noise models: prices log-sd {:.2f}, speed and TTFT log-sd {:.2f}; TTFT, batch discount and context "
@@ -134,3 +135,18 @@ def validation_table(v) -> str:
                  f"{mark('median_error_factor')}")
     L.append("  * misses the target")
     return "\n".join(L)
+
+
+def width_budget_table(ev, kinds, b) -> str:
+    """Text of `deduce --api-model NAME --width-budget`: the 80% interval of active params with each hidden prior
+    pinned to its middle (analyses/inverse/width_budget.py), widest-narrowing first."""
+    lines = [f"{ev.model} ({ev.provider}), evidence: {', '.join(kinds)}",
+             f"  priors as shipped:   active {_iv({'low': b.base_low_b, 'median': b.base_median_b, 'high': b.base_high_b})}"
+             f"  x{b.base_width:.3g} wide",
+             "  pinned to its middle (one at a time), width of the 80% interval and how much narrower:"]
+    for p in sorted(b.pins, key=lambda p: (p.name.startswith("all "), -p.narrower)):
+        iv = {"low": p.low_b, "median": p.median_b, "high": p.high_b}
+        lines.append(f"    {p.name:<34} {_iv(iv)}  x{p.width:.3g} wide, x{p.narrower:.2f} narrower")
+    lines.append(f"  The single unknown that narrows it most: {b.dominant().name}. A pin also moves the median (the "
+                 "truth need not sit at the middle): this is the width budget, not a better answer.")
+    return "\n".join(lines)

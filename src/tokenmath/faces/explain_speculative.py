@@ -47,3 +47,14 @@ def explain_speculative(r) -> str:
         "  At small batch the verify pass costs about a plain step (memory-bound: the same weight reads), so the",
         "  tokens come nearly free; once the step is compute-bound it costs ~(k + 1) plain steps and E < k + 1,",
         "  so speculation stops paying (speedup < 1)."])
+
+
+def grid_speculation_text(s) -> str:
+    """The closing line of pareto, plan, fleet and slowmode when every point decodes with speculation."""
+    from tokenmath.engine.speculative import expected_tokens
+    how = f"the model's MTP head x {s.k}" if s.mtp else f"draft {s.draft}, k = {s.k}"
+    return (f"with speculative decoding ({how}, acceptance {s.acceptance:g}: "
+            f"E = {float(expected_tokens(s.acceptance, s.k)):.3f} tokens per verification step) at every point: "
+            "speeds and $/Mtok are per token, (engine host time + k draft steps + the verification pass) / E; the "
+            "draft's weights and cache are in memory; no pipeline-parallel layouts. Without it: leave out "
+            "--draft/--mtp.")

@@ -12,7 +12,7 @@ from tokenmath.base import units as u
 from tokenmath.base.validators import finite
 from tokenmath.engine.economics import per_mtok
 from tokenmath.engine.train_memory import activation_bytes_per_layer, in_flight_layers
-from tokenmath.engine.train_step import matmul_params
+from tokenmath.engine.train_step_result import matmul_params
 from tokenmath.specs.params import count_params
 
 
@@ -45,7 +45,7 @@ def explain_train(r: TrainResult) -> str:
     out.append(f"  {'op':<16}{'x':>6}  {'FLOPs/chip':>12} {'bytes/chip':>11}  {'compute':>9} {'memory':>9}  "
                f"{'total':>9}  bound")
     for op in s.forward.ops.values():
-        if op.name in ("tp_allreduce", "ep_alltoall", "lm_head"):
+        if op.name in ("tp_allreduce", "ep_alltoall", "lm_head", "norms"):    # norms: the elementwise line below
             continue
         cnt = op.count / pp if op.name not in ("embed",) else op.count
         c_, m_ = f(op.compute_s), f(op.memory_s)
@@ -56,18 +56,25 @@ def explain_train(r: TrainResult) -> str:
     out.append(f"  {'lm_head (train)':<16}{1:>6}  {u.flops(f(h['flops'])):>12} {u.bytes_(f(h['bytes'])):>11}  "
                f"{u.seconds(f(h['compute_s'])):>9} {u.seconds(f(h['memory_s'])):>9}  {u.seconds(f(h['time_s'])):>9}  "
                f"{'compute' if f(h['compute_s']) >= f(h['memory_s']) else 'memory'}   (logits for every token)")
+    out.append(f"  elementwise kernels (norms, residual adds, RoPE, SwiGLU/GeLU; sequence/tensor parallel /tp): "
+               f"forward {u.seconds(f(T['elementwise_fwd_s']))}, backward {u.seconds(f(T['elementwise_bwd_s']))}; "
+               f"fp32 cross-entropy {u.seconds(f(T['cross_entropy_s']))} (with the lm_head)")
     out.append(f"  forward F = layers {u.seconds(f(T['layer_fwd_s']))} / pp {pp} + "
                + ("embed + lm_head" if pp == 1 else "max(embed, lm_head)") + f" {u.seconds(f(T['extra_s']))} = "
-               f"{u.seconds(f(s.fwd_s))}")
-    out.append(f"  backward B = 2 x F = {u.seconds(f(s.bwd_s))}; recompute ({r.recompute}) R = "
+               f"{u.seconds(f(s.fwd_s))} (with the elementwise forward)")
+    out.append(f"  backward B = 2 x F's GEMMs and attention + elementwise backward + FlashAttention's extra 0.5 x "
+               f"attention {u.seconds(f(T['attn_bwd_extra_s']))} = {u.seconds(f(s.bwd_s))}; recompute ({r.recompute}) R = "
                f"{u.seconds(f(s.recompute_s))}")
     passes = 3 if r.recompute == "full" else 2
     if tp > 1:
         per = f(T["tp_allreduce_fwd_s"]) / (2 * m.n_layers)
         act = u.bytes_(f(T["tokens_per_chip_mb"]) * m.d_model * 2)
         out.append(f"  TP: {passes} x 2 all-reduces x {m.n_layers // pp} layers of {act}"
-                   f" over {tp} chips, {u.seconds(per)} each = {u.seconds(f(s.tp_comm_mb_s))}"
+                   f" over {tp} chips, {u.seconds(per)} each = {u.seconds(f(T['tp_comm_total_mb_s']))}"
                    "  (sequence parallel: reduce-scatter + all-gather, same bytes)")
+        if T["tp_overlap"]:
+            out.append(f"  TP overlap (userbuffers): exposed max(total / tp, total - GEMM time) = "
+                       f"{u.seconds(f(s.tp_comm_mb_s))}")
     if ep > 1:
         out.append(f"  EP: dispatch + combine all-to-all per MoE layer, x{passes} = {u.seconds(f(s.ep_comm_mb_s))}")
     if cp > 1:
@@ -333,13 +340,13 @@ def _rollout_serving(o, hw_id: str) -> list[str]:
 def training_runs_text(v) -> str:
     """The published-runs table of `tokenmath validate` (analyses.training.validate_runs.RunValidation)."""
     lines = ["", "Training runs: published layouts predicted (MFU on 6N over the dense BF16 peak; nothing fitted on "
-             "these runs)", f"{'run':<54}{'layout':<30}{'recompute':<10}{'measured':>9}{'predicted':>10}{'error':>8}"]
+             "these runs)", f"{'run':<54}{'layout':<41}{'recompute':<10}{'measured':>9}{'predicted':>10}{'error':>8}"]
     for r in v.rows:
         if r.error_points is None:
-            lines.append(f"{r.id:<54}{r.layout:<30}{r.recompute:<10}{'':>9}{'':>10}{'':>8}  {r.note[:90]}")
+            lines.append(f"{r.id:<54}{r.layout:<41}{r.recompute:<10}{'':>9}{'':>10}{'':>8}  {r.note[:90]}")
             continue
         miss = abs(r.error_points) > 8
-        lines.append(f"{r.id:<54}{r.layout:<30}{r.recompute:<10}{r.measured_mfu:>9.1%}{r.predicted_mfu:>10.1%}"
+        lines.append(f"{r.id:<54}{r.layout:<41}{r.recompute:<10}{r.measured_mfu:>9.1%}{r.predicted_mfu:>10.1%}"
                      f"{r.error_points:>+7.1f}p" + (f"  miss: predicted too {'fast' if r.error_points > 0 else 'slow'}"
                                                     f"{' (fp8)' if r.dtype == 'fp8' else ''}" if miss else ""))
     med, mx = v.median_abs_points, v.max_abs_points

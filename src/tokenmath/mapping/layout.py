@@ -30,6 +30,7 @@ from tokenmath.specs.model import Model
 
 @dataclass(frozen=True)
 class Layout:
+    """Parallel degrees tp, pp, ep, dp, cp (ints or arrays that broadcast); see the module docstring."""
     tp: object = 1
     pp: object = 1
     ep: object = 1

@@ -4,9 +4,15 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenmath.base.errors import InputError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+# pathlib is imported only where a Path is made (a user file, a cache miss): the catalogs every command reads are
+# found with os.path, since pathlib (with urllib.parse and ipaddress) is ~5 ms of a start-up that needs nothing else
+# of it
 
 # a config.json or hardware file is a few KB (the largest fixture 3.8 KB); the limit also bounds parse time
 # (tomllib is pure Python: a 2 MB TOML array took seconds)
@@ -21,42 +27,53 @@ def shipped(name: str) -> dict:
     tomllib is pure Python (~70 ms for the five catalogs an `infer` reads, most of its start-up beyond imports), so
     the parsed dict is also kept as JSON in the user's cache folder (parsed_cache_dir()), keyed by the TOML's
     bytes: a changed file is parsed again, a cache that cannot be read or written is ignored."""
-    path = Path(__file__).parent.parent / "data" / name
-    if path.is_file():      # an ordinary install; importlib.resources (slow to import) only for zipped ones
-        raw = path.read_bytes()
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", name)
+    if os.path.isfile(path):      # an ordinary install; importlib.resources (slow to import) only for zipped ones
+        with open(path, "rb") as fh:
+            raw = fh.read()
     else:
         from importlib import resources
         raw = resources.files("tokenmath").joinpath("data", name).read_bytes()
-    cached = _cache_file(name, raw)
+    cached = _cache_path(name, raw)
     if cached is not None:
         try:
-            data = json.loads(cached.read_text(encoding="utf-8"))
+            with open(cached, encoding="utf-8") as fh:
+                data = json.loads(fh.read())
             if isinstance(data, dict):
                 return data
         except (OSError, ValueError):
             pass
     import tomllib      # only on a cache miss: its import is ~5 ms of a start-up that needs none
     data = tomllib.loads(raw.decode("utf-8"))
-    _store(cached, data)
+    if cached is not None:
+        from pathlib import Path
+        _store(Path(cached), data)
     return data
+
+
+def _cache_dir() -> str | None:
+    """parsed_cache_dir() as a string (no pathlib)."""
+    env = os.environ.get("TOKENMATH_CACHE_DIR")
+    if env is not None:
+        return env or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tokenmath")
+
+
+def _cache_path(name: str, raw: bytes) -> str | None:
+    d = _cache_dir()
+    if d is None:
+        return None
+    import zlib
+    return os.path.join(d, f"{name}.{len(raw)}-{zlib.crc32(raw):08x}.json")
 
 
 def parsed_cache_dir() -> Path | None:
     """Where parsed catalogs are kept: $TOKENMATH_CACHE_DIR, else $XDG_CACHE_HOME/tokenmath, else
     ~/.cache/tokenmath; TOKENMATH_CACHE_DIR="" turns the cache off (None)."""
-    env = os.environ.get("TOKENMATH_CACHE_DIR")
-    if env is not None:
-        return Path(env) if env else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tokenmath"
-
-
-def _cache_file(name: str, raw: bytes) -> Path | None:
-    d = parsed_cache_dir()
-    if d is None:
-        return None
-    import zlib
-    return d / f"{name}.{len(raw)}-{zlib.crc32(raw):08x}.json"
+    from pathlib import Path
+    d = _cache_dir()
+    return None if d is None else Path(d)
 
 
 def _store(dest: Path | None, data: dict) -> None:
@@ -98,6 +115,7 @@ def json_depth(text: str) -> int:
 
 def read_user_file(path: str | Path, field: str) -> dict:
     """Parse a user-supplied .json or .toml file into a dict; every failure is an InputError naming `field`."""
+    from pathlib import Path
     p = Path(path)
     if not p.is_file():
         raise InputError(field, f"file not found: {str(path)!r}", "give a catalog id or the path of an existing file")

@@ -16,6 +16,7 @@ from tokenmath.base.errors import InputError
 
 @dataclass(frozen=True)
 class DType:
+    """A number format: bytes per value (with its scales) and the compute path its matmuls take."""
     name: str
     bytes: float          # bytes per value including quantization scales
     compute: str          # key into Hardware.flops used for matmuls on this dtype

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Efficiency:
+    """Achievable fractions of peak (FLOP/s, memory and link bandwidth), fixed overheads (s) and their source."""
     flops: float = 0.80       # fraction of peak dense FLOP/s a large matmul sustains
     memory_bw: float = 0.80   # fraction of peak HBM bandwidth a streaming read sustains
     link_bw: float = 0.80     # fraction of link bandwidth a collective sustains (NCCL bus bandwidth / line rate)

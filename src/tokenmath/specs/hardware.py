@@ -41,6 +41,7 @@ DEFAULT_SCALEOUT_LATENCY_S = 40e-6
 
 @dataclass(frozen=True)
 class Hardware:
+    """One chip: memory (bytes), bandwidths (bytes/s), dense FLOP/s per dtype, its scale-up domain, power, price."""
     id: str
     name: str
     memory_bytes: float            # bytes of HBM/DRAM per chip

@@ -14,8 +14,15 @@ Field names follow transformers' configuration classes and the model repos' own 
   intermediate_size, routing bias.
 - glm4_moe (Glm4MoeConfig): DeepSeek-style MoE (first_k_dense_replace, n_shared_experts, routing bias) on GQA.
 - nemotron_h (NemotronHConfig, nvidia's configuration_nemotron_h.py): one block per hybrid_override_pattern letter:
-  M a Mamba-2 mixer, * an attention mixer, - a squared-ReLU MLP (no gate), each block with its own norm.
+  M a Mamba-2 mixer, * an attention mixer, - a squared-ReLU MLP (no gate), E a MoE of squared-ReLU experts
+  (n_routed_experts, num_experts_per_tok, moe_intermediate_size, a shared expert of
+  moe_shared_expert_intermediate_size, a routing bias: Nemotron 3), each block with its own norm.
 - nemotron (NemotronConfig, Nemotron-4): squared-ReLU MLP without a gate, LayerNorm1P (weight and bias).
+- kimi_linear (KimiLinearConfig, the Kimi-Linear repo's configuration_kimi.py): Kimi Delta Attention layers
+  (linear_attn_config.kda_layers, 1-based) and MLA layers (full_attn_layers) without q LoRA; DeepSeek-style MoE
+  (num_experts, num_experts_per_token, num_shared_experts, first_k_dense_replace, a routing bias).
+- minimax_m1 (MiniMaxM1Config, the MiniMax-M1 repo's configuration_minimax_m1.py): attn_type_list, 0 a lightning
+  (linear) attention layer, 1 a softmax GQA layer; every layer a Mixtral-style MoE of intermediate_size experts.
 """
 from __future__ import annotations
 
@@ -23,10 +30,15 @@ from tokenmath.base.errors import InputError, show
 from tokenmath.specs.hf_fields import ConfigFields
 
 TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "llama4_text", "minimax_m2", "glm4_moe", "nemotron_h",
-         "nemotron")
+         "nemotron", "kimi_linear", "minimax_m1")
 # Chunk length of the chunked prefill scan of Gated DeltaNet: flash-linear-attention's chunk_gated_delta_rule works
-# on chunks of 64 tokens (fla/ops/gated_delta_rule/chunk.py, BT = 64), the kernel vLLM and SGLang call.
+# on chunks of 64 tokens (fla/ops/gated_delta_rule/chunk.py, BT = 64), the kernel vLLM and SGLang call. Kimi Delta
+# Attention's chunked kernel (fla/ops/kda, the kernel the Kimi Linear README points to) uses the same chunk of 64.
 GDN_CHUNK = 64
+# Lightning attention (MiniMax-01/M1) computes the prefill in blocks: intra-block as softmax-free attention,
+# inter-block through the running KV state (MiniMax-01 report, arXiv 2501.08313, Sec. 2.2.1); vLLM's kernel
+# (model_executor/layers/lightning_attn.py, `lightning_attention(..., block_size=256)`) uses blocks of 256.
+LIGHTNING_BLOCK = 256
 
 
 def _experts(c: ConfigFields, kw: dict, experts_key: str, k_key: str = "num_experts_per_tok") -> None:
@@ -114,10 +126,10 @@ def _nemotron_h(data: dict, c: ConfigFields, kw: dict) -> None:
     if not isinstance(pat, str) or not pat:
         raise InputError(f"{c.prefix}hybrid_override_pattern", "missing or not a string",
                          'one letter per block: M (Mamba-2), * (attention), - (MLP)')
-    bad = sorted(set(pat) - set("M*-"))
+    bad = sorted(set(pat) - set("M*-E"))
     if bad:
         raise InputError(f"{c.prefix}hybrid_override_pattern", f"unsupported block letter(s) {', '.join(bad)}",
-                         "M (Mamba-2), * (attention) or - (MLP); MoE blocks (E) are not supported yet")
+                         "M (Mamba-2), * (attention), - (MLP) or E (MoE)")
     if len(pat) != kw["n_layers"]:
         raise InputError(f"{c.prefix}hybrid_override_pattern", f"has {len(pat)} letters for {kw['n_layers']} blocks",
                          "one letter per hidden layer")
@@ -133,6 +145,13 @@ def _nemotron_h(data: dict, c: ConfigFields, kw: dict) -> None:
               linear_heads=c.int("mamba_num_heads", None, 1), linear_key_heads=c.int("n_groups", 1, 1),
               linear_key_dim=c.int("ssm_state_size", None, 1), linear_value_dim=c.int("mamba_head_dim", None, 1),
               linear_conv=c.int("conv_kernel", 4, 1), linear_chunk=c.int("chunk_size", 256, 1))
+    if "E" in pat:
+        _experts(c, kw, "n_routed_experts")
+        kw.update(moe_layers=pat.count("E"), moe_intermediate=c.int("moe_intermediate_size", None, 1),
+                  n_shared_experts=c.int("n_shared_experts", 0, 0), router_bias=True,
+                  shared_intermediate=c.int("moe_shared_expert_intermediate_size", 0, 0))
+    if data.get("mamba_ssm_cache_dtype") == "float32":
+        kw["linear_state_bytes"] = 4
 
 
 def _nemotron(data: dict, c: ConfigFields, kw: dict) -> None:
@@ -142,8 +161,54 @@ def _nemotron(data: dict, c: ConfigFields, kw: dict) -> None:
         kw["head_dim"] = c.int("kv_channels", None, 1)
 
 
+def _kimi_linear(data: dict, c: ConfigFields, kw: dict) -> None:
+    n, h = kw["n_layers"], kw["n_heads"]
+    la = data.get("linear_attn_config")
+    if not isinstance(la, dict):
+        raise InputError(f"{c.prefix}linear_attn_config", "missing or not an object",
+                         "kda_layers, full_attn_layers (1-based), num_heads, head_dim, short_conv_kernel_size")
+    lc = ConfigFields(la, f"{c.prefix}linear_attn_config.")
+    full, kda = la.get("full_attn_layers"), la.get("kda_layers")
+    if not (isinstance(full, list) and isinstance(kda, list) and all(isinstance(i, int) for i in full + kda)
+            and sorted(full + kda) == list(range(1, n + 1))):
+        raise InputError(f"{c.prefix}linear_attn_config.full_attn_layers",
+                         "full_attn_layers and kda_layers must together list every layer once",
+                         f"1-based layer numbers 1..{n}")
+    full_set = set(full)
+    kw.update(attention="mla", q_lora_rank=c.int("q_lora_rank", 0, 0), kv_lora_rank=c.int("kv_lora_rank", None, 1),
+              qk_rope_head_dim=c.int("qk_rope_head_dim", None, 1), qk_nope_head_dim=c.int("qk_nope_head_dim", None, 1),
+              v_head_dim=c.int("v_head_dim", None, 1), n_kv_heads=h, head_dim=0,
+              ffn_intermediate=c.int("intermediate_size", None, 1),
+              attention_pattern=tuple("full" if i + 1 in full_set else "linear" for i in range(n)),
+              linear_kind="kda", linear_heads=lc.int("num_heads", None, 1), linear_key_heads=lc.int("num_heads", None, 1),
+              linear_key_dim=lc.int("head_dim", None, 1), linear_value_dim=lc.int("head_dim", None, 1),
+              linear_conv=lc.int("short_conv_kernel_size", 4, 1), linear_chunk=GDN_CHUNK)
+    if c.has("num_experts"):
+        _experts(c, kw, "num_experts", "num_experts_per_token")
+        kw.update(moe_intermediate=c.int("moe_intermediate_size", None, 1),
+                  n_shared_experts=c.int("num_shared_experts", 0, 0),
+                  first_dense_layers=c.int("first_k_dense_replace", 0, 0, n),
+                  moe_layer_step=c.int("moe_layer_freq", 1, 1, n), router_bias=c.bool("use_grouped_topk", False))
+
+
+def _minimax_m1(data: dict, c: ConfigFields, kw: dict) -> None:
+    n = kw["n_layers"]
+    types = data.get("attn_type_list")
+    if not (isinstance(types, list) and len(types) == n and all(t in (0, 1) and not isinstance(t, bool) for t in types)):
+        raise InputError(f"{c.prefix}attn_type_list", f"must list 0 (lightning) or 1 (softmax attention) for each of "
+                         f"the {n} layers", "e.g. [0, 0, 0, 0, 0, 0, 0, 1, ...]")
+    _experts(c, kw, "num_local_experts")
+    hd = c.int("head_dim", None, 1)
+    kw.update(moe_intermediate=c.int("intermediate_size", None, 1), ffn_intermediate=0,
+              attention_pattern=tuple("full" if t == 1 else "linear" for t in types), linear_kind="lightning",
+              linear_heads=kw["n_heads"], linear_key_heads=kw["n_heads"], linear_key_dim=hd, linear_value_dim=hd,
+              linear_conv=0, linear_chunk=LIGHTNING_BLOCK)
+    if c.int("shared_intermediate_size", 0, 0):
+        kw.update(n_shared_experts=1, shared_intermediate=c.int("shared_intermediate_size", 0, 0))
+
+
 _FILL = {"qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next, "llama4_text": _llama4, "minimax_m2": _minimax_m2, "glm4_moe": _glm4_moe,
-         "nemotron_h": _nemotron_h, "nemotron": _nemotron}
+         "nemotron_h": _nemotron_h, "nemotron": _nemotron, "kimi_linear": _kimi_linear, "minimax_m1": _minimax_m1}
 
 
 def fill(mt: str, data: dict, c: ConfigFields, kw: dict) -> None:

@@ -9,7 +9,7 @@ inference/model.py, `Indexer`: k_cache float8_e4m3fn [.., head_dim], k_scale_cac
 128 + 4 = 132 bytes.
 Sliding-window and chunked-attention layers keep at most `window` tokens (a chunked layer keeps only its current
 chunk: at most the chunk, which is what a server must reserve).
-Recurrent layers (Gated DeltaNet, Mamba-2) keep no per-token cache: a fixed state per sequence, the same at any
+Recurrent layers (Gated DeltaNet, Mamba-2, Kimi Delta Attention, lightning attention) keep no per-token cache: a fixed state per sequence, the same at any
 context (see recurrent_state_values).
 """
 from __future__ import annotations
@@ -64,7 +64,9 @@ def recurrent_state_values(m: Model) -> tuple[int, int]:
     Gated DeltaNet: one dk x dv matrix per value head (Yang et al. 2024, Gated Delta Networks, Eq. 4: S_t in
     R^{dv x dk}); Mamba-2: one P x N state per head (Dao & Gu 2024, SSD, Sec. 3: h_t in R^{P x N}). Both are
     linear_heads x linear_key_dim x linear_value_dim. The causal conv keeps its last (kernel - 1) inputs over the
-    conv channels: q, k, v for GDN (2 hk dk + hv dv); x, B, C for Mamba-2 (H P + 2 G N) -- the same expression."""
+    conv channels: q, k, v for GDN (2 hk dk + hv dv); x, B, C for Mamba-2 (H P + 2 G N) -- the same expression.
+    Kimi Delta Attention keeps GDN's state and conv (dk x dv per head; Kimi Linear report, arXiv 2510.26692, Sec. 3);
+    lightning attention (MiniMax-01, arXiv 2501.08313, Sec. 2.2.1) a d x d KV state per head and no conv."""
     if not m.n_linear_layers:
         return 0, 0
     state = m.linear_heads * m.linear_key_dim * m.linear_value_dim

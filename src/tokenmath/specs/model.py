@@ -13,6 +13,7 @@ from tokenmath.base.errors import InputError, show
 
 @dataclass(frozen=True)
 class Model:
+    """A model's architecture (counts, widths in values; see the module docstring and data/models.toml)."""
     id: str
     name: str
     n_layers: int
@@ -55,7 +56,7 @@ class Model:
     attn_output_gate: bool = False  # Qwen3-Next gated attention: q_proj also emits a sigmoid gate (h x head_dim)
     local_kind: str = "sliding"    # sliding | chunked (Llama 4: a layer attends its own chunk of sliding_window tokens)
     # recurrent (linear-attention / state-space) layers: the layers marked "linear" in attention_pattern
-    linear_kind: str = ""          # gated_deltanet (Qwen3-Next) | mamba2 (Nemotron-H)
+    linear_kind: str = ""          # gated_deltanet (Qwen3-Next) | mamba2 (Nemotron-H) | kda (Kimi Linear) | lightning (MiniMax-M1)
     linear_heads: int = 0          # value heads (GDN) / SSM heads (Mamba-2)
     linear_key_heads: int = 0      # q/k heads (GDN) / B,C groups (Mamba-2 n_groups)
     linear_key_dim: int = 0        # key head dim (GDN) / ssm_state_size (Mamba-2)
@@ -64,6 +65,7 @@ class Model:
     linear_chunk: int = 0          # chunk length of the chunked prefill scan
     linear_state_bytes: int = 2    # bytes per value of the recurrent state (4: Qwen3.5's mamba_ssm_dtype float32)
     ffn_layers: int = -1           # layers with a dense FFN when not every layer has one (Nemotron-H '-' blocks)
+    moe_layers: int = -1           # MoE blocks when they are counted apart from the mixers (Nemotron-H 'E' blocks)
     # DeepSeek Sparse Attention (DeepSeek-V3.2): a lightning indexer scores every cached token, attention reads top-k
     index_heads: int = 0
     index_head_dim: int = 0
@@ -101,6 +103,8 @@ class Model:
     def n_moe_layers(self) -> int:
         if not self.is_moe:
             return 0
+        if self.moe_layers >= 0:
+            return self.moe_layers
         rest = max(self.n_layers - self.first_dense_layers, 0)
         step = max(self.moe_layer_step, 1)
         # HF convention (Llama 4 interleave, Qwen2-MoE decoder_sparse_step): layer i is MoE when (i+1) % step == 0
@@ -165,7 +169,7 @@ _INT_FIELDS = {f.name for f in fields(Model) if f.type in ("int",)}
 _BOOL_FIELDS = {f.name for f in fields(Model) if f.type in ("bool",)}
 _STR_FIELDS = {f.name for f in fields(Model) if f.type in ("str",)}
 _LIMITS = {"n_layers": (1, 10_000), "d_model": (1, 1_000_000), "n_heads": (1, 100_000), "vocab_size": (1, 100_000_000),
-           "ffn_layers": (-1, 20_000)}
+           "ffn_layers": (-1, 20_000), "moe_layers": (-1, 20_000)}
 
 
 def validate(m: Model, field_prefix: str = "model") -> Model:
@@ -206,8 +210,8 @@ def validate(m: Model, field_prefix: str = "model") -> Model:
     if m.local_kind not in ("sliding", "chunked"):
         bad("local_kind", f"unknown local attention {m.local_kind!r}", "sliding or chunked")
     if m.n_linear_layers:
-        if m.linear_kind not in ("gated_deltanet", "mamba2"):
-            bad("linear_kind", f"unknown recurrent layer {m.linear_kind!r}", "gated_deltanet or mamba2")
+        if m.linear_kind not in ("gated_deltanet", "mamba2", "kda", "lightning"):
+            bad("linear_kind", f"unknown recurrent layer {m.linear_kind!r}", "gated_deltanet, mamba2, kda or lightning")
         if not (m.linear_heads and m.linear_key_heads and m.linear_key_dim and m.linear_value_dim):
             bad("linear_heads", "recurrent layers need linear_heads, linear_key_heads, linear_key_dim and "
                 "linear_value_dim", "positive integers")
@@ -220,6 +224,8 @@ def validate(m: Model, field_prefix: str = "model") -> Model:
         bad("attention_pattern", "every layer is recurrent", "at least one attention layer")
     if m.ffn_layers > m.n_layers * 2:
         bad("ffn_layers", f"{m.ffn_layers} FFN layers for {m.n_layers} layers", f"at most {2 * m.n_layers}")
+    if m.moe_layers > m.n_layers * 2:
+        bad("moe_layers", f"{m.moe_layers} MoE layers for {m.n_layers} layers", f"at most {2 * m.n_layers}")
     if m.index_topk and not (m.index_heads and m.index_head_dim and m.is_mla):
         bad("index_topk", "sparse attention needs index_heads, index_head_dim and MLA", "positive integers")
     if m.norm not in ("rmsnorm", "layernorm"):

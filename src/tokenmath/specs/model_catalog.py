@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from tokenmath.base.errors import InputError, unknown_name
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
-from tokenmath.specs.hf_config import model_from_hf_config
 from tokenmath.specs.model import Model, from_record, validate
 
 
@@ -26,5 +25,7 @@ def get_model(spec: "str | Model") -> Model:
     if key in cat:
         return from_record(key, cat[key], field_prefix=f"model[{key}]")
     if looks_like_path(spec):
+        # a config.json is rare beside a catalog id: its reader (3 modules of Hugging Face families) loads on use
+        from tokenmath.specs.hf_config import model_from_hf_config
         return model_from_hf_config(read_user_file(spec, "model"), name=spec)
     raise unknown_name("model", spec, cat)

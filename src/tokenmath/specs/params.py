@@ -1,7 +1,8 @@
 """Parameter counts: per component, per layer, total and active per token.
 
 Shapes follow the Hugging Face implementations (LlamaAttention, DeepseekV3Attention for MLA, MixtralSparseMoeBlock,
-GptOssExperts; Qwen3NextGatedDeltaNet and Qwen3NextAttention's output gate; NemotronHMamba2Mixer; the DeepSeek-V3.2
+GptOssExperts; Qwen3NextGatedDeltaNet and Qwen3NextAttention's output gate; NemotronHMamba2Mixer; Kimi Linear's
+KimiDeltaAttention (modeling_kimi.py); vLLM's MiniMaxText01LinearAttention for MiniMax-M1; the DeepSeek-V3.2
 Indexer of deepseek-ai/DeepSeek-V3.2-Exp inference/model.py). Norm weights and biases are small but counted.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from tokenmath.specs.model import Model
 
 @dataclass(frozen=True)
 class Params:
+    """Parameter counts (values, not bytes) per component of one model, per layer and in total."""
     attn_per_layer: float         # q, k, v, o (or the MLA projections) + their biases/norms, one layer
     dense_ffn_per_layer: float    # one dense FFN block
     expert: float                 # one routed expert
@@ -83,11 +85,21 @@ def linear_mixer_params(m: Model) -> float:
     """One recurrent layer's mixer. Gated DeltaNet (Qwen3NextGatedDeltaNet): in_proj_qkvz d x (2 hk dk + 2 hv dv),
     in_proj_ba d x 2 hv, depthwise conv over q, k, v (conv_dim x kernel), dt_bias and A_log (hv each), gated norm
     (dv), out_proj hv dv x d. Mamba-2 (NemotronHMamba2Mixer): in_proj d x (2 H P + 2 G N + H) for z, x, B, C, dt;
-    conv over x, B, C with bias; dt_bias, A_log, D (H each); gated norm (H P); out_proj H P x d."""
+    conv over x, B, C with bias; dt_bias, A_log, D (H each); gated norm (H P); out_proj H P x d.
+    Kimi Delta Attention (KimiDeltaAttention): q, k, v projections d x (2 H dk + H dv); conv over q, k, v (no bias);
+    the channel-wise decay through a rank-dk bottleneck f_a (d x dk), f_b (dk x H dk) and dt_bias (H dk); the output
+    gate's bottleneck g_a (d x dk), g_b (dk x H dv); b_proj (d x H) for beta; A_log (H); o_norm (dv); o_proj H dv x d.
+    Lightning attention (MiniMaxText01LinearAttention): qkv_proj d x 3 H hd, output_gate d x H hd, norm (H hd),
+    out_proj H hd x d -- no conv, no data-dependent decay (a fixed slope per head)."""
     if not m.n_linear_layers:
         return 0.0
     d, H, G, K, V = m.d_model, m.linear_heads, m.linear_key_heads, m.linear_key_dim, m.linear_value_dim
     conv_dim = 2 * G * K + H * V
+    if m.linear_kind == "kda":
+        return float(d * conv_dim + conv_dim * m.linear_conv + d * K + K * H * K + H * K + d * K + K * H * V
+                     + d * H + H + V + H * V * d)
+    if m.linear_kind == "lightning":
+        return float(d * (2 * G * K + H * V) + d * H * V + H * V + H * V * d)
     if m.linear_kind == "gated_deltanet":
         return float(d * (2 * G * K + 2 * H * V) + d * 2 * H + conv_dim * m.linear_conv + 2 * H + V + H * V * d)
     return float(d * (2 * H * V + 2 * G * K + H) + conv_dim * (m.linear_conv + 1) + 3 * H + H * V + H * V * d)

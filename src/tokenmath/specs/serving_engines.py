@@ -39,6 +39,7 @@ LARGE_TP = 4                # SGLang captures larger decode graphs from this ten
 
 @dataclass(frozen=True)
 class EngineProfile:
+    """A serving engine's scheduler and memory settings (tokens, sequences, fractions; step CPU time in s)."""
     id: str
     name: str
     graphs: str                      # "all" | "batch1" | "none"

@@ -46,6 +46,7 @@ MAX_CHIPS = 1_000_000
 
 @dataclass(frozen=True)
 class System(Hardware):
+    """A chip in its system: the Hardware figures plus the domain's topology and links (B/s per link)."""
     chip: str = ""                      # hardware catalog id of the chip
     chips: int = 0                      # chips in the system as asked for
     topology: str = "switch"

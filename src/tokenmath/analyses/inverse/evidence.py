@@ -4,7 +4,10 @@ data/api_evidence.toml (speed, TTFT, batch discount, context window, known hardw
 An endpoint is (model, provider) as data/api_prices.toml names it. Several speed rows for it are combined as their
 geometric mean (the speed noise model, forward_model.py, covers their spread); the TTFT used is the one of a row that
 states its prompt length. Speeds of SRAM-based hosts (`sram = true`: Groq, Cerebras) are kept in the record but not
-used: the HBM roofline of the catalog's chips does not describe them.
+used: the HBM roofline of the catalog's chips does not describe them. Speed rows measured as a gateway's P50 over
+live traffic (`method = "gateway_p50"`, e.g. Vercel AI Gateway) are kept apart (gateway_speeds): at the one endpoint
+measured both ways (gpt-oss-120b on Fireworks) the gateway's 79 t/s sits 7.6x below the benchmarks' 525 / 683 t/s,
+far outside the speed noise model, so they are recorded but not used as the per-request decode speed.
 """
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from dataclasses import dataclass, field
 from tokenmath.base.errors import InputError, closest
 
 # The evidence kinds, in the order `deduce --explain` adds them (price first: it is always there).
+# Speed rows whose `method` is this are a gateway's P50 over live traffic, not a per-request benchmark (see above).
+GATEWAY = "gateway_p50"
 KINDS = ("price", "cached", "long_context", "batch", "speed", "ttft", "context_window", "hardware")
 
 
@@ -30,7 +35,8 @@ class ApiEvidence:
     long_context_threshold: float | None = None
     long_input_price: float | None = None
     long_output_price: float | None = None
-    speeds: tuple = ()                     # every measured output speed (tokens/s per user)
+    speeds: tuple = ()                     # every benchmarked output speed (tokens/s per user)
+    gateway_speeds: tuple = ()             # gateway P50 throughputs (tokens/s), recorded, not used
     ttft_s: float | None = None
     ttft_prompt_tokens: float | None = None
     batch_discount: float | None = None
@@ -87,6 +93,7 @@ class ApiEvidence:
         d["output_speed"] = self.output_speed
         d["available"] = list(self.available())
         d["speeds"], d["chips"] = list(self.speeds), list(self.chips)
+        d["gateway_speeds"] = list(self.gateway_speeds)
         d["sources"] = [list(s) for s in self.sources]
         return d
 
@@ -100,9 +107,12 @@ def load(prices=None, evidence=None) -> list[ApiEvidence]:
     from tokenmath.specs.catalog import shipped
     prices = prices if prices is not None else shipped("api_prices.toml").get("price", [])
     ev = evidence if evidence is not None else shipped("api_evidence.toml")
-    speed, ttft, window = {}, {}, {}
+    speed, gateway, ttft, window = {}, {}, {}, {}
     for r in ev.get("speed", []):
         k = _key(r["model"], r["provider"])
+        if r.get("method", "benchmark") == GATEWAY:
+            gateway.setdefault(k, []).append(r)
+            continue
         speed.setdefault(k, []).append(r)
         if r.get("ttft_s") and r.get("prompt_tokens"):
             ttft.setdefault(k, r)
@@ -116,6 +126,7 @@ def load(prices=None, evidence=None) -> list[ApiEvidence]:
         src = [("price", r.get("date", ""), r.get("source", ""))]
         speeds = [float(x["output_tokens_per_s"]) for x in speed.get(k, [])]
         src += [("speed", x.get("date", ""), x["source"]) for x in speed.get(k, [])]
+        src += [("gateway_speed", x.get("date", ""), x["source"]) for x in gateway.get(k, [])]
         if r.get("output_tokens_per_s"):
             speeds.append(float(r["output_tokens_per_s"]))
             src.append(("speed", r.get("date", ""), r.get("speed_source", r.get("source", ""))))
@@ -129,6 +140,7 @@ def load(prices=None, evidence=None) -> list[ApiEvidence]:
             output_price=r["output_usd_per_mtok"], cached_input_price=r.get("cached_input_usd_per_mtok") or None,
             long_context_threshold=r.get("long_context_threshold"), long_input_price=r.get("long_input_usd_per_mtok"),
             long_output_price=r.get("long_output_usd_per_mtok"), speeds=tuple(speeds),
+            gateway_speeds=tuple(float(x["output_tokens_per_s"]) for x in gateway.get(k, [])),
             ttft_s=t["ttft_s"] if t else None, ttft_prompt_tokens=t["prompt_tokens"] if t else None,
             batch_discount=b["discount"] if b else None, context_window=c["context_window"] if c else None,
             chips=tuple(h.get("chips", ())), sram=bool(h.get("sram", False)), sources=tuple(src)))

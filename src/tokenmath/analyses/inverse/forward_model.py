@@ -10,7 +10,8 @@ must also reproduce the measured speed.
 Noise models (log-space; sd = standard deviation of log(observed / predicted)):
 - prices: two-sided, Priors.price_noise (0.30: rounding and pricing strategy);
 - output speed: two-sided, Priors.speed_noise (0.5: independent measurements of one endpoint spread by up to ~3x,
-  data/api_evidence.toml, e.g. GPT-4o 31.7 vs 45 t/s, DeepSeek 21 vs 50 t/s);
+  data/api_evidence.toml, e.g. GPT-4o 31.7 vs 45 t/s, DeepSeek 21 vs 50 t/s); the step it inverts is the roofline
+  step plus a per-step CPU time the roofline leaves out (Priors.step_overhead_s: the serving engines' 0-5 ms);
 - time to first token: one-sided, SPEED's sd: the prefill of the benchmark prompt on one replica cannot take longer
   than the TTFT (queueing and network only add to it), a penalty only when the prediction exceeds it;
 - batch (asynchronous) discount: one-sided, price_noise: the batch price covers the compute floor (decode at an
@@ -67,6 +68,8 @@ def draw(pr, hws, rng, n: int, obs) -> dict:
         # tensor-parallel replica: a power of two up to the chip's scale-up domain (capped at chips_max)
         dom = np.array([min(h.scaleup_domain, pr.chips_max) for h in hws])[hi]
         s["chips"] = np.minimum(2.0 ** np.floor(rng.uniform(0, np.log2(np.maximum(dom, 1)) + 1, n)), dom)
+        # drawn last, so every earlier draw (and a deduction without speed) is what it was without it
+        s["t0"] = rng.uniform(*pr.step_overhead_s, n)
     return s
 
 
@@ -95,7 +98,7 @@ def predict(s: dict, obs, pr) -> dict:
         if k in out:
             out[k] = out[k] * pr.cost_scale
     if obs.output_speed is not None:
-        out["output_speed"] = 1.0 / decode_step_s(Na, Nt, q, K, s["ctx"], B, F, W, s["chips"], g)
+        out["output_speed"] = 1.0 / (decode_step_s(Na, Nt, q, K, s["ctx"], B, F, W, s["chips"], g) + s["t0"])
     if obs.ttft_s is not None:
         Lb = obs.ttft_prompt_tokens
         out["ttft_s"] = prefill_chip_s_per_token(Na, Nt, q, K, Lb, 1.0, F, W, g) * Lb / s["chips"]

@@ -46,6 +46,10 @@ class Priors:
     mla_attn_flops_per_kv_byte: tuple | None = None
     cache_ttl_s: tuple = (60.0, 3600.0)  # how long a cached prompt's KV waits in HBM (log-uniform)
     chips_max: int = 72                  # largest replica considered for the speed bound
+    # per-step time the roofline leaves out (scheduling, sampling, detokenization), added to the decode step behind a
+    # measured speed: the engines' bounds, specs/serving_engines.STEP_CPU_BOUNDS_S (0-5 ms; vLLM V0.5 spent 29% of a
+    # ~13 ms step on CPU work, vLLM blog 2024-09-05), uniform
+    step_overhead_s: tuple = field(default_factory=lambda: step_cpu_bounds())
     price_noise: float = 0.30            # log-sd between a price and cost/(u(1-m)): rounding and strategy
     # log-sd between a measured speed (or TTFT) and the decode step's prediction: independent measurements of one
     # endpoint spread by up to ~3x (data/api_evidence.toml; tests/test_deduce_evidence.py derives it)
@@ -58,6 +62,11 @@ class Priors:
 
     def mla_range(self) -> tuple[float, float]:
         return self.mla_attn_flops_per_kv_byte or catalog_mla_attn_flops_per_kv_byte()
+
+
+def step_cpu_bounds() -> tuple[float, float]:
+    from tokenmath.specs.serving_engines import STEP_CPU_BOUNDS_S
+    return tuple(float(x) for x in STEP_CPU_BOUNDS_S)
 
 
 def shipped_cost_scale() -> float:
@@ -111,6 +120,7 @@ PRIOR_RANGES = {
     "moe_ratio": (1.0, 1e4, "total / active parameters LOW,HIGH within [1, 10000]"),
     "attn_flops_per_kv_byte": (0.1, 1e4, "FLOPs per KV byte LOW,HIGH within [0.1, 10000]"),
     "cache_ttl_s": (1.0, 1e7, "seconds LOW,HIGH within [1, 1e7]"),
+    "step_overhead_s": (0.0, 1.0, "seconds LOW,HIGH within [0, 1] per decode step"),
 }
 PRICE_NOISE = (0.01, 3.0)   # log-sd: 1% (price rounding) to a factor e^3 = 20 per sd (prices carry no information)
 SAMPLES = (1_000, 2_000_000)

@@ -15,6 +15,7 @@ from tokenmath.engine.economics import megawatts, request_cost_per_mtok, usd_per
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.grid import COST_KEYS, up_to, meeting_speed
+from tokenmath.analyses.serving.speculative import resolve_draft, speculation_notes
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,11 @@ class Fleet:
 
 
 def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=1024, output_len=256,
-          max_chips=None, pue=1.0, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None) -> Fleet:
+          max_chips=None, pue=1.0, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None,
+          speculation=None) -> Fleet:
+    """speculation: a speculative.Speculation (--draft/--mtp): every replica decodes with it."""
     su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+    dr = resolve_draft(speculation, su.model, su.precision, weight_dtype, kv_dtype)
     demand = pos_float(demand, "demand")
     target = pos_float(min_tokens_per_s_per_user, "min_tokens_per_s_per_user")
     pue = pos_float(pue, "pue", 0.5, 5.0)
@@ -36,7 +40,7 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     hw = su.hardware
     top = int_arg(max_chips if max_chips is not None else max(hw.scaleup_domain, 8) if hw.scaleup_domain <= 72 else 64,
                   "max_chips", 1, MAX_SEARCH_CHIPS)
-    g = up_to(su, top, input_len, output_len)
+    g = up_to(su, top, input_len, output_len, draft=dr)
     meets = meeting_speed(g, target, top, hw.id)
     per_chip = np.where(meets, g.output_tokens_per_s_per_chip, -np.inf)
     li, bi = np.unravel_index(np.argmax(per_chip), per_chip.shape)
@@ -52,7 +56,9 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     # idle headroom included); the replica's own costs at its point are the same keys as every other command's
     per_mtok = request_cost_per_mtok(usd_per_s(chips, hw.price_usd_per_hour), demand) if priced else None
     costs = g.costs_per_mtok(hw.price_usd_per_hour)
-    res = {"model": su.model.id, "hardware": hw.id, "engine": su.engine_dict, "notes": [su.engine_note],
+    res = {"model": su.model.id, "hardware": hw.id, "engine": su.engine_dict,
+           "notes": [su.engine_note, *speculation_notes(dr)],
+           **({} if dr is None else {"speculation": dr.to_dict()}),
            "demand_output_tokens_per_s": demand,
            "min_tokens_per_s_per_user": target, "input_len": input_len, "output_len": output_len,
            "input_tokens_per_s": demand * input_len / output_len,

@@ -38,6 +38,9 @@ class Grid:
     cost: BatchCost              # the engine's full answer (passes, prefill bottleneck, memory)
     input_len: int
     output_len: int
+    # with speculation (analyses/serving/speculative.Draft): step_s is the time per token, (host + k drafts +
+    # verify) / E, the bottleneck the verification pass's, memory and fits include the draft (engine/speculative.py)
+    draft: object = None
 
     @property
     def tokens_per_s_per_user(self):
@@ -76,10 +79,13 @@ def links_for(hw) -> System | None:
 
 
 def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep_imbalance: float = 1.0,
-             ep_overlap: bool = False, links: System | None = None, ep_comm: str = "bf16") -> Grid:
+             ep_overlap: bool = False, links: System | None = None, ep_comm: str = "bf16", draft=None,
+             prefix_hit: float = 0.0) -> Grid:
     """A (layouts x batches) grid in one engine call. `batches` is a vector shared by all layouts, or an (L, B)
     array (a batch axis per layout). ep_imbalance, ep_overlap, ep_comm, links: see engine.forward.forward_pass (links: pass
-    links_for(su.hardware) to give mesh and torus groups their own bandwidth)."""
+    links_for(su.hardware) to give mesh and torus groups their own bandwidth). draft: a speculative.Draft (None: plain
+    decoding); pipeline-parallel layouts are flagged as not fitting with it (speculation is modelled without PP).
+    prefix_hit: the cached share of every prompt (engine/prefix_cache.py): TTFT counts the rest."""
     lay = as_layout(layouts)
     B = np.asarray(batches, float)
     if B.ndim <= 1:
@@ -89,16 +95,61 @@ def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep
     step = np.asarray(sv.decode_step_s, float)
     shape = step.shape
     comm = np.broadcast_to(np.asarray(sv.decode.comm_s, float) + np.asarray(sv.pp_p2p_s, float), shape)
+    fits, bmax, bott = np.asarray(sv.fits), np.asarray(sv.max_batch), np.asarray(sv.decode_bottleneck)
+    kv, total = np.asarray(sv.memory.kv, float), np.asarray(sv.memory.total, float)
+    ttft = np.asarray(sv.ttft_s, float)
+    if prefix_hit:
+        from tokenmath.engine.prefix_cache import ttft_with_hits
+        ttft = np.broadcast_to(ttft_with_hits(sv, su.model, su.hardware, lay, su.precision, su.efficiency, input_len,
+                                              prefix_hit, **_pass_opts(ep_imbalance, ep_overlap, links, ep_comm))[0],
+                               shape)
+    if draft is not None:
+        step, comm, fits, bmax, bott, kv, total = _speculate(su, lay, sv, draft, input_len, output_len,
+                                                             _pass_opts(ep_imbalance, ep_overlap, links, ep_comm))
     return Grid(layouts=list(layouts), batch=np.broadcast_to(B, shape),
-                chips=np.asarray(lay.chips, float).reshape(-1, 1), fits=np.broadcast_to(np.asarray(sv.fits), shape),
-                ttft_s=np.asarray(sv.ttft_s, float), step_s=step,
-                max_batch=np.broadcast_to(np.asarray(sv.max_batch), shape),
-                bottleneck=np.broadcast_to(np.asarray(sv.decode_bottleneck), shape), comm_s=comm,
-                comm_share=comm / step, kv_per_chip=np.broadcast_to(np.asarray(sv.memory.kv, float), shape),
-                memory_per_chip=np.broadcast_to(np.asarray(sv.memory.total, float), shape),
+                chips=np.asarray(lay.chips, float).reshape(-1, 1), fits=np.broadcast_to(fits, shape),
+                ttft_s=ttft, step_s=step,
+                max_batch=np.broadcast_to(bmax, shape),
+                bottleneck=np.broadcast_to(bott, shape), comm_s=comm,
+                comm_share=comm / step, kv_per_chip=np.broadcast_to(kv, shape),
+                memory_per_chip=np.broadcast_to(total, shape), draft=draft,
                 domains_spanned=np.asarray(place(lay, su.hardware.scaleup_domain).replica.domains).reshape(-1, 1),
                 cost=sv,
                 input_len=input_len, output_len=output_len)
+
+
+def _pass_opts(ep_imbalance, ep_overlap, links, ep_comm) -> dict:
+    """forward_pass's keywords as serve_batch passes them (defaults left out)."""
+    out = {} if ep_imbalance == 1.0 else {"ep_imbalance": ep_imbalance}
+    if ep_overlap:
+        out["ep_overlap"] = True
+    if ep_comm != "bf16":
+        out["ep_comm"] = ep_comm
+    if links is not None:
+        out["links"] = links
+    return out
+
+
+def _speculate(su: Setup, lay, sv: BatchCost, draft, input_len, output_len, opts):
+    """The grid's decode figures with speculation (engine/speculative.py): per-token step, communication per token,
+    fits and max batch with the draft's weights and cache, the verification pass's bottleneck, memory per chip."""
+    from tokenmath.engine.speculative import max_batch_with_draft, memory_with_draft, speculative_decode
+    sp, m, hw = draft.spec, su.model, su.hardware
+    sd = speculative_decode(sv, m, draft.model, hw, lay, su.precision, draft.precision, su.efficiency, input_len,
+                            output_len, sp.k, sp.acceptance, mtp=sp.mtp, **opts)
+    shape = np.shape(sv.decode_step_s)
+    ctx = input_len + output_len
+    eng = su.efficiency.engine
+    mem = memory_with_draft(sv.memory, draft.model, m, hw.memory_bytes, lay, su.precision, draft.precision,
+                            np.maximum(sv.batch, 1.0), ctx, su.reserve, sp.mtp, eng)
+    fits = mem.fits & (sv.batch >= 1) & np.asarray(sv.runs_at_once) & (np.asarray(lay.pp) == 1)
+    bmax = max_batch_with_draft(m, draft.model, hw.memory_bytes, lay, su.precision, draft.precision, ctx, su.reserve,
+                                sp.mtp, eng)
+    # communication per token: the verification pass's collectives and the host's hand-offs, over E tokens
+    comm = np.broadcast_to((np.asarray(sd.verify.comm_s, float) + np.asarray(sv.pp_p2p_s, float))
+                           / sd.tokens_per_step, shape)
+    return (np.asarray(sd.per_token_s, float), comm, np.broadcast_to(fits, shape), bmax,
+            np.broadcast_to(np.asarray(sd.verify.bottleneck), shape), mem.kv, mem.total)
 
 
 COST_KEYS = ("cost_per_mtok_output_request_usd", "cost_per_mtok_output_usd", "cost_per_mtok_input_usd")
@@ -132,16 +183,17 @@ def batch_axis(max_batch: int, points: int = 96) -> np.ndarray:
 CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256, 512)
 
 
-def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 128) -> Grid:
-    """Every admissible layout on 1, 2, 4, ... up to `top` chips, each over batches up to the largest that fits."""
+def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 128, draft=None) -> Grid:
+    """Every admissible layout on 1, 2, 4, ... up to `top` chips, each over batches up to the largest that fits
+    (draft: decoding with speculation, see evaluate)."""
     counts = [c for c in CHIP_COUNTS if c <= top] or [top]
     lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=su.hardware.scaleup_domain)]
-    probe = evaluate(su, lays, [1], input_len, output_len) if lays else None
+    probe = evaluate(su, lays, [1], input_len, output_len, draft=draft) if lays else None
     bmax = int(np.max(probe.max_batch)) if probe is not None else 0
     if bmax < 1:
         raise InputError("max_chips", f"{su.model.id} fits on no layout of up to {top} x {su.hardware.id}",
                          "allow more chips (--max-chips) or a smaller dtype")
-    return evaluate(su, lays, batch_axis(bmax, points), input_len, output_len)
+    return evaluate(su, lays, batch_axis(bmax, points), input_len, output_len, draft=draft)
 
 
 def meeting_speed(g: Grid, target: float, top: int, hw_id: str) -> np.ndarray:

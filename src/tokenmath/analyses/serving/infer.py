@@ -10,11 +10,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg
 from tokenmath.engine.economics import (decode_cost_per_mtok, energy_j_per_token, prefill_cost_per_mtok,
                                         request_cost_per_mtok, usd_per_s)
 from tokenmath.engine.expert_parallel import experts_touched
 from tokenmath.engine.forward import PassCost, Precision
+from tokenmath.engine.prefix_cache import hit_rate
 from tokenmath.engine.memory import (Memory, activations_per_chip, chunk_tokens, max_batch, usable_bytes,
                                      weight_bytes_total, weights_per_chip)
 from tokenmath.engine.static_batch import kernels_of, serve_batch
@@ -27,7 +29,10 @@ from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 from tokenmath.specs.serving_engines import EngineProfile, engine_dict
 from tokenmath.analyses.setup import check_ep_comm, setup
-from tokenmath.analyses.serving.load import Load
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:        # only infer under load builds one (imported there): not on every start-up
+    from tokenmath.analyses.serving.load import Load
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,8 @@ class InferResult:
                                                      # outlasts the pass); None: the decode pass's own
     load: Load | None = None                         # under load (--concurrency / --arrival-rate): ttft_s and
     #                                                  decode_step_s are then per request (analyses/serving/load.py)
+    prefix_hit: float = 0.0                          # cached share of every prompt (engine/prefix_cache.py)
+    ttft_uncached_s: float | None = None             # the TTFT without the cache (prefix_hit > 0 only), s
 
     @property
     def engine(self) -> EngineProfile | None:
@@ -120,6 +127,16 @@ class InferResult:
             return None
         return energy_j_per_token(self.chips, self.hardware.tdp_w, self.decode_step_s, self.batch)
 
+    def prefix_cache_dict(self) -> dict:
+        """The prefix cache's effect: hit rate, cached tokens per prompt, TTFT and $ per Mtok input without it."""
+        from tokenmath.engine.prefix_cache import cached_tokens
+        r = self.chips_usd_per_s
+        unc = None if (r is None or self.ttft_uncached_s is None) else prefill_cost_per_mtok(
+            r, self.ttft_uncached_s, self.batch, self.input_len)
+        return {"hit": self.prefix_hit, "cached_tokens_per_prompt": finite(cached_tokens(self.input_len,
+                                                                                        self.prefix_hit)),
+                "ttft_uncached_s": finite(self.ttft_uncached_s), "cost_per_mtok_input_uncached_usd": finite(unc)}
+
     def to_dict(self) -> dict:
         f = finite
         mem = self.memory
@@ -156,6 +173,7 @@ class InferResult:
                                 "prefill_chunks": int(self.prefill_chunks),
                                 "max_running_per_group": self.running_cap}}),
             **({} if self.load is None else {"load": self.load.to_dict()}),
+            **({} if not self.prefix_hit else {"prefix_cache": self.prefix_cache_dict()}),
             "advice": list(self.advice), "notes": list(self.notes),
         }
 
@@ -167,7 +185,7 @@ def _scalar(x):
 def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, input_len=1024,
           output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
           reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
-          ep_overlap: bool = False, ep_comm: str = "bf16") -> InferResult:
+          ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -178,12 +196,18 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     tokens, and batch the sequences running at once; `load` holds the rest.
     ep_overlap / ep_comm: two-micro-batch overlap of the EP all-to-all with compute, and how it moves tokens
     (engine.forward.forward_pass; the static batch only: under load the steady state prices bf16 without overlap).
+    prefix_hit: the cached share of every prompt (prefix caching, engine/prefix_cache.py; the static batch only:
+    `simulate --prefix-hit` serves it under load).
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
     input_len = int_arg(input_len, "input_len")
     ep_comm = check_ep_comm(ep_comm)
     output_len = int_arg(output_len, "output_len")
+    hit = hit_rate(prefix_hit)
     load = None
+    if hit and (concurrency is not None or arrival_rate is not None):
+        raise InputError("prefix_hit", "given with --concurrency/--arrival-rate (the steady state has no cache)",
+                         "the static batch (leave those out), or `tokenmath simulate --prefix-hit`")
     if concurrency is not None or arrival_rate is not None:
         from tokenmath.analyses.serving.load import under_load
         load = under_load(model, hardware, input_len=input_len, output_len=output_len, concurrency=concurrency,
@@ -216,11 +240,19 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     sv = serve_batch(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve,
                      ep_overlap=bool(ep_overlap), ep_comm=ep_comm)
     fits = batch >= 1 and bool(sv.fits)
+    ttft, pre, ttft0 = sv.ttft_s, sv.prefill, None
+    if hit:
+        from tokenmath.engine.prefix_cache import ttft_with_hits   # noqa: I001 (heavy only when asked)
+        ttft0 = _scalar(sv.ttft_s)
+        ttft, pre = ttft_with_hits(sv, m, hw, lay, prec, eff, input_len, hit, ep_overlap=bool(ep_overlap),
+                                   **({} if ep_comm == "bf16" else {"ep_comm": ep_comm}))
+        notes.append(f"prefix caching: {hit:g} of every prompt is cached ({int(np.floor(hit * input_len)):,} of "
+                     f"{input_len:,} tokens): TTFT and $/Mtok input count the rest; decode and memory unchanged")
     sizes = dict(model=m, hardware=hw, layout=lay, precision=prec, efficiency=eff, batch=batch, input_len=input_len,
                  output_len=output_len, params_total=P.total, params_active=P.active,
                  weights_bytes=weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
                  kv_bytes_per_token=kv_bytes_per_token(m, prec.kv.bytes), memory=sv.memory, fits=fits,
-                 prefill=sv.prefill, decode=sv.decode, max_batch=bmax)
+                 prefill=pre, decode=sv.decode, max_batch=bmax, prefix_hit=hit, ttft_uncached_s=ttft0)
     if eng is not None:
         cap = float(sv.running_cap)
         sizes.update(decode_device_s=_scalar(sv.decode_device_s), decode_launch_s=_scalar(sv.decode_launch_s),
@@ -239,7 +271,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
         notes.append(f"under load ({load.source}): TTFT is one request's, the decode step the mean time between its "
                      f"tokens; {load.running:,.0f} sequences run at once" if load.running else
                      f"under load ({load.source})")
-    return InferResult(**sizes, load=load, ttft_s=load.ttft_s if load else _scalar(sv.ttft_s),
+    return InferResult(**sizes, load=load, ttft_s=load.ttft_s if load else _scalar(ttft),
                        decode_step_s=load.tpot_s if load else _scalar(sv.decode_step_s),
                        pp_p2p_s=_scalar(sv.pp_p2p_s), decode_floor_s=_scalar(sv.decode_floor_s),
                        decode_napkin_floor_s=_scalar(sv.decode.napkin_floor_s(hw)),

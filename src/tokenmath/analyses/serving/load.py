@@ -21,6 +21,7 @@ LOAD_REQUESTS = 2000
 
 @dataclass(frozen=True)
 class Load:
+    """Serving under load: the closed-loop or open-arrival steady state of one configuration (s, tokens/s)."""
     mode: str                       # "closed" (concurrency) | "open" (arrival rate)
     concurrency: int | None
     arrival_rate: float | None

@@ -15,6 +15,7 @@ from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS, layouts_for
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.by_concurrency import concurrency_axis, trace
 from tokenmath.analyses.serving.grid import COST_KEYS, Grid, batch_axis, evaluate
+from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
 
 
 def frontier_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -50,11 +51,13 @@ class Pareto:
     # the closed-loop steady state of each layout at each concurrency (by_concurrency.py), `frontier` flagged
     by_concurrency: list[dict] = field(default_factory=list)
     by_concurrency_notes: list[str] = field(default_factory=list)
+    draft: Draft | None = None      # speculative decoding (None: plain decoding)
 
     def to_dict(self):
         su = self.setup
         return {"model": su.model.id, "hardware": su.hardware.id, "chips": self.chips, "engine": su.engine_dict,
-                "notes": [su.engine_note],
+                "notes": [su.engine_note, *speculation_notes(self.draft)],
+                **({} if self.draft is None else {"speculation": self.draft.to_dict()}),
                 "input_len": self.grid.input_len, "output_len": self.grid.output_len,
                 "frontier": self.frontier, "points_evaluated": len(self.points),
                 "layouts": [fmt_layout(*t) for t in self.grid.layouts],
@@ -62,10 +65,15 @@ class Pareto:
 
 
 def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None,
-           efficiency=None, allow_pp: bool = False, engine=None, concurrency=None) -> Pareto:
+           efficiency=None, allow_pp: bool = False, engine=None, concurrency=None, speculation=None) -> Pareto:
     """The static-batch frontier over batches and layouts; with a serving engine, also each layout's closed-loop
-    steady state at each concurrency (default by_concurrency.DEFAULT_CONCURRENCY; () for none)."""
+    steady state at each concurrency (default by_concurrency.DEFAULT_CONCURRENCY; () for none).
+    speculation: a speculative.Speculation (--draft/--mtp): every point decodes with it (no PP layouts, no
+    steady state by concurrency)."""
     su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+    dr = resolve_draft(speculation, su0.model, su0.precision, weight_dtype, kv_dtype)
+    if dr is not None:
+        allow_pp, concurrency = False, ()
     chips = int_arg(chips if chips is not None else su0.hardware.scaleup_domain, "chips", 1, MAX_SEARCH_CHIPS)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     cs = concurrency_axis(concurrency, su0.engine)
@@ -73,12 +81,12 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
     if not lays:
         raise InputError("chips", f"no layout of {chips} chips suits {su0.model.id}",
                          f"a chip count with a divisor that divides the {su0.model.n_heads} heads")
-    probe = evaluate(su0, lays, [1], input_len, output_len)
+    probe = evaluate(su0, lays, [1], input_len, output_len, draft=dr)
     bmax = int(np.max(probe.max_batch))
     if bmax < 1:
         raise InputError("chips", f"{su0.model.id} does not fit on {chips} x {su0.hardware.id} at "
                          f"{input_len + output_len:,} tokens", "more chips, a shorter context or a smaller dtype")
-    g = evaluate(su0, lays, batch_axis(bmax), input_len, output_len)
+    g = evaluate(su0, lays, batch_axis(bmax), input_len, output_len, draft=dr)
     ok = np.asarray(g.fits)
     x = np.where(ok, g.tokens_per_s_per_user, np.nan)
     y = np.where(ok, g.output_tokens_per_s_per_chip, np.nan)
@@ -101,4 +109,4 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
     fitting = [t for t, any_ok in zip(g.layouts, ok.any(axis=1)) if any_ok]
     by_c, notes = trace(su0, fitting, cs, input_len, output_len)
     return Pareto(setup=su0, chips=chips, grid=g, points=pts, frontier=front, by_concurrency=flag_frontier(by_c),
-                  by_concurrency_notes=notes)
+                  by_concurrency_notes=notes, draft=dr)

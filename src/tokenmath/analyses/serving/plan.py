@@ -26,6 +26,8 @@ import numpy as np
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg, pos_float
 from tokenmath.engine.memory import max_batch as engine_max_batch
+from tokenmath.engine.prefix_cache import hit_rate
+from tokenmath.engine.speculative import max_batch_with_draft
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.mapping.candidates import as_layout, layouts_for
 from tokenmath.mapping.layout import Layout
@@ -38,6 +40,7 @@ from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, links_fo
 from tokenmath.analyses.serving.by_concurrency import concurrency_axis, trace
 from tokenmath.analyses.serving.pareto import flag_frontier, frontier_mask
 from tokenmath.analyses.serving.plan_disaggregated import disaggregate
+from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
 
 
 def comm_breakdown(su: Setup, p: dict, input_len: int, output_len: int, **opts) -> dict:
@@ -76,6 +79,7 @@ class Plan:
     # the closed-loop steady state of the best layout and the runner-ups' at each concurrency (by_concurrency.py)
     by_concurrency: tuple[dict, ...] = ()
     by_concurrency_notes: tuple[str, ...] = ()
+    draft: Draft | None = None          # speculative decoding (None: plain decoding)
 
     def to_dict(self) -> dict:
         hw = self.setup.hardware
@@ -87,6 +91,7 @@ class Plan:
                 "layouts_evaluated": self.layouts_evaluated, "points_evaluated": self.points_evaluated,
                 "points_fitting": self.points_fitting, "search_s": self.search_s, **self.options,
                 "disaggregated": self.disaggregated, "notes": list(self.notes),
+                **({} if self.draft is None else {"speculation": self.draft.to_dict()}),
                 "by_concurrency": list(self.by_concurrency), "by_concurrency_notes": list(self.by_concurrency_notes)}
 
 
@@ -123,22 +128,34 @@ def _infeasible(g: Grid, fits, ttft_s, tps_user, m: Model, hw, chips, ctx):
 def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=None, input_len=1024,
          output_len=256, weight_dtype=None, kv_dtype=None, ep_imbalance=1.0, ep_overlap=False,
          disaggregated=False, efficiency: Efficiency | None = None, reserve=None, runner_ups: int = 5,
-         engine=None, concurrency=None, ep_comm="bf16") -> Plan:
+         engine=None, concurrency=None, ep_comm="bf16", speculation=None, prefix_hit=None) -> Plan:
     """Cheapest layout and batch meeting the targets on `chips` chips of `system`, with the Pareto frontier; with a
     serving engine, also the best and runner-up layouts' closed-loop steady states at each concurrency (default
-    by_concurrency.DEFAULT_CONCURRENCY; () for none)."""
+    by_concurrency.DEFAULT_CONCURRENCY; () for none). speculation: a speculative.Speculation (--draft/--mtp): every
+    point decodes with it (tensor/expert/data-parallel layouts only; no steady state by concurrency). prefix_hit: the
+    cached share of every prompt (engine/prefix_cache.py): TTFT, the TTFT target and the costs count the rest."""
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     imb = check_ep_imbalance(ep_imbalance)
     ep_comm = check_ep_comm(ep_comm)
     ttft_s, tps_user = _targets(ttft_ms, min_tokens_per_s_per_user)
     su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine)
-    cs = concurrency_axis(concurrency, su.engine)
     m, hw, prec = su.model, su.hardware, su.precision
-    lays = layouts_for(m, n, allow_pp=True)
+    dr = resolve_draft(speculation, m, prec, weight_dtype, kv_dtype)
+    hit = hit_rate(prefix_hit)
+    if hit and disaggregated:
+        raise InputError("prefix_hit", "given with --disaggregated", "one of the two")
+    if dr is not None and disaggregated:
+        raise InputError("disaggregated", "speculative decoding is modelled in a colocated replica",
+                         "leave --disaggregated out, or --draft/--mtp")
+    cs = concurrency_axis(() if dr is not None else concurrency, su.engine)
+    lays = layouts_for(m, n, allow_pp=dr is None)
     if not lays:
         raise InputError("chips", f"no layout of {n} chips suits {m.id}",
                          f"a chip count with a divisor that divides the {m.n_heads} heads")
-    notes = [su.engine_note]
+    notes = [su.engine_note, *speculation_notes(dr)]
+    if hit:
+        notes.append(f"prefix caching: {hit:g} of every prompt is cached: TTFT and the prefill in $/Mtok count the "
+                     "rest (the steady state by concurrency has no cache)")
     if hw.scaleout_bw is None and n > hw.scaleup_domain:
         # replicas placed on real chips (mapping/placement.py): a replica of 6 chips on 12 straddles two domains of 8
         alone = np.asarray(place(as_layout(lays), hw.scaleup_domain).replica.domains).ravel() == 1
@@ -153,8 +170,13 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     ctx = input_len + output_len
     t0 = time.perf_counter()
     lay = as_layout(lays)
-    bmax_l = np.asarray(engine_max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes,
-                                         ctx, su.reserve, engine=su.engine), float).reshape(-1, 1)
+    if dr is None:
+        bmax_l = engine_max_batch(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, ctx,
+                                  su.reserve, engine=su.engine)
+    else:
+        bmax_l = max_batch_with_draft(m, dr.model, hw.memory_bytes, lay, prec, dr.precision, ctx, su.reserve,
+                                      dr.spec.mtp, su.engine)
+    bmax_l = np.asarray(bmax_l, float).reshape(-1, 1)
     top = int(bmax_l.max())
     if top < 1:
         raise InputError("chips", f"{m.id} does not fit on {n} x {hw.chip or hw.id} ({hw.id}) at {ctx:,} tokens "
@@ -162,7 +184,7 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     axis = batch_axis(top)
     B = np.concatenate([np.broadcast_to(axis, (len(lays), axis.size)), np.maximum(bmax_l, 1.0)], axis=1)
     opts = dict(ep_imbalance=imb, ep_overlap=bool(ep_overlap), links=links_for(hw), ep_comm=ep_comm)
-    g = evaluate(su, lays, B, input_len, output_len, **opts)
+    g = evaluate(su, lays, B, input_len, output_len, **opts, draft=dr, prefix_hit=hit)
     search_s = time.perf_counter() - t0
     fits = np.asarray(g.fits, bool)
     ok = fits.copy()
@@ -178,7 +200,9 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     key = np.where(ok, rank, np.inf)
     li, bi = np.unravel_index(np.lexsort((-np.where(ok, g.tokens_per_s_per_user, 0).ravel(), key.ravel()))[0], key.shape)
     best = point(g, li, bi, price)
-    best["communication_breakdown_s"] = comm_breakdown(su, best, input_len, output_len, **opts)
+    # with speculation the step is per token over several passes: no one pass's collectives to break down
+    best["communication_breakdown_s"] = (comm_breakdown(su, best, input_len, output_len, **opts) if dr is None
+                                         else None)
     # runner-ups: the best point of each other layout
     per_layout = np.where(ok, rank, np.inf)
     bj = np.argmin(per_layout, axis=1)
@@ -206,8 +230,10 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
                 targets={"ttft_s": ttft_s, "min_tokens_per_s_per_user": tps_user}, best=best, runner_ups=runners,
                 frontier=front, points={"x": xs, "y": ys}, layouts_evaluated=len(lays), points_evaluated=int(B.size),
                 points_fitting=int(fits.sum()), search_s=search_s,
-                options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap), "ep_comm": ep_comm},
+                options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap), "ep_comm": ep_comm,
+                         **({"prefix_hit": hit} if hit else {})},
                 disaggregated=disagg,
-                notes=tuple(notes), by_concurrency=tuple(flag_frontier(by_c)), by_concurrency_notes=tuple(c_notes))
+                notes=tuple(notes), by_concurrency=tuple(flag_frontier(by_c)), by_concurrency_notes=tuple(c_notes),
+                draft=dr)
 
 

@@ -14,8 +14,10 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg
 from tokenmath.engine.economics import decode_cost_per_mtok, usd_per_s
 from tokenmath.engine.memory import memory_per_chip
-from tokenmath.engine.speculative import (MTP_ACCEPTANCE, MTP_ACCEPTANCE_SOURCE, draft_layout, mtp_head,
+from tokenmath.engine.forward import Precision
+from tokenmath.engine.speculative import (MTP_ACCEPTANCE, MTP_ACCEPTANCE_SOURCE, memory_with_draft, mtp_head,
                                           speculative_step)
+from tokenmath.specs.model import Model
 from tokenmath.analyses.setup import resolve_precision, setup
 from tokenmath.specs.model_catalog import get_model
 
@@ -62,6 +64,47 @@ def speculation(draft=None, k=None, acceptance=None, mtp=None) -> Speculation | 
     if not 0.0 <= a <= 1.0:
         raise InputError("acceptance", f"{a:g} is out of range", "a rate in [0, 1] (the chance a drafted token is kept)")
     return Speculation(None if mtp is not None else str(draft), k, a, mtp is not None, "given")
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A Speculation resolved against its target: the draft model (or the MTP head as a one-layer model) and its
+    dtypes. What grid.evaluate and speculative() hand to engine/speculative.py."""
+    spec: Speculation
+    model: Model
+    precision: Precision
+
+    def to_dict(self) -> dict:
+        from tokenmath.engine.speculative import expected_tokens
+        return {"draft_model": self.model.id, **self.spec.to_dict(),
+                "tokens_per_step": finite(float(expected_tokens(self.spec.acceptance, self.spec.k)))}
+
+
+def resolve_draft(spec: Speculation | None, m: Model, prec: Precision, weight_dtype=None, kv_dtype=None) -> Draft | None:
+    """The draft of `spec` for target `m` in dtypes `prec` (None: no speculation). The MTP head has the target's
+    dtypes; a separate draft its own native ones (or the ones asked for) and must share the vocabulary."""
+    if spec is None:
+        return None
+    if not isinstance(spec, Speculation):
+        raise InputError("speculation", "missing", "speculation(draft=..., k=..., acceptance=...) or mtp=K")
+    if spec.mtp:
+        return Draft(spec, mtp_head(m), prec)
+    d = get_model(spec.draft)
+    if d.vocab_size != m.vocab_size:
+        raise InputError("draft", f"{d.id} has a vocabulary of {d.vocab_size:,}, {m.id} of {m.vocab_size:,}",
+                         "a draft that shares the target's tokenizer (same vocab_size)")
+    return Draft(spec, d, resolve_precision(d, weight_dtype, kv_dtype))
+
+
+def speculation_notes(draft: Draft | None) -> list[str]:
+    """What a grid question (pareto, plan, fleet, slowmode) says when it decodes with speculation."""
+    if draft is None:
+        return []
+    sp = draft.spec
+    what = f"{sp.k} MTP token(s)" if sp.mtp else f"draft {draft.model.id}, k = {sp.k}"
+    return [f"speculative decoding ({what}, acceptance {sp.acceptance:g}): a user's speed and $/Mtok are per token, "
+            "(engine host time + k draft steps + the verification pass) / E; the draft's weights and cache are in "
+            "memory; its own prefill is left out of TTFT; pipeline-parallel layouts are not searched"]
 
 
 @dataclass(frozen=True)
@@ -129,14 +172,8 @@ def speculative(model, hardware, spec: Speculation, *, batches=(1,), chips=None,
     su = setup(model, hardware, chips=chips, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                efficiency=efficiency, reserve=reserve, engine=engine)
     m, hw, lay, prec, eff = su.model, su.hardware, su.layout, su.precision, su.efficiency
-    if spec.mtp:
-        d, dprec = mtp_head(m), prec
-    else:
-        d = get_model(spec.draft)
-        dprec = resolve_precision(d, weight_dtype, kv_dtype)
-        if d.vocab_size != m.vocab_size:
-            raise InputError("draft", f"{d.id} has a vocabulary of {d.vocab_size:,}, {m.id} of {m.vocab_size:,}",
-                             "a draft that shares the target's tokenizer (same vocab_size)")
+    dr = resolve_draft(spec, m, prec, weight_dtype, kv_dtype)
+    d, dprec = dr.model, dr.precision
     ep_, dp_ = float(lay.ep), float(lay.dp)
     s = np.ceil(bs / (dp_ * ep_))
     opts = {}
@@ -153,14 +190,12 @@ def speculative(model, hardware, spec: Speculation, *, batches=(1,), chips=None,
     mem = memory_per_chip(m, hw.memory_bytes, lay, prec.weight.bytes, prec.expert.bytes, prec.kv.bytes, bs, ctx,
                           s * input_len, su.reserve, engine=eng)
     notes = []
-    extra = 0.0
-    if not spec.mtp:
-        dm = memory_per_chip(d, hw.memory_bytes, draft_layout(lay, False), dprec.weight.bytes, dprec.expert.bytes,
-                             dprec.kv.bytes, bs, ctx, s * input_len, su.reserve, engine=eng)
-        extra = dm.weights + dm.kv           # the draft's weights and KV share the chips with the target
-    else:
-        notes.append("the MTP head's own weights (one block of the model) are not added to memory")
-    fits = (mem.weights + mem.kv + mem.activations + extra <= mem.usable) & (bs >= 1)
+    # the draft's weights and cache share the chips with the target
+    mem = memory_with_draft(mem, d, m, hw.memory_bytes, lay, prec, dprec, bs, ctx, su.reserve, spec.mtp, eng)
+    if spec.mtp:
+        notes.append("the MTP head's block, projection and one layer of cache are counted in memory; its embedding "
+                     "and output head are the model's own")
+    fits = mem.fits & (bs >= 1)
     if spec.mtp and spec.k > 1:
         notes.append(f"{spec.k} MTP tokens: one head run {spec.k} times at one per-token acceptance; DeepSeek-V3 "
                      "publishes the second token's only")

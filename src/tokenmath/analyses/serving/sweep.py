@@ -33,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from tokenmath.base.errors import InputError
+from tokenmath.base.heap import kept_heap
 from tokenmath.engine.economics import decode_cost_per_mtok, prefill_cost_per_mtok, usd_per_s
 from tokenmath.engine.forward import BOTTLENECKS
 from tokenmath.engine.memory import RESERVE_FRACTION, weight_bytes_total
@@ -94,8 +95,12 @@ def _along(a, i, ndim):
 
 
 def _column(a, i, shape):
-    """The flat column of axis i over the full product in C order (each value repeated, no meshgrid copies)."""
-    return np.broadcast_to(_along(a, i, len(shape)), shape).reshape(-1)
+    """The flat column of axis i over the full product in C order (each value repeated, no meshgrid copies):
+    each value repeated over the axes after it, that run repeated over the axes before it."""
+    inner = int(np.prod(shape[i + 1:], dtype=np.int64))
+    outer = int(np.prod(shape[:i], dtype=np.int64))
+    run = np.repeat(a, inner) if inner > 1 else a
+    return np.tile(run, outer) if outer > 1 else np.array(run)
 
 
 def _blocks(shape, chunk):
@@ -134,6 +139,15 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     prec = resolve_precision(m, weight_dtype, kv_dtype)
     eff = with_engine(efficiency or default_for(hw), engine)
     axes = [_axis(v, n) for v, n in zip((batch, input_len, output_len, tp, pp, ep, dp), AXES)]
+    n = int(np.prod([a.size for a in axes]))
+    if n <= FLAT:
+        return _columns(m, hw, prec, eff, axes, reserve, decode_only)
+    with kept_heap():     # each block's temporaries reuse the last block's pages (base/heap.py)
+        return _columns(m, hw, prec, eff, axes, reserve, decode_only)
+
+
+def _columns(m, hw, prec, eff, axes, reserve, decode_only) -> Columns:
+    """The columns of sweep() over the product of `axes` (1-d float arrays, in AXES order)."""
     shape = tuple(a.size for a in axes)
     nd = len(shape)
     n = int(np.prod(shape))
@@ -147,6 +161,9 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     cols["valid"] = valid
     for k in FIGURES:
         cols[k] = np.empty(n)
+    if decode_only:       # no prefill pass: its figures are NaN in every row (one contiguous fill, not per block)
+        for k in PREFILL_FIGURES:
+            cols[k].fill(np.nan)
     cols["fits"] = np.empty(n, bool)
     codes = {"bottleneck_prefill": np.empty(n, np.int8), "bottleneck_decode": np.empty(n, np.int8)}
     P = count_params(m)
@@ -172,12 +189,18 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
                   [_along(vals[i], perm.index(i), nd) for i in range(nd)], decode_only)
     # object arrays of the names (8 bytes a row, not 52 for fixed-width unicode); the values are str
     names = np.array(list(BOTTLENECKS) + [""], dtype=object)
+    bad_any = not valid.all()
     for k, c in codes.items():
-        c[~valid] = NO_BOTTLENECK
+        if decode_only and k == "bottleneck_prefill":      # no prefill pass: "" in every row, one fill
+            cols[k] = np.empty(n, object)
+            cols[k].fill("")
+            continue
+        if bad_any:
+            c[~valid] = NO_BOTTLENECK
         cols[k] = names[c]
     # layouts the model does not admit: no figures (the engine computed them only to stay vectorized)
-    bad = ~valid
-    if bad.any():
+    if bad_any:
+        bad = ~valid
         for k in FIGURES:
             cols[k][bad] = np.nan
         cols["fits"][bad] = False
@@ -185,6 +208,7 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
 
 
 NO_BOTTLENECK = len(BOTTLENECKS)   # the code of "" (no pass: decode_only's prefill, a layout not admitted)
+PREFILL_FIGURES = ("ttft_s", "output_tokens_per_s", "cost_per_mtok_input_usd")   # NaN under decode_only
 FLAT = 1 << 10    # up to this many configurations, one call on flat columns
 CHUNK = 1 << 16   # configurations per engine call: large enough to amortize Python, small enough to stay in cache
 
@@ -207,33 +231,30 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
     if sv.engine is not None:
         np.logical_and(fits, sv.runs_at_once, out=fits)                      # the engine runs them all at once
     out["max_batch"][...] = sv.max_batch
-    step = sv.decode_step_s
+    # speeds only where it fits, never an impossible configuration as achievable: NaN elsewhere. Adding this mask
+    # (0 where it fits, NaN where not) is np.where(fits, v, nan) in one pass (v + 0.0 == v for the v > 0 here), and
+    # every figure computed from a masked step or TTFT is NaN where it does not fit by itself.
+    mask = np.where(fits, 0.0, np.nan)
 
     def put(k, v):
-        """np.where(fits, v, nan): speeds only where it fits, never an impossible configuration as achievable."""
-        o = out[k]
-        o.fill(np.nan)
-        np.copyto(o, v, where=fits)
+        """out[k] = v + mask; returns the column (masked)."""
+        return np.add(v, mask, out=out[k])
 
-    put("decode_step_s", step)
+    step = put("decode_step_s", sv.decode_step_s)
     put("decode_floor_s", sv.decode_floor_s)
-    put("output_tokens_per_s_per_user", 1 / step)
+    np.divide(1, step, out=out["output_tokens_per_s_per_user"])
     usd_s = usd_per_s(lay.chips, hw.price_usd_per_hour)
     if usd_s is not None:
-        put("cost_per_mtok_output_usd", decode_cost_per_mtok(usd_s, step, b))
+        out["cost_per_mtok_output_usd"][...] = decode_cost_per_mtok(usd_s, step, b)
     else:
         out["cost_per_mtok_output_usd"].fill(np.nan)
     view(codes["bottleneck_decode"])[...] = sv.decode_bottleneck_code
-    if decode_only:
-        for k in ("ttft_s", "output_tokens_per_s", "cost_per_mtok_input_usd"):
-            out[k].fill(np.nan)
-        codes["bottleneck_prefill"][sl] = NO_BOTTLENECK
+    if decode_only:       # the prefill figures were filled with NaN, and bottleneck_prefill with "", once
         return
-    ttft = sv.ttft_s
-    put("ttft_s", ttft)
-    put("output_tokens_per_s", b * lo / (ttft + lo * step))
+    ttft = put("ttft_s", sv.ttft_s)
+    out["output_tokens_per_s"][...] = b * lo / (ttft + lo * step)
     if usd_s is not None:
-        put("cost_per_mtok_input_usd", prefill_cost_per_mtok(usd_s, ttft, b, li))
+        out["cost_per_mtok_input_usd"][...] = prefill_cost_per_mtok(usd_s, ttft, b, li)
     else:
         out["cost_per_mtok_input_usd"].fill(np.nan)
     view(codes["bottleneck_prefill"])[...] = sv.prefill.bottleneck_code

@@ -23,7 +23,8 @@ from tokenmath.base.validators import finite, int_arg
 from tokenmath.engine.economics import chip_hours
 from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.train_memory import RECOMPUTE, SCHEDULES, train_memory
-from tokenmath.engine.train_step import TRAIN_DTYPES, ZERO_STAGES, TrainStep, matmul_params, train_step
+from tokenmath.engine.train_step import TRAIN_DTYPES, ZERO_STAGES, train_step
+from tokenmath.engine.train_step_result import TrainStep, matmul_params
 from tokenmath.mapping.layout import Layout, make_train_layout, train_layout
 from tokenmath.specs.efficiency import DEFAULT, Efficiency
 from tokenmath.specs.hardware import Hardware
@@ -60,6 +61,7 @@ class TrainResult:
     notes: list[str] = field(default_factory=list)
     flash: bool = True                # attention stores no scores (FlashAttention)
     dropout: bool = False             # dropout masks stored
+    tp_overlap: bool = False          # userbuffers overlap of the TP collectives with the GEMMs
 
     # ---- headline figures (None when the configuration does not fit) ---------------------------------------
     @property
@@ -118,6 +120,7 @@ class TrainResult:
             "micro_batch": self.micro_batch, "micro_batches": finite(s.micro_batches),
             "recompute": self.recompute, "zero": self.zero, "dtype": self.dtype, "overlap": self.overlap,
             "schedule": self.schedule, "virtual_stages": self.virtual_stages, "balanced_stages": self.balanced,
+            "tp_comm_overlap": self.tp_overlap,
             "params_total": P.total, "params_active": P.active, "params_matmul": matmul_params(self.model),
             "fits": bool(self.fits),
             "step_time_s": ok(s.step_time_s), "step_floor_s": ok(s.floor_s),
@@ -189,7 +192,7 @@ def _check_batch(lay: Layout, seq_len: int, micro_batch: int, gbt: int):
 def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=None, seq_len=4096,
           global_batch_tokens=4_194_304, micro_batch=1, recompute="selective", zero=1, dtype="bf16", tokens=None,
           overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, schedule="1f1b",
-          virtual_stages=None, balanced=False, flash=True, dropout=False) -> TrainResult:
+          virtual_stages=None, balanced=False, flash=True, dropout=False, tp_overlap=False) -> TrainResult:
     """One training step of `global_batch_tokens` tokens (sequences of `seq_len`) on a layout of
     chips = tp x pp x dp x ep x cp; with `tokens`, the whole run (time, chip-hours, $, kWh).
 
@@ -197,7 +200,8 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     in its usual scale-up domain; chips beyond one domain talk over its scale-out link).
     schedule: '1f1b', 'interleaved' (virtual_stages v >= 2 model chunks per rank; default 2) or 'zb-h1';
     balanced: Llama 3's stage balancing (embedding and head take a layer slot); flash / dropout: whether attention
-    stores no scores (FlashAttention) and whether the model trains with dropout masks (engine/train_memory.py).
+    stores no scores (FlashAttention) and whether the model trains with dropout masks (engine/train_memory.py);
+    tp_overlap: the tensor-parallel collectives overlapped with the GEMMs (Megatron --tp-comm-overlap, engine/train_step.py).
     Seconds, bytes, USD, kWh. A layout that fits with no recomputation at this ZeRO stage raises InputError
     naming what would fit; one that fits only with another recomputation returns fits=False with advice.
     """
@@ -232,7 +236,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
         notes.append(f"{tokens:,.0f} tokens are {tokens / gbt:,.2f} steps of {gbt:,}; the fraction is counted as is")
     kw = dict(seq_len=seq_len, micro_batch=micro_batch, global_batch_tokens=gbt, dtype=dtype, overlap=overlap,
               eff=eff, reserve=reserve, schedule=schedule, virtual_stages=v, balanced=bool(balanced),
-              flash=bool(flash), dropout=bool(dropout))
+              flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap))
     step = train_step(m, hw, lay, recompute=recompute, zero=zero, **kw)
     fits = bool(step.memory.fits)
     advice = [] if fits else _fit_advice(m, hw, lay, zero, recompute, kw)
@@ -245,7 +249,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
                        micro_batch=micro_batch, recompute=recompute, zero=zero, dtype=dtype, overlap=overlap,
                        schedule=schedule, virtual_stages=v, balanced=bool(balanced),
                        efficiency=eff, step=step, fits=fits, tokens=tokens, advice=advice, notes=notes,
-                       flash=bool(flash), dropout=bool(dropout))
+                       flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap))
 
 
 def _virtual_stages(m, lay, schedule, v, balanced) -> int:

@@ -60,7 +60,7 @@ class SearchResult:
 def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304, cp=None, dtype="bf16", tokens=None,
            overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, top: int = 10,
            micro_batches=SEARCH_MICRO_BATCHES, recomputes=RECOMPUTE, zeros=SEARCH_ZERO, balanced=False,
-           flash=True, dropout=False) -> SearchResult:
+           flash=True, dropout=False, tp_overlap=False) -> SearchResult:
     """The fastest layouts of `chips` chips that fit, best first (ranked by step time: at a fixed global batch
     that is time to train). TP: divisors of the heads (splitting or evenly replicating the KV heads) up to the
     scale-up domain; PP: divisors of the layers; EP (MoE): divisors of the experts; DP: the rest; cp fixed.
@@ -108,7 +108,7 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     lay = train_layout(a[0], a[1], a[2], a[3], c)
     st = train_step(m, hw, lay, seq_len=seq_len, micro_batch=a[4], global_batch_tokens=gbt, recompute=a[5],
                     zero=a[6], dtype=dtype, overlap=overlap, eff=eff, reserve=reserve, schedule=a[7],
-                    virtual_stages=a[8], balanced=balanced, flash=flash, dropout=dropout)
+                    virtual_stages=a[8], balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap)
     fit = np.asarray(st.memory.total <= st.memory.usable)
     idx = np.nonzero(fit)[0]
     if not len(idx):
@@ -121,7 +121,7 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
                   seq_len=seq_len, global_batch_tokens=gbt, micro_batch=int(a[4][i]), recompute=RECOMPUTE[a[5][i]],
                   zero=int(a[6][i]), dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, reserve=reserve,
                   schedule=SCHEDULES[a[7][i]], virtual_stages=int(a[8][i]) if a[7][i] == 1 else None,
-                  balanced=balanced, flash=flash, dropout=dropout)
+                  balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap)
             for i in order]
     notes = [f"{len(rows):,} layouts evaluated in one vectorized call; {len(idx):,} fit"]
     if c > 1:

@@ -11,7 +11,8 @@ the prediction itself, all metrics being proportional to throughput at a fixed c
     measured MFU = predicted MFU x measured metric / predicted metric      (tokens/s, TFLOP/s)
     measured MFU = predicted MFU x predicted GPU-hours / measured GPU-hours
 TFLOP/s figures that include recomputation (Megatron's Eq. 3) are compared with the executed FLOP/s (HFU basis).
-Recomputation "unstated": the least recomputation that fits (none, then selective, then full), what a tuned run
+A run whose recipe overlapped its TP collectives with the GEMMs (tp_comm_overlap, with the script that says so) is
+predicted with that overlap; "tp-overlap" in its layout. Recomputation "unstated": the least recomputation that fits (none, then selective, then full), what a tuned run
 would pick; the row says which was used.
 """
 from __future__ import annotations
@@ -113,7 +114,8 @@ def _kw(run: dict, recompute: str) -> dict:
                 micro_batch=run.get("micro_batch", 1), recompute=recompute, zero=run.get("zero", 1),
                 dtype=run.get("dtype", "bf16"), tokens=run.get("tokens"), schedule=run.get("schedule", "1f1b"),
                 virtual_stages=run.get("virtual_stages"), balanced=run.get("balanced", False),
-                flash=run.get("flash", True), dropout=run.get("dropout", False))
+                flash=run.get("flash", True), dropout=run.get("dropout", False),
+                tp_overlap=run.get("tp_comm_overlap", False))
 
 
 def predict_run(run: dict) -> RunCheck:
@@ -133,6 +135,8 @@ def predict_run(run: dict) -> RunCheck:
     lay = f"tp{run.get('tp', 1)} pp{run.get('pp', 1)} dp{run.get('dp', 1)} ep{run.get('ep', 1)} cp{run.get('cp', 1)}"
     if run.get("schedule") == "interleaved":
         lay += f" v{run.get('virtual_stages', 2)}"
+    if run.get("tp_comm_overlap"):
+        lay += " tp-overlap"
     base = dict(id=run["id"], model=run["model"], hardware=run["hardware"], chips=int(run["chips"]), layout=lay,
                 source=run["source"], metric=run["metric"], measured=float(run["value"]),
                 dtype=str(run.get("dtype", "bf16")))

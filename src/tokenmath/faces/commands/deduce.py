@@ -34,7 +34,9 @@ def _range(ctx, param, value):
 @click.option("--evidence", help="With --api-model: kinds to use, comma-separated (default all): "
               "price,cached,long_context,batch,speed,ttft,context_window,hardware.")
 @click.option("--validate", is_flag=True, help="Held-out-by-provider validation on open-weight rows, with and "
-              "without speed (about 4 minutes).")
+              "without speed (4-7 minutes).")
+@click.option("--width-budget", is_flag=True, help="With --api-model: re-deduce with each hidden prior pinned to its "
+              "middle, to show which unknown makes the 80% interval wide.")
 @click.option("--hardware", "-H", help="Chip id(s), comma-separated: replaces the hardware prior.")
 @click.option("--margin", callback=_range, help="Gross margin range LOW,HIGH within [0, 0.95] (default 0,0.75).")
 @click.option("--utilization", callback=_range, help="Utilization range LOW,HIGH within [0.01, 1] (default 0.3,0.8).")
@@ -53,7 +55,7 @@ def _range(ctx, param, value):
 @guarded
 def deduce(input_price, output_price, cached_input_price, long_context_threshold, long_input_price, long_output_price,
            output_speed, ttft, ttft_prompt_tokens, batch_discount, context_window, api_model, provider, evidence,
-           validate, hardware, margin, utilization, batch, chip_cost, noise, samples, seed, dataset, uncalibrated,
+           validate, width_budget, hardware, margin, utilization, batch, chip_cost, noise, samples, seed, dataset, uncalibrated,
            calibrate, as_json, explain):
     """Deduce active params, KV bytes and batch regime from API prices (an 80% interval over explicit priors)."""
     from dataclasses import replace
@@ -85,6 +87,18 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
     if api_model:
         from tokenmath.analyses.inverse.narrowing import deduce_api_model
         kinds = [k.strip() for k in evidence.split(",") if k.strip()] if evidence else None
+        if width_budget:
+            from tokenmath.analyses.inverse.evidence import find
+            from tokenmath.analyses.inverse.width_budget import width_budget as run_budget
+            ev = find(api_model, provider)
+            b = run_budget(ev.deduce_kwargs(kinds), pr)
+            if as_json:
+                emit_json({"model": ev.model, "provider": ev.provider, "evidence": list(kinds or ev.available()),
+                           **b.to_dict()})
+            else:
+                from tokenmath.faces.explain_inverse import width_budget_table
+                click.echo(width_budget_table(ev, kinds or ev.available(), b))
+            return
         r = deduce_api_model(api_model, provider, pr, kinds)
         if as_json:
             emit_json(r.to_dict())

@@ -3,6 +3,7 @@ import click
 from tokenmath.faces.commands.common import (batch_arg, dtype_options, engine_option, guarded, layout_options, model_hardware,
                                              output_options, positive, positive_float)
 from tokenmath.faces.commands.parallel import ep_transport_options
+from tokenmath.faces.commands.serving import prefix_hit_option
 from tokenmath.faces.commands.speculation import speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
 
@@ -24,6 +25,7 @@ from tokenmath.faces.commands.whatif import whatif_options
 @dtype_options
 @engine_option
 @ep_transport_options
+@prefix_hit_option
 @click.option("--peak", is_flag=True, help="100% of every peak instead of the achievable fractions (with --engine none: "
               "the pure roofline, no engine limits or costs).")
 @click.option("--uncalibrated", is_flag=True, help="Kernel-microbenchmark efficiencies instead of the ones calibrated on "
@@ -31,7 +33,7 @@ from tokenmath.faces.commands.whatif import whatif_options
 @output_options
 @guarded
 def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_len, concurrency, arrival_rate, weight_dtype,
-          kv_dtype, engine, ep_overlap, ep_comm, peak, uncalibrated, as_json, explain):
+          kv_dtype, engine, ep_overlap, ep_comm, prefix_hit, peak, uncalibrated, as_json, explain):
     """How fast and how expensive: prefill (TTFT), decode step, throughput, $/Mtok, memory, bottleneck."""
     from tokenmath.analyses.serving.infer import infer as run
     from tokenmath.specs.efficiency import PEAK
@@ -40,7 +42,8 @@ def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_l
     eff = PEAK if peak else (DEFAULT if uncalibrated else None)
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp, batch=batch, input_len=input_len,
             output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=eff, engine=engine,
-            concurrency=concurrency, arrival_rate=arrival_rate, ep_overlap=ep_overlap, ep_comm=ep_comm)
+            concurrency=concurrency, arrival_rate=arrival_rate, ep_overlap=ep_overlap, ep_comm=ep_comm,
+            prefix_hit=prefix_hit)
     if as_json:
         emit_json(r.to_dict())
     elif explain:

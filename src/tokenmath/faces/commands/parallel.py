@@ -4,6 +4,8 @@ import click
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, positive, positive_float,
                                              with_plot)
+from tokenmath.faces.commands.serving import prefix_hit_option
+from tokenmath.faces.commands.speculation import grid_speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
 
 DEFAULT_SYSTEM = "hgx-h100"
@@ -46,12 +48,15 @@ def _ep_options(f):
 @click.option("--disaggregated", is_flag=True, help="Also size separate prefill and decode pools for this traffic mix.")
 @concurrency_option
 @_ep_options
+@prefix_hit_option
 @dtype_options
 @engine_option
 @with_plot
 @guarded
+@grid_speculation_options(footer=False)
 def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, output_len, disaggregated, concurrency,
-         ep_imbalance, ep_overlap, ep_comm, weight_dtype, kv_dtype, engine, as_json, explain, plot_file):
+         ep_imbalance, ep_overlap, ep_comm, prefix_hit, weight_dtype, kv_dtype, engine, as_json, explain, plot_file,
+         speculation=None):
     """Best layout (TP, EP, PP, DP, batch) on a system: cheapest $/Mtok meeting the targets, runner-ups, frontier."""
     from tokenmath.analyses.serving.plan import plan as run
     from tokenmath.faces.explain_concurrency import plan_concurrency_text
@@ -59,7 +64,7 @@ def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, ou
     r = run(model, system, chips=chips, ttft_ms=ttft_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
             input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
             ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated, engine=engine,
-            concurrency=concurrency, ep_comm=ep_comm)
+            concurrency=concurrency, ep_comm=ep_comm, speculation=speculation, prefix_hit=prefix_hit)
     if plot_file:
         from tokenmath.faces.plots_parallel import plan_plot
         plan_plot(r, plot_file)

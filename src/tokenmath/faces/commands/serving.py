@@ -4,7 +4,15 @@ import click
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, layout_options, model_hardware,
                                              positive, positive_float, with_plot)
+from tokenmath.faces.commands.speculation import grid_speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
+
+
+def prefix_hit_option(f):
+    """--prefix-hit RATE (prefix caching, engine/prefix_cache.py) on infer, plan and simulate."""
+    return click.option("--prefix-hit", type=float, default=0.0, show_default=True, metavar="RATE",
+                        help="Prefix caching: the share of every prompt already cached (0-1); its prefill is "
+                             "skipped (FLOPs and KV writes), the rest attends to it.")(f)
 
 
 def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None):
@@ -44,15 +52,16 @@ def _floats(ctx, param, value):
 @engine_option
 @with_plot
 @guarded
+@grid_speculation_options
 def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, output_len, weight_dtype, kv_dtype, engine,
-             as_json, explain, plot_file):
+             as_json, explain, plot_file, speculation=None):
     """Cheapest cost for a latency budget, across batch sizes and chip counts (and where waiting stops helping)."""
     from tokenmath.analyses.serving.slowmode import slowmode as run
     from tokenmath.faces.explain_serving import explain_slowmode
     from tokenmath.faces.plots import slowmode_plot
     r = run(model, hardware, budgets_s=[b / 1e3 for b in budget_ms] if budget_ms else None, per_request=per_request,
             max_chips=max_chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-            engine=engine)
+            engine=engine, speculation=speculation)
     _out(r, as_json, explain, plot_file, slowmode_plot, explain_slowmode)
 
 
@@ -68,15 +77,16 @@ def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, outp
 @engine_option
 @with_plot
 @guarded
+@grid_speculation_options
 def pareto(model, hardware, chips, allow_pp, input_len, output_len, concurrency, weight_dtype, kv_dtype, engine, as_json,
-           explain, plot_file):
+           explain, plot_file, speculation=None):
     """Throughput per chip against tokens/s per user over batches and layouts: the Pareto frontier, with $/Mtok."""
     from tokenmath.analyses.serving.pareto import pareto as run
     from tokenmath.faces.explain_concurrency import pareto_concurrency_text
     from tokenmath.faces.explain_serving import explain_pareto, pareto_text
     from tokenmath.faces.plots import pareto_plot
     r = run(model, hardware, chips=chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, allow_pp=allow_pp, engine=engine, concurrency=concurrency)
+            kv_dtype=kv_dtype, allow_pp=allow_pp, engine=engine, concurrency=concurrency, speculation=speculation)
     _out(r, as_json, explain, plot_file, pareto_plot, lambda x: explain_pareto(x) + pareto_concurrency_text(x),
          lambda x: pareto_text(x) + pareto_concurrency_text(x))
 
@@ -144,13 +154,15 @@ def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype
 @engine_option
 @with_plot
 @guarded
+@grid_speculation_options
 def fleet(model, hardware, demand, min_tokens_per_s_per_user, input_len, output_len, max_chips, pue, weight_dtype,
-          kv_dtype, engine, as_json, explain, plot_file):
+          kv_dtype, engine, as_json, explain, plot_file, speculation=None):
     """Chips, racks, megawatts and $/year to serve a demand in tokens/s at a per-user speed."""
     from tokenmath.analyses.serving.fleet import fleet as run
     from tokenmath.faces.explain_serving import explain_fleet
     kw = dict(min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_len=input_len, output_len=output_len,
-              max_chips=max_chips, pue=pue, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine)
+              max_chips=max_chips, pue=pue, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine,
+              speculation=speculation)
     r = run(model, hardware, demand=demand, **kw)
     if plot_file:
         from tokenmath.faces.plots import fleet_plot

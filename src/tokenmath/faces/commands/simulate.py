@@ -2,6 +2,7 @@ import click
 
 from tokenmath.faces.commands.common import (dtype_options, engine_option, guarded, layout_options, model_hardware,
                                              positive, positive_float, with_plot)
+from tokenmath.faces.commands.serving import prefix_hit_option
 from tokenmath.faces.commands.whatif import whatif_options
 
 LENGTH_HELP = 'Tokens, or "uniform:LO-HI", "lognormal:MEDIAN,SIGMA", "fit:TRACE".'
@@ -26,11 +27,13 @@ LENGTH_HELP = 'Tokens, or "uniform:LO-HI", "lognormal:MEDIAN,SIGMA", "fit:TRACE"
 @click.option("--itl-ms", type=float, callback=positive_float,
               help="Goodput target: time per output token of a request (default 200).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the workload.")
+@prefix_hit_option
 @dtype_options
 @with_plot
 @guarded
 def simulate(model, hardware, chips, tp, pp, ep, dp, engine, concurrency, arrival_rate, burstiness, trace, requests,
-             input_len, output_len, ttft_ms, itl_ms, seed, weight_dtype, kv_dtype, plot_file, as_json, explain):
+             input_len, output_len, ttft_ms, itl_ms, seed, prefix_hit, weight_dtype, kv_dtype, plot_file, as_json,
+             explain):
     """Simulate a serving engine step by step: throughput, TTFT/ITL percentiles, goodput, queue, KV."""
     from tokenmath.analyses.serving.simulation.simulate import simulate as run
     from tokenmath.faces.commands.common import plot_then_json
@@ -38,7 +41,7 @@ def simulate(model, hardware, chips, tp, pp, ep, dp, engine, concurrency, arriva
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, engine=engine, concurrency=concurrency,
             arrival_rate=arrival_rate, burstiness=burstiness, trace=trace, requests=requests, input_len=input_len,
             output_len=output_len, ttft_ms=ttft_ms, itl_ms=itl_ms, seed=seed, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype)
+            kv_dtype=kv_dtype, prefix_hit=prefix_hit)
 
     def plot(res, path):
         from tokenmath.faces.plots_simulation import simulation_plot

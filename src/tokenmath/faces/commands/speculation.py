@@ -1,5 +1,7 @@
-"""`--draft MODEL --spec-k K --acceptance A` and `--mtp K` on infer and hyperbola: speculative decoding beside the
-plain answer (analyses/serving/speculative.py). A thin wrapper: without these options the command runs unchanged."""
+"""`--draft MODEL --spec-k K --acceptance A` and `--mtp K`: on infer and hyperbola speculative decoding beside the
+plain answer (analyses/serving/speculative.py; speculation_options), on pareto, plan, fleet and slowmode every point
+decodes with it (analyses/serving/grid.py; grid_speculation_options). Without these options a command runs
+unchanged."""
 from __future__ import annotations
 
 import functools
@@ -10,14 +12,7 @@ import click
 from tokenmath.faces.commands.common import emit_json, run_guarded
 
 
-def speculation_options(f):
-    """Decorator (above the command's own options, below @whatif_options)."""
-    @functools.wraps(f)
-    def wrapper(*args, draft=None, spec_k=None, acceptance=None, mtp=None, **kw):
-        if draft is None and spec_k is None and acceptance is None and mtp is None:
-            return f(*args, **kw)
-        return run_guarded(lambda: _run(f, args, kw, draft, spec_k, acceptance, mtp), bool(kw.get("as_json")))
-    for name, opts in reversed([
+_OPTIONS = [
         ("--draft", dict(metavar="MODEL", help="Speculative decoding with this draft model (catalog id or "
                                                "config.json; same tokenizer as --model).")),
         ("--spec-k", dict(type=int, metavar="K", help="Tokens the draft proposes per verification step (default 4).")),
@@ -25,9 +20,42 @@ def speculation_options(f):
                                                              "--draft; --mtp defaults to DeepSeek-V3's 0.875).")),
         ("--mtp", dict(type=int, metavar="K", help="Self-speculation with the model's own multi-token-prediction "
                                                    "head (DeepSeek-V3 style), K tokens per step.")),
-    ]):
+]
+
+
+def _with_options(wrapper):
+    for name, opts in reversed(_OPTIONS):
         wrapper = click.option(name, **opts)(wrapper)
     return wrapper
+
+
+def speculation_options(f):
+    """Decorator (above the command's own options, below @whatif_options)."""
+    @functools.wraps(f)
+    def wrapper(*args, draft=None, spec_k=None, acceptance=None, mtp=None, **kw):
+        if draft is None and spec_k is None and acceptance is None and mtp is None:
+            return f(*args, **kw)
+        return run_guarded(lambda: _run(f, args, kw, draft, spec_k, acceptance, mtp), bool(kw.get("as_json")))
+    return _with_options(wrapper)
+
+
+def grid_speculation_options(f=None, *, footer: bool = True):
+    """Decorator right above the command function (below @guarded): the command gets `speculation` (a
+    speculative.Speculation or None); with footer its text answer ends with a line saying what it decoded with
+    (footer=False for a command whose text prints the result's notes, which say it)."""
+    if f is None:
+        return functools.partial(grid_speculation_options, footer=footer)
+
+    @functools.wraps(f)
+    def wrapper(*args, draft=None, spec_k=None, acceptance=None, mtp=None, **kw):
+        from tokenmath.analyses.serving.speculative import speculation
+        spec = speculation(draft, spec_k, acceptance, mtp)
+        out = f(*args, speculation=spec, **kw)
+        if footer and spec is not None and not kw.get("as_json"):
+            from tokenmath.faces.explain_speculative import grid_speculation_text
+            click.echo(grid_speculation_text(spec))
+        return out
+    return _with_options(wrapper)
 
 
 def _batches(d: dict) -> list[int]:

@@ -33,6 +33,8 @@ DEFAULT_CHIPS = 8
               help="Model chunks per pipeline rank for --schedule interleaved (default 2).")
 @click.option("--balanced-stages", is_flag=True,
               help="Llama 3's balancing: the embedding and the output head each take one layer slot.")
+@click.option("--tp-comm-overlap", is_flag=True,
+              help="Overlap the tensor-parallel collectives with the GEMMs (Megatron/Transformer Engine userbuffers).")
 @click.option("--tokens", type=float, help="Training tokens: adds time, chip-hours, cost and energy of the run.")
 @click.option("--overlap/--no-overlap", default=True, show_default=True,
               help="Overlap data-parallel communication with backward compute.")
@@ -43,7 +45,7 @@ DEFAULT_CHIPS = 8
 @output_options
 @guarded
 def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, recompute, zero, dtype,
-          schedule, virtual_stages, balanced_stages, tokens, overlap, peak, do_search, as_json, explain):
+          schedule, virtual_stages, balanced_stages, tp_comm_overlap, tokens, overlap, peak, do_search, as_json, explain):
     """Training step time, MFU, memory per chip, and the time/cost/energy of a run; --search ranks layouts."""
     from tokenmath.analyses.training.train import train as run
     from tokenmath.analyses.training.train_search import search
@@ -56,7 +58,7 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
     if do_search:
         r = search(model, system, chips=chips if chips is not None else _product(tp, pp, dp, ep, cp),
                    seq_len=seq_len, global_batch_tokens=global_batch_tokens, cp=cp, dtype=dtype, tokens=tokens,
-                   overlap=overlap, efficiency=eff, balanced=balanced_stages)
+                   overlap=overlap, efficiency=eff, balanced=balanced_stages, tp_overlap=tp_comm_overlap)
         if as_json:
             emit_json(r.to_dict())
         else:
@@ -67,7 +69,7 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
     r = run(model, system, chips=chips, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, seq_len=seq_len,
             global_batch_tokens=global_batch_tokens, micro_batch=micro_batch, recompute=recompute, zero=int(zero),
             dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, schedule=schedule,
-            virtual_stages=virtual_stages, balanced=balanced_stages)
+            virtual_stages=virtual_stages, balanced=balanced_stages, tp_overlap=tp_comm_overlap)
     if as_json:
         emit_json(r.to_dict())
     elif explain:

@@ -18,6 +18,7 @@ from tokenmath.faces.web.catalogs import hardware_json, models_json
 from tokenmath.faces.web.endpoints import Endpoint, dtype_choices, endpoint_table, fit_names
 from tokenmath.faces.web.params import coerce
 from tokenmath.faces.web.payload import dumps
+from tokenmath.faces.web.sensitivity import metric_labels, sensitivity_table
 from tokenmath.faces.web.uploads import (UPLOAD_MAX_BYTES, UPLOAD_PREFIX, UploadedModels, model_from_upload,
                                          upload_summary)
 
@@ -35,7 +36,7 @@ class Api:
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, bytes] = OrderedDict()
         self.uploads = UploadedModels()
-        self.endpoints: dict[str, Endpoint] = endpoint_table(self.model)
+        self.endpoints: dict[str, Endpoint] = {**endpoint_table(self.model), **sensitivity_table(self.model)}
         self.weight_dtypes, self.kv_dtypes = dtype_choices()
 
     def names(self) -> list[str]:
@@ -90,7 +91,7 @@ class Api:
                                     "body": f"a Hugging Face config.json, at most {UPLOAD_MAX_BYTES:,} bytes",
                                     "returns": "an id to pass as model="}
         return dumps({"name": "tokenmath", "endpoints": eps, "weight_dtypes": self.weight_dtypes,
-                      "kv_dtypes": self.kv_dtypes, "fits": fit_names(),
+                      "kv_dtypes": self.kv_dtypes, "fits": fit_names(), "sensitivity_metrics": metric_labels(),
                       "errors": "HTTP 422 {\"error\": {field, problem, valid}}; 404/405/413 the same shape"})
 
     @staticmethod

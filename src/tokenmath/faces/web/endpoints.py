@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_BATCH, MAX_TOKENS
 from tokenmath.faces.web.charts import overtrain_chart, pareto_chart, roofline
+from tokenmath.faces.web.overrides import SET, chip, what_if
 from tokenmath.faces.web.params import Param
+from tokenmath.faces.web.speculation import SPEC, speculative_part
 
 if TYPE_CHECKING:
     from tokenmath.specs.efficiency import Efficiency
@@ -94,10 +96,14 @@ def layout(a: dict) -> dict:
 def infer_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.infer import infer
     from tokenmath.faces.explain_infer import explain_infer
-    r = infer(model(a["model"]), a["hardware"], **layout(a), batch=a["batch"],
-              input_len=a["input_len"], output_len=a["output_len"], weight_dtype=a["weight_dtype"],
-              kv_dtype=a["kv_dtype"], efficiency=chosen_efficiency(a["peak"], a["calibrated"]), engine=a["engine"])
+    m, hw, eff = model(a["model"]), chip(a), chosen_efficiency(a["peak"], a["calibrated"])
+    r = infer(m, hw, **layout(a), batch=a["batch"], input_len=a["input_len"], output_len=a["output_len"],
+              weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], efficiency=eff, engine=a["engine"])
     d = r.to_dict()
+    d.update(what_if(a))
+    # the speculative step on the layout this answer chose (blank chips: the fewest that fit), so both agree
+    lay = {k: d[k] for k in ("chips", "tp", "ep", "dp")}
+    d.update(speculative_part(m, hw, {**a, **lay}, [int(r.batch)], eff))
     d["model_name"] = r.model.name
     d["hardware_name"] = r.hardware.name
     d["explain"] = explain_infer(r)
@@ -108,9 +114,13 @@ def infer_response(model: ModelLookup, a: dict) -> dict:
 def hyperbola_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.hyperbola import hyperbola
     from tokenmath.faces.explain_serving import explain_hyperbola
-    h = hyperbola(model(a["model"]), a["hardware"], **layout(a), context=a["context"],
-                  weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
+    m, hw = model(a["model"]), chip(a)
+    h = hyperbola(m, hw, **layout(a), context=a["context"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"],
+                  engine=a["engine"])
     d = h.to_dict()
+    d.update(what_if(a))
+    d.update(speculative_part(m, hw, {**a, "chips": d["chips"]}, [p["batch"] for p in d["points"]] or [1],
+                              context=a["context"]))
     d["explain"] = explain_hyperbola(h)
     return d
 
@@ -118,10 +128,11 @@ def hyperbola_response(model: ModelLookup, a: dict) -> dict:
 def pareto_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.pareto import pareto
     from tokenmath.faces.explain_serving import pareto_text
-    p = pareto(model(a["model"]), a["hardware"], chips=a["chips"], input_len=a["input_len"],
+    p = pareto(model(a["model"]), chip(a), chips=a["chips"], input_len=a["input_len"],
                output_len=a["output_len"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"],
                allow_pp=a["allow_pp"], engine=a["engine"])
     d = p.to_dict()
+    d.update(what_if(a))
     d["explain"] = pareto_text(p)   # the explanation, then the frontier as a table
     d["chart"] = pareto_chart(p)
     return d
@@ -130,11 +141,12 @@ def pareto_response(model: ModelLookup, a: dict) -> dict:
 def simulate_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.simulation.simulate import simulate
     from tokenmath.faces.explain_simulation import explain_simulation
-    r = simulate(model(a["model"]), a["hardware"], **layout(a), engine=a["engine"], concurrency=a["concurrency"],
+    r = simulate(model(a["model"]), chip(a), **layout(a), engine=a["engine"], concurrency=a["concurrency"],
                  arrival_rate=a["arrival_rate"], burstiness=a["burstiness"], requests=a["requests"],
                  input_len=a["input_len"], output_len=a["output_len"], ttft_ms=a["ttft_ms"], itl_ms=a["itl_ms"],
                  seed=a["seed"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
     d = r.to_dict()
+    d.update(what_if(a))
     d["explain"] = explain_simulation(r)
     return d
 
@@ -142,9 +154,10 @@ def simulate_response(model: ModelLookup, a: dict) -> dict:
 def context_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.context import context
     from tokenmath.faces.explain_serving import explain_context
-    c = context(model(a["model"]), a["hardware"], **layout(a), batch=a["batch"], context=a["context"],
+    c = context(model(a["model"]), chip(a), **layout(a), batch=a["batch"], context=a["context"],
                 weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
     d = c.to_dict()
+    d.update(what_if(a))
     d["explain"] = explain_context(c)
     return d
 
@@ -152,11 +165,12 @@ def context_response(model: ModelLookup, a: dict) -> dict:
 def prices_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.input_vs_output import prices
     from tokenmath.faces.explain_serving import explain_prices
-    r = prices(model(a["model"]), a["hardware"], **layout(a), contexts=a["contexts"],
+    r = prices(model(a["model"]), chip(a), **layout(a), contexts=a["contexts"],
                output_len=a["output_len"], batch=a["batch"],
                min_tokens_per_s_per_user=a["min_tokens_per_s_per_user"], cache_ttl_s=a["cache_ttl_s"],
                weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
     d = r.to_dict()
+    d.update(what_if(a))
     d["explain"] = explain_prices(r)
     return d
 
@@ -254,18 +268,18 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("output_len", "int", 256, "generated tokens per sequence", 1, MAX_TOKENS),
              *D, E, Param("peak", "bool", False, "100% of every peak (pure roofline)"),
              Param("calibrated", "bool", True, "efficiencies fitted on published measurements (false: kernel "
-                   "ceilings, as --uncalibrated)")),
+                   "ceilings, as --uncalibrated)"), SET, *SPEC),
             partial(infer_response, model), "tokenmath.analyses.serving.infer.infer (+ explain, roofline)"),
         "hyperbola": Endpoint(
             (MODEL, HARDWARE, *LAYOUT,
-             Param("context", "int", 2048, "tokens in each sequence's KV cache", 1, MAX_TOKENS), *D, E),
+             Param("context", "int", 2048, "tokens in each sequence's KV cache", 1, MAX_TOKENS), *D, E, SET, *SPEC),
             partial(hyperbola_response, model), "tokenmath.analyses.serving.hyperbola.hyperbola"),
         "pareto": Endpoint(
             (MODEL, HARDWARE,
              Param("chips", "int", None, "chips (default: one scale-up domain)", 1, MAX_PARETO_CHIPS),
              Param("input_len", "int", 1024, "", 1, MAX_TOKENS),
              Param("output_len", "int", 256, "", 1, MAX_TOKENS), *D, E,
-             Param("allow_pp", "bool", False, "also pipeline-parallel layouts")),
+             Param("allow_pp", "bool", False, "also pipeline-parallel layouts"), SET),
             partial(pareto_response, model), "tokenmath.analyses.serving.pareto.pareto"),
         "simulate": Endpoint(
             (MODEL, HARDWARE, *LAYOUT, E,
@@ -279,11 +293,11 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("output_len", "length", 256, "generated tokens (as input_len)", 1, MAX_TOKENS),
              Param("ttft_ms", "float", None, "goodput target: time to first token (default 2000)", 1e-3, 1e9),
              Param("itl_ms", "float", None, "goodput target: time per output token (default 200)", 1e-3, 1e9),
-             Param("seed", "int", 0, "random seed of the workload", 0, 2 ** 32 - 1), *D),
+             Param("seed", "int", 0, "random seed of the workload", 0, 2 ** 32 - 1), *D, SET),
             partial(simulate_response, model), "tokenmath.analyses.serving.simulation.simulate.simulate"),
         "context": Endpoint(
             (MODEL, HARDWARE, *LAYOUT, Param("batch", "int", 1, "", 1, MAX_BATCH),
-             Param("context", "int", 8192, "", 1, MAX_TOKENS), *D, E),
+             Param("context", "int", 8192, "", 1, MAX_TOKENS), *D, E, SET),
             partial(context_response, model), "tokenmath.analyses.serving.context.context"),
         "prices": Endpoint(
             (MODEL, HARDWARE, *LAYOUT,
@@ -292,7 +306,8 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("batch", "int", None, "batch (default: the largest that fits at each context)", 1, MAX_BATCH),
              Param("min_tokens_per_s_per_user", "float", None,
                    "speed per user: the largest batch whose decode step gives it (instead of batch)", 1e-9, 1e9),
-             Param("cache_ttl_s", "float", 300.0, "seconds a cached prompt's KV waits for reuse", 1e-9, 1e9), *D, E),
+             Param("cache_ttl_s", "float", 300.0, "seconds a cached prompt's KV waits for reuse", 1e-9, 1e9), *D, E,
+             SET),
             partial(prices_response, model), "tokenmath.analyses.serving.input_vs_output.prices"),
         "deduce": Endpoint(
             (Param("input_price", "float", None, "$ per million input tokens", 0.0),

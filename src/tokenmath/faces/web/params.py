@@ -12,6 +12,7 @@ from tokenmath.base.errors import InputError, closest, show, unknown_name
 PARAMS_MAX_BYTES = 64 * 1024       # a JSON body of parameters
 MAX_LIST = 64                      # values of an intlist parameter
 MAX_HARDWARE_LIST = 32             # ids of a hwlist parameter
+MAX_SET_CHARS = 400                # an overrides parameter: a few FIELD=VALUE pairs; beyond it, not a what-if
 MAX_INT_DIGITS = 4000              # a JSON integer longer than this is read as a float (inf): out of range anyway
 
 
@@ -39,6 +40,7 @@ class Param:
     help text and, for numbers, the inclusive range [lo, hi] in the parameter's own unit."""
     name: str
     kind: str                      # model | hardware | int | float | batch | bool | choice | range | hwlist | intlist
+                                   # | overrides (FIELD=VALUE pairs, as the CLI's --set)
                                    # | length (tokens, or "uniform:LO-HI" / "lognormal:MEDIAN,SIGMA")
     default: Any = None
     help: str = ""
@@ -191,11 +193,30 @@ def coerce(p: Param, v):
         return tuple(hardware_id(x, p.name) for x in xs)
     if k == "length":
         return _as_length(v, p)
+    if k == "overrides":
+        return _as_overrides(v, p)
     if k == "model":
         if not isinstance(v, str):
             raise InputError(p.name, f"{show(v)} is not a name", "a catalog id or an uploaded config's id")
         return v.strip()
     raise AssertionError(k)
+
+
+def _as_overrides(v, p: Param) -> tuple[tuple[str, str], ...] | None:
+    """'memory_bw_tbs=6.7,price=2x' (or a JSON list of such strings) -> ((field, value text), ...) sorted, the field
+    names resolved (an unknown one is refused naming the closest); specs.overrides.apply checks the values."""
+    from tokenmath.specs.overrides import parse_pairs
+    if isinstance(v, list | tuple):
+        pairs = [str(x) for x in v]
+    elif isinstance(v, str):
+        if len(v) > MAX_SET_CHARS:
+            raise InputError(p.name, f"is {len(v):,} characters", f"at most {MAX_SET_CHARS} (a few FIELD=VALUE pairs)")
+        pairs = [x.strip() for x in v.split(",") if x.strip()]
+    else:
+        raise InputError(p.name, f"{show(v)} is not FIELD=VALUE text", "e.g. memory_bw_tbs=6.7,price=2")
+    if len(pairs) > MAX_LIST:
+        raise InputError(p.name, f"has {len(pairs)} pairs", f"at most {MAX_LIST}")
+    return tuple(sorted(parse_pairs(pairs).items())) or None
 
 
 def _as_length(v, p: Param) -> int | str:

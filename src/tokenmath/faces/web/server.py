@@ -18,13 +18,11 @@ from tokenmath.faces.web.handler import LOOPBACK_NAMES, Handler
 from tokenmath.faces.web.params import PARAMS_MAX_BYTES
 from tokenmath.faces.web.uploads import UPLOAD_MAX_BYTES
 
-STATIC = {  # the only files served: name -> content type
+STATIC = {  # the only files served besides the page's .js modules (every static/*.js): name -> content type
     "index.html": "text/html; charset=utf-8",
-    "app.js": "text/javascript; charset=utf-8",
-    "charts.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
-    "words.js": "text/javascript; charset=utf-8",
 }
+JS = "text/javascript; charset=utf-8"    # an ES module must be served as JavaScript
 # the icon lives here, not in static/ (the repository ignores *.svg files)
 FAVICON_SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
                b'<rect width="32" height="32" rx="6" fill="#1f3a5f"/>'
@@ -35,7 +33,9 @@ FAVICON_SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
 def _load_static() -> dict[str, tuple[bytes, str, str]]:
     root = resources.files("tokenmath.faces.web").joinpath("static")
     out = {}
-    for name, ctype in STATIC.items():
+    files = dict(STATIC)
+    files.update({f.name: JS for f in root.iterdir() if f.name.endswith(".js")})
+    for name, ctype in files.items():
         data = root.joinpath(name).read_bytes()
         out[name] = (data, ctype, '"' + hashlib.sha256(data).hexdigest()[:20] + '"')
     out["favicon.svg"] = (FAVICON_SVG, "image/svg+xml", '"' + hashlib.sha256(FAVICON_SVG).hexdigest()[:20] + '"')

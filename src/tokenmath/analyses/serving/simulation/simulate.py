@@ -31,19 +31,20 @@ TPOT_TARGET_S = 0.2
 def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=None, pp=None, ep=None, dp=None,
              engine=DEFAULT_ENGINE, concurrency=None, arrival_rate=None, burstiness=1.0, trace=None, requests=1000,
              input_len=1024, output_len=256, ttft_ms=None, itl_ms=None, seed=0, weight_dtype=None, kv_dtype=None,
-             efficiency=None) -> SimulationResult:
+             efficiency=None, prefix_hit=None) -> SimulationResult:
     """Serve `requests` requests on one replica of `model` on `chips` x `hardware` with `engine`'s scheduler.
 
     Workload: concurrency (closed loop; 64 when nothing is given), arrival_rate (open loop, req/s; burstiness: the
     gamma shape, 1 = Poisson) or trace (a CSV/JSONL file). input_len, output_len: token counts or length specs
     (workload.LENGTH_HELP). ttft_ms, itl_ms: goodput targets (default MLPerf's 2000 ms and 200 ms per token).
+    prefix_hit: the share of every generated prompt that is one prefix shared by all requests (prefix caching).
     """
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE)
     ttft_t = TTFT_TARGET_S if ttft_ms is None else pos_float(ttft_ms, "ttft_ms", 0.0, 1e9) / 1e3
     itl_t = TPOT_TARGET_S if itl_ms is None else pos_float(itl_ms, "itl_ms", 0.0, 1e9) / 1e3
     wl = make_workload(concurrency=concurrency, arrival_rate=arrival_rate, burstiness=burstiness, trace=trace,
-                       requests=requests, input_len=input_len, output_len=output_len, seed=seed)
+                       requests=requests, input_len=input_len, output_len=output_len, seed=seed, prefix_hit=prefix_hit)
     rep = make_replica(su)
     arr, inp, out, grp, shared = wl.materialize()
     need = inp + out

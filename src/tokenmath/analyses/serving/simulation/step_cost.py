@@ -20,6 +20,10 @@ pass, linear in between; tests/test_simulation_step_cost.py checks step_s agains
 With a serving engine on the efficiency (Efficiency.engine), each step goes through engine_step: a step not replayed
 from a captured graph (decode: sequences per group; mixed: tokens per pass, as static_batch prices a prefill chunk)
 lasts at least kernels x the launch time, and the per-step CPU time adds to it or hides behind it (overlap).
+Sparse attention (DeepSeek-V3.2): the indexer op scores every cached token, so it is priced like attention, an
+affine op in the pairs and cached tokens (its own tables); the main attention reads at most index_topk tokens per
+query: a decode's keys are capped at k per sequence at the step's mean context, a chunk's pairs at k per query at
+the mean chunk (as engine/sparse_attention.selected does for one pass).
 Layout: a step splits evenly over the dp x ep attention groups (one scheduler each; limits are per group), and with
 pp stages over M = min(pp, sequences per group) micro-batches, each pass followed by pp - 1 hand-offs (as
 static_batch does for decode). Context parallelism is not simulated.
@@ -35,6 +39,7 @@ from tokenmath.engine.static_batch import engine_step, kernels_of, launch_time_s
 from tokenmath.mapping.placement import place
 
 ATTENTION_OPS = ("attention", "attention_local")
+CONTEXT_OPS = ATTENTION_OPS + ("indexer",)   # ops whose cost grows with the context a step attends
 MAX_TABLE = 1 << 20          # tokens per pass the tables cover at most
 PROBE = 1e6                  # pairs / cached tokens of the probes that read alpha and beta
 
@@ -70,6 +75,9 @@ class StepCost:
         self.pp = int(lay.pp)
         self.tp = int(lay.tp)
         self.window = int(m.sliding_window) if m.n_sliding_layers else 0
+        self.topk = int(m.index_topk) if m.is_sparse_attention else 0
+        # probes of the main attention stay under the top-k cap (above it the engine reads only k tokens)
+        probe = min(PROBE, self.topk / 2) if self.topk else PROBE
         n = int(np.ceil(max_tokens / self.groups)) + 2
         if n > MAX_TABLE:
             raise InputError("max_tokens", f"{max_tokens:,} tokens in one step is beyond what is simulated",
@@ -86,7 +94,7 @@ class StepCost:
             one = np.maximum(grid, 1.0)          # row 0 repeats row 1: no step has 0 tokens
             p = self._pass(phase, one, 1.0, 0.0, 0.0) if phase == "decode" else self._pass(phase, 1.0, one, 0.0, 0.0)
             g = sum(np.broadcast_to(op.total_s, grid.shape) for k, op in p.ops.items()
-                    if k not in ATTENTION_OPS and k != "lm_head") + p.overhead_s + hop
+                    if k not in CONTEXT_OPS and k != "lm_head") + p.overhead_s + hop
             att = next((p.ops[k] for k in ATTENTION_OPS if k in p.ops), None)
             counts = tuple(p.ops[k].count if k in p.ops else 0.0 for k in ATTENTION_OPS)
             graphs = self.engine.graphs_at(one, self.tp) if self.engine is not None else np.ones(n, bool)
@@ -98,19 +106,28 @@ class StepCost:
             if att is not None:
                 # alpha per chunk length (the kernel model's attention fraction depends on it), beta: one probe
                 if phase == "decode":
-                    pc = self._pass(phase, 1.0, 1.0, PROBE, 0.0)
-                    tab["alpha"] = [(_att(pc).compute_s.item() - tab["c0"][1]) / PROBE] * n
+                    pc = self._pass(phase, 1.0, 1.0, probe, 0.0)
+                    tab["alpha"] = [(_att(pc).compute_s.item() - tab["c0"][1]) / probe] * n
                 else:
-                    pc = self._pass(phase, 1.0, one, PROBE, 0.0)
-                    tab["alpha"] = _vec((_att(pc).compute_s - att.compute_s) / PROBE, grid.shape)
+                    short = np.minimum(one, self.topk) if self.topk else one    # chunks the cap leaves whole
+                    pc, p0 = self._pass(phase, 1.0, short, probe, 0.0), self._pass(phase, 1.0, short, 0.0, 0.0)
+                    tab["alpha"] = _vec((_att(pc).compute_s - _att(p0).compute_s) / probe, grid.shape)
+                pk = self._pass(phase, 1.0, 1.0, 0.0, probe)
+                tab["beta"] = (_att(pk).memory_s.item() - tab["m0"][1]) / probe
+            if "indexer" in p.ops:       # the indexer: affine in pairs and cached tokens, never capped
+                ix = p.ops["indexer"]
+                pc = self._pass(phase, 1.0, 1.0 if phase == "decode" else one, PROBE, 0.0)
                 pk = self._pass(phase, 1.0, 1.0, 0.0, PROBE)
-                tab["beta"] = (_att(pk).memory_s.item() - tab["m0"][1]) / PROBE
+                c1 = np.broadcast_to(ix.compute_s, grid.shape)
+                tab["ix"] = (ix.count, _vec(c1, grid.shape), _vec(np.broadcast_to(ix.memory_s, grid.shape), grid.shape),
+                             _vec((np.broadcast_to(pc.ops["indexer"].compute_s, grid.shape) - c1) / PROBE, grid.shape),
+                             (pk.ops["indexer"].memory_s.item() - float(np.asarray(ix.memory_s).flat[1])) / PROBE)
             self.t[phase] = tab
         self.lm = _vec(self._pass("decode", one, 1.0, 0.0, 0.0).ops["lm_head"].total_s, grid.shape)
         # decode steps at n sequences (one group, one stage, no window): t(keys) = base + nf max(c0 + a keys,
         # m0' + b keys), the per-n constants read off the same tables
         dt = self.t["decode"]
-        self.lines = self.groups == 1 and self.pp == 1 and not self.window
+        self.lines = self.groups == 1 and self.pp == 1 and not self.window and not self.topk
         if self.lines:
             nf, a, b = dt["nf"], dt["alpha"][0], dt["beta"]
             self.line = (nf * a, nf * b, [g + lm for g, lm in zip(dt["g"], self.lm)],
@@ -163,11 +180,18 @@ class StepCost:
         lm = self.lm
         t += lm[j] + (y - j) * (lm[j + 1] - lm[j]) if y != j else lm[j]
         if n_d:
-            t += self._attention(self.t["decode"], n_d / d, n_d / d, keys / d, keys / d - n_d / d,
+            dt = self.t["decode"]
+            main = min(keys / n_d, self.topk) * n_d / d if self.topk else keys / d
+            t += self._attention(dt, n_d / d, n_d / d, main, main - n_d / d,
                                  min(keys / n_d, self.window) * n_d / d if self.window else 0.0)
+            if "ix" in dt:
+                t += self._indexer(dt["ix"], n_d / d, keys / d, keys / d - n_d / d)
         if t_p > 0:
             seq = t_p / l_p
-            t += self._attention(tab, t_p / d, seq, pairs / d, read / d, pairs_sl / d, read_sl / d)
+            main = pairs * _capped_share(read / l_p, seq, self.topk) if self.topk else pairs
+            t += self._attention(tab, t_p / d, seq, main / d, read / d, pairs_sl / d, read_sl / d)
+            if "ix" in tab:
+                t += self._indexer(tab["ix"], t_p / d, pairs / d, read / d, seq)
         if self.engine is None:
             return t
         launch = tab["launch"][min(int(n_d / d) if t_p <= 0 else i, self.size - 1)]
@@ -203,6 +227,15 @@ class StepCost:
                 read_sl = pairs_sl - tokens
             t += tab["ns"] * max(c0 + a * pairs_sl, m0 + b * read_sl)
         return t
+
+    def _indexer(self, ix, tokens, pairs, read, seq=1.0):
+        """Seconds of the sparse-attention indexer over `tokens` query tokens scoring `pairs` (query, key) pairs and
+        reading `read` cached index keys (per pass)."""
+        count, c0, m0, alpha, beta = ix
+        k = int(tokens)
+        c = c0[k] + (tokens - k) * (c0[k + 1] - c0[k]) + alpha[min(int(seq), self.size - 1)] * pairs
+        m = m0[k] + (tokens - k) * (m0[k + 1] - m0[k]) + beta * read
+        return count * max(c, m)
 
     def decode_s(self, n_d: float, keys: float) -> float:
         return self.step_s(n_d, keys)
@@ -241,19 +274,19 @@ class StepCost:
             base = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode", seqs=s,
                                 new_tokens=1.0, pairs_full=keys / n_d, pairs_sliding=dk, kv_read_full=keys / n_d - 1,
                                 kv_read_sliding=dk - 1)
-        t = sum(op.total_s.item() for k, op in base.ops.items() if k not in ATTENTION_OPS or not mixed)
+        t = sum(op.total_s.item() for k, op in base.ops.items() if k not in CONTEXT_OPS or not mixed)
         t += base.overhead_s
         if mixed and n_d:
             dk = min(keys / n_d, w) if w else keys / n_d
             dec = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode",
                                seqs=n_d / d, new_tokens=1.0, pairs_full=keys / n_d, pairs_sliding=dk,
                                kv_read_full=keys / n_d - 1, kv_read_sliding=dk - 1)
-            t += sum(dec.ops[k].total_s.item() for k in ATTENTION_OPS if k in dec.ops)
+            t += sum(dec.ops[k].total_s.item() for k in CONTEXT_OPS if k in dec.ops)
         if mixed:
             pre = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="prefill",
                                seqs=l_p / d, new_tokens=t_p / l_p, pairs_full=pairs / l_p,
                                pairs_sliding=pairs_sl / l_p, kv_read_full=read / l_p, kv_read_sliding=read_sl / l_p)
-            t += sum(pre.ops[k].total_s.item() for k in ATTENTION_OPS if k in pre.ops)
+            t += sum(pre.ops[k].total_s.item() for k in CONTEXT_OPS if k in pre.ops)
         if self.pp > 1:
             crosses = place(su.layout, su.hardware.scaleup_domain).replica.domains > 1
             t += (self.pp - 1) * coll.p2p((n_d + t_p) / d * m.d_model * ACT_BYTES / su.layout.tp, crosses,
@@ -262,6 +295,13 @@ class StepCost:
             t = float(engine_step(self.engine, t, kernels_of(base), (n_d + t_p) / d if mixed else n_d / d,
                                   self.launch_s, self.tp)[0])
         return t, base
+
+
+def _capped_share(prior: float, n: float, k: int) -> float:
+    """Share of a chunk's causal pairs left when each query reads at most k keys, at the mean chunk (n tokens after
+    `prior` cached ones): a window of k in chunk_geometry, as engine/sparse_attention.selected prices one pass."""
+    full, capped, _, _ = chunk_geometry(prior, n, k)
+    return capped / full if full > 0 else 1.0
 
 
 def _att(p):

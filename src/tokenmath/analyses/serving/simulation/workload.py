@@ -25,6 +25,7 @@ import numpy as np
 
 from tokenmath.base.errors import InputError, show
 from tokenmath.base.validators import MAX_TOKENS, int_arg, pos_float
+from tokenmath.engine.prefix_cache import hit_rate
 
 MAX_REQUESTS = 2_000_000
 MAX_TRACE_BYTES = 256_000_000
@@ -123,11 +124,17 @@ class Workload:
     burstiness: float = 1.0
     trace: str = ""
     seed: int = 0
+    # prefix caching on a generated workload: every prompt's first prefix_hit share is one prefix shared by all
+    # requests (a common system prompt); the first request to run prefills it, the others find it cached
+    # (state.py). A trace carries its own prefixes (prefix_id, prefix_tokens).
+    prefix_hit: float = 0.0
 
     def describe(self) -> str:
         if self.kind == "trace":
             return f"trace {Path(self.trace).name} ({self.requests:,} requests)"
         lens = f"input {self.input.describe()}, output {self.output.describe()}"
+        if self.prefix_hit:
+            lens += f", {self.prefix_hit:g} of each prompt a shared cached prefix"
         if self.kind == "closed":
             return f"closed loop, concurrency {self.concurrency}, {self.requests:,} requests, {lens}"
         how = "Poisson" if self.kind == "poisson" else f"gamma bursts (shape {self.burstiness:g})"
@@ -147,6 +154,9 @@ class Workload:
         else:
             k = 1.0 if self.kind == "poisson" else self.burstiness
             arr = np.cumsum(rng.gamma(k, 1.0 / (k * self.rate), n))
+        if self.prefix_hit:
+            shared = np.minimum(np.floor(self.prefix_hit * inp), inp - 1).astype(np.int64)
+            return arr, inp, out, np.where(shared > 0, 0, -1).astype(np.int64), shared
         return arr, inp, out, np.full(n, -1, np.int64), np.zeros(n, np.int64)
 
     def to_dict(self) -> dict:
@@ -160,16 +170,22 @@ class Workload:
             d["trace"] = self.trace
         else:
             d["input"], d["output"] = self.input.to_dict(), self.output.to_dict()
+        if self.prefix_hit:
+            d["prefix_hit"] = self.prefix_hit
         return d
 
 
 def make_workload(*, concurrency=None, arrival_rate=None, burstiness=1.0, trace=None, requests=1000,
-                  input_len=1024, output_len=256, seed=0) -> Workload:
+                  input_len=1024, output_len=256, seed=0, prefix_hit=None) -> Workload:
     given = [x is not None for x in (concurrency, arrival_rate, trace)]
     if sum(given) > 1:
         raise InputError("workload", "more than one of concurrency, arrival_rate and trace was given", "one of them")
     seed = int_arg(seed, "seed", 0, 2 ** 63 - 1)
+    hit = hit_rate(prefix_hit)
     if trace is not None:
+        if hit:
+            raise InputError("prefix_hit", "given with a trace", "the trace's own prefix_id and prefix_tokens columns, "
+                             "or a generated workload")
         t = read_trace(trace, "trace")
         return Workload("trace", int(t["arrival_s"].size), trace=str(trace), seed=seed)
     n = int_arg(requests, "requests", 1, MAX_REQUESTS)
@@ -177,9 +193,10 @@ def make_workload(*, concurrency=None, arrival_rate=None, burstiness=1.0, trace=
     if arrival_rate is not None:
         rate = pos_float(arrival_rate, "arrival_rate", 0.0, 1e7)
         k = pos_float(burstiness, "burstiness", 0.0, 1e3)
-        return Workload("poisson" if k == 1.0 else "gamma", n, inp, out, rate=rate, burstiness=k, seed=seed)
+        return Workload("poisson" if k == 1.0 else "gamma", n, inp, out, rate=rate, burstiness=k, seed=seed,
+                        prefix_hit=hit)
     c = int_arg(64 if concurrency is None else concurrency, "concurrency", 1, 1_000_000)
-    return Workload("closed", n, inp, out, concurrency=c, seed=seed)
+    return Workload("closed", n, inp, out, concurrency=c, seed=seed, prefix_hit=hit)
 
 
 # ---- trace files ------------------------------------------------------------------------------------------

@@ -244,14 +244,30 @@ const Charts = (() => {
     bar.className = "zoom";
     const name = spec.name || spec.title || "chart";
     const lf = full.map(Math.log10), ln = now.map(Math.log10);
-    const go = (f) => {
+    const go = (f, onChart) => {
       const mid = (ln[0] + ln[1]) / 2, half = Math.min((ln[1] - ln[0]) * f, lf[1] - lf[0]) / 2;
       const lo = Math.max(lf[0], Math.min(mid - half, lf[1] - 2 * half));
       const z = [Math.pow(10, lo), Math.pow(10, lo + 2 * half)];
       plot(container, Object.assign({}, spec, { zoom: f >= 1 && half * 2 >= lf[1] - lf[0] - 1e-9 ? undefined : z }));
-      const b = container.querySelector(`.zoom button[data-z="${f}"]`);
+      const b = container.querySelector(onChart ? "svg.chart" : `.zoom button[data-z="${f}"]`);
       if (b) b.focus();
     };
+    // besides the buttons: + / - on the focused chart, and ctrl + wheel (a trackpad's pinch reaches the page as a wheel
+    // with ctrlKey); a plain wheel still scrolls the page
+    const svg = container.querySelector("svg.chart");
+    if (svg) {
+      svg.addEventListener("wheel", (ev) => {
+        if (!ev.ctrlKey && !ev.metaKey) return;
+        ev.preventDefault();
+        go(ev.deltaY < 0 ? 0.5 : 2, true);
+      }, { passive: false });
+      svg.addEventListener("keydown", (ev) => {
+        const f = { "+": 0.5, "=": 0.5, "-": 2 }[ev.key];
+        if (!f) return;
+        ev.preventDefault();
+        go(f, true);
+      });
+    }
     for (const [label, f, aria] of [["+", 0.5, "zoom in"], ["\u2212", 2, "zoom out"], ["all", 0, "show all"]]) {
       const b = document.createElement("button");
       b.type = "button";
@@ -268,7 +284,8 @@ const Charts = (() => {
   // text is HTML beside the SVG (so it wraps), announced politely; data-readout carries it for tests and scripts.
   function readout(container, svg, W, H, hits, mine) {
     if (!hits.length) return;
-    const order = hits.slice().sort((a, b) => a.x - b.x || a.y - b.y);
+    // in x order, or as given when the hits are ranked rows (a tornado: largest swing first)
+    const order = hits.ranked ? hits.slice() : hits.slice().sort((a, b) => a.x - b.x || a.y - b.y);
     const box = document.createElement("div");
     box.className = "readout";
     box.hidden = true;
@@ -319,7 +336,8 @@ const Charts = (() => {
     svg.addEventListener("blur", hide);
     svg.addEventListener("keydown", (ev) => {
       const n = order.length;
-      const step = { ArrowRight: 1, ArrowUp: 1, ArrowLeft: -1, ArrowDown: -1, PageUp: 10, PageDown: -10 }[ev.key];
+      const up = hits.ranked ? -1 : 1;     // ranked rows: ArrowDown goes down the list
+      const step = { ArrowRight: 1, ArrowUp: up, ArrowLeft: -1, ArrowDown: -up, PageUp: 10, PageDown: -10 }[ev.key];
       if (step) show(Math.max(0, Math.min(n - 1, (cur < 0 ? 0 : cur) + step)));
       else if (ev.key === "Home") show(0);
       else if (ev.key === "End") show(n - 1);
@@ -341,65 +359,5 @@ const Charts = (() => {
     return e;
   }
 
-  // horizontal interval bars on a (log) axis: rows = [{label, low, median, high, fmt}]
-  function intervals(container, rows, spec) {
-    const W = 720, rowH = 34, H = 40 + rows.length * rowH;
-    container.textContent = "";
-    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart intervals", role: "img", tabindex: 0,
-                            "aria-label": `${spec.title || "intervals"}: arrow keys or pointer read the rows` }, container);
-    const m = { l: 170, r: 30 };
-    const hits = [];
-    rows.forEach((r, i) => {
-      const y = 24 + i * rowH;
-      text(svg, 8, y + 4, r.label, "axis-label");
-      if (!finite(r.low) || !finite(r.high) || r.low <= 0) {
-        text(svg, m.l, y + 4, "not identified", "tick");
-        return;
-      }
-      const lo = Math.min(r.low, r.scaleMin || r.low) / 1.6, hi = Math.max(r.high, r.scaleMax || r.high) * 1.6;
-      const X = scale({ log: true }, lo, hi, m.l, W - m.r);
-      el("line", { x1: m.l, x2: W - m.r, y1: y, y2: y, class: "track" }, svg);
-      el("rect", { x: X(r.low), y: y - 7, width: Math.max(2, X(r.high) - X(r.low)), height: 14, class: "band" }, svg);
-      el("line", { x1: X(r.median), x2: X(r.median), y1: y - 10, y2: y + 10, class: "median" }, svg);
-      const f = r.fmt || short;
-      hits.push({ x: X(r.median), y, text: `${r.label}: median ${f(r.median)}, 80% from ${f(r.low)} to ${f(r.high)}` });
-      text(svg, X(r.low) - 4, y + 20, f(r.low), "tick", "end");
-      text(svg, X(r.median), y - 13, f(r.median), "tick median-text", "middle");
-      text(svg, X(r.high) + 4, y + 20, f(r.high), "tick");
-    });
-    readout(container, svg, W, H, hits, null);
-    return svg;
-  }
-
-  // stacked horizontal bar: parts = [{label, value, cls}]
-  function stack(container, parts, spec) {
-    const W = 720, H = 84;
-    container.textContent = "";
-    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart stack", role: "img", tabindex: 0,
-                            "aria-label": `${spec.title || "breakdown"}: arrow keys or pointer read the parts` }, container);
-    const hits = [];
-    const total = parts.reduce((a, p) => a + (finite(p.value) ? Math.max(p.value, 0) : 0), 0);
-    if (!(total > 0)) return svg;
-    let x = 10;
-    const w = W - 20;
-    let lx = 10;
-    parts.forEach((p, i) => {
-      const v = finite(p.value) ? Math.max(p.value, 0) : 0;
-      const pw = v / total * w;
-      const r = el("rect", { x, y: 10, width: Math.max(pw, 0), height: 26, class: "part c" + (i % 8) }, svg);
-      const said = `${p.label}: ${spec.fmt ? spec.fmt(v) : short(v)} (${(100 * v / total).toFixed(1)}%)`;
-      el("title", {}, r).textContent = said;
-      if (v > 0) hits.push({ x: x + pw / 2, y: 23, text: said });
-      x += pw;
-      if (v / total >= 0.005) {
-        el("rect", { x: lx, y: 50, width: 10, height: 10, class: "part c" + (i % 8) }, svg);
-        const t = text(svg, lx + 14, 59, `${p.label} ${(100 * v / total).toFixed(0)}%`, "legend-text");
-        lx += 24 + Math.max(60, t.getComputedTextLength ? t.getComputedTextLength() : 80);
-      }
-    });
-    readout(container, svg, W, H, hits, null);
-    return svg;
-  }
-
-  return { plot, intervals, stack, short };
+  return { plot, short, readout };
 })();

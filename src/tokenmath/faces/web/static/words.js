@@ -20,6 +20,8 @@ const Words = (() => {
     recompute: ["recompute", "recompute"], zero: ["ZeRO", "zero"], "target-loss": ["target loss", "target_loss"],
     compute: ["training budget", "compute"], loss: ["target loss", "target_loss"], fit: ["scaling-law fit", "fit"],
     "min-tokens-per-s-per-user": ["min tokens/s/user", "min_tps"],
+    draft: ["draft model", "sp_draft"], "spec-k": ["tokens per step", "sp_k"], mtp: ["tokens per step", "sp_k"],
+    acceptance: ["acceptance (0-1)", "sp_acceptance"], set: ["What if the chip had", "whatif"],
   };
   // flags with no field on this page, and where they can be given
   const ELSEWHERE = { noise: "the JSON API's noise parameter", "chip-cost": "the JSON API's chip_cost",

@@ -1,0 +1,83 @@
+"""Data-parallel gradient / weight traffic and the optimizer update of one training step (seconds per step, per
+chip); arrays broadcast. Called by engine/train_step.py, which documents every term:
+
+  ZeRO-0/1: one all-reduce of the gradients per step (ZeRO-1 as reduce-scatter + all-gather of the updated weights
+            moves the same bytes; Rajbhandari et al. 2020, ZeRO Sec. 7).
+  ZeRO-2:   reduce-scatter of the gradients every micro-batch and one all-gather of the updated bf16 weights per step.
+  ZeRO-3:   per micro-batch an all-gather of the weights in forward, another in backward, and a reduce-scatter of
+            the gradients (1.5x the all-reduce volume per micro-batch, ZeRO Sec. 7.2.2).
+  overlap:  the per-step part hides behind the last micro-batch's backward (+ recompute), gradients being ready
+            layer by layer; the per-micro-batch part behind that micro-batch's forward + backward.
+  Adam:     memory-bound; per parameter it reads the fp32 master weight and two moments (12 B) and the gradient, and
+            writes the master, the moments and the bf16 weight (14 B); sharded over the data-parallel group with
+            ZeRO >= 1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenmath.engine import collectives as coll
+from tokenmath.engine.train_memory import ADAM_STATE_BYTES, WEIGHT_BYTES
+from tokenmath.specs.hardware import Hardware
+
+
+def strided_collective(fn, nbytes, p, stride, hw: Hardware, eff_link: float):
+    """A collective over p chips spaced `stride` ranks apart: a scale-up domain of D chips holds D // stride of
+    them, so it costs what a contiguous group costs in a domain of D // stride chips (at least 1)."""
+    p = np.asarray(p, float)
+    stride = np.asarray(stride, float)
+    nbytes, p, stride = np.broadcast_arrays(np.asarray(nbytes, float), p, stride)
+    out = np.zeros(p.shape)
+    if not np.any(p > 1):
+        return out
+    for s in np.unique(stride[p > 1]):
+        dom = max(1, int(hw.scaleup_domain // s))
+        sel = (stride == s) & (p > 1)
+        out = np.where(sel, fn(nbytes, np.where(sel, p, 1.0), hw.replace(scaleup_domain=dom), eff_link), out)
+    return out
+
+
+@dataclass(frozen=True)
+class DataParallelCost:
+    """Per step, per chip (s): the collective per step, per micro-batch, their total and exposed parts, Adam."""
+    step_s: np.ndarray
+    micro_batch_s: np.ndarray
+    total_s: np.ndarray
+    exposed_s: np.ndarray
+    optimizer_s: np.ndarray
+    opt_bytes_per_param: float
+
+
+def data_parallel_cost(hw: Hardware, *, ne_chip, e_chip, tp, ep, g_ne, g_e, zero, micro_batches, fwd_s, bwd_s,
+                       recompute_s, grad_bytes: float, link_eff: float, memory_bw: float, overlap: bool,
+                       has_experts: bool) -> DataParallelCost:
+    """ne_chip / e_chip: non-expert / expert parameters per chip before ZeRO; g_ne / g_e: the groups their
+    gradients are reduced over (dp x ep x cp, dp x cp); fwd_s, bwd_s, recompute_s: one micro-batch (s);
+    memory_bw: achievable HBM bytes/s for the optimizer."""
+    z = np.asarray(zero)
+    mb = np.asarray(micro_batches, float)
+
+    def over_dp(fn, nbytes_per_param):
+        out = strided_collective(fn, ne_chip * nbytes_per_param, g_ne, tp, hw, link_eff)
+        if has_experts:
+            out = out + strided_collective(fn, e_chip * nbytes_per_param, g_e, tp * ep, hw, link_eff)
+        return out
+
+    ar = over_dp(coll.all_reduce, grad_bytes)
+    rs = over_dp(coll.reduce_scatter, grad_bytes)
+    ag = over_dp(coll.all_gather, WEIGHT_BYTES)
+    dp_step = np.where(z <= 1, ar, np.where(z == 2, ag, 0.0))
+    dp_mb = np.where(z == 2, rs, np.where(z == 3, 2.0 * ag + rs, 0.0))
+    total = dp_step + mb * dp_mb
+    if overlap:
+        exposed = (np.maximum(dp_step - (bwd_s + recompute_s), 0.0)
+                   + mb * np.maximum(dp_mb - (fwd_s + bwd_s + recompute_s), 0.0))
+    else:
+        exposed = total
+    per_param = ADAM_STATE_BYTES + grad_bytes + ADAM_STATE_BYTES + WEIGHT_BYTES
+    shard_ne = np.where(z >= 1, g_ne, 1.0)
+    shard_e = np.where(z >= 1, g_e, 1.0)
+    opt = (ne_chip / shard_ne + e_chip / shard_e) * per_param / memory_bw
+    return DataParallelCost(dp_step, dp_mb, total, exposed, opt, per_param)

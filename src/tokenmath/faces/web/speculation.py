@@ -1,0 +1,43 @@
+"""Speculative decoding on the web API's infer and hyperbola: the CLI's `--draft MODEL --spec-k K --acceptance A`
+and `--mtp K` as the parameters draft, spec_k, acceptance and mtp. The answer gains `speculative`, the to_dict() of
+analyses.serving.speculative.speculative at the answer's batches, as the CLI's JSON does. No physics here."""
+from __future__ import annotations
+
+from tokenmath.base.errors import InputError, unknown_name
+from tokenmath.faces.web.params import Param
+
+SPEC = (Param("draft", "model", None, "speculative decoding with this draft model (a catalog id; same tokenizer)"),
+        Param("spec_k", "int", None, "tokens the draft proposes per verification step (default 4)", 1, 16),
+        Param("acceptance", "float", None, "chance a drafted token is accepted, 0-1 (needed with draft; mtp "
+              "defaults to DeepSeek-V3's published rate)", 0.0, 1.0),
+        Param("mtp", "int", None, "self-speculation with the model's own MTP head, K tokens per step", 1, 16))
+
+
+def asked(a: dict) -> bool:
+    return any(a.get(k) is not None for k in ("draft", "spec_k", "acceptance", "mtp"))
+
+
+def speculative_part(model, hardware, a: dict, batches, efficiency=None, *, context: int | None = None) -> dict:
+    """{"speculative": the speculative decode beside a plain answer at `batches`} ({} when none was asked).
+    `context`: a hyperbola's (every sequence holds that many tokens while it decodes, as the CLI reads it)."""
+    if not asked(a):
+        return {}
+    from tokenmath.analyses.serving.speculative import speculation, speculative
+    from tokenmath.specs.model_catalog import catalog
+    draft = a.get("draft")
+    if draft is not None and draft.lower() not in catalog():
+        raise unknown_name("draft", draft, catalog())        # never a path or an upload: a catalog id
+    spec = speculation(None if draft is None else draft.lower(), a.get("spec_k"), a.get("acceptance"), a.get("mtp"))
+    for name in ("pp", "cp"):
+        if (a.get(name) or 1) > 1:
+            raise InputError(name, "speculative decoding is modelled without pipeline or context parallelism",
+                             f"leave {name} blank, or turn speculative decoding off")
+    if context is not None:
+        lens = dict(input_len=max(int(context) - 1, 1), output_len=1)
+    else:
+        lens = dict(input_len=a["input_len"], output_len=a["output_len"])
+    r = speculative(model, hardware, spec, batches=batches, chips=a.get("chips"), tp=a.get("tp"), ep=a.get("ep"),
+                    dp=a.get("dp"), weight_dtype=a.get("weight_dtype"), kv_dtype=a.get("kv_dtype"),
+                    efficiency=efficiency, engine=a.get("engine"), **lens)
+    from tokenmath.faces.explain_speculative import explain_speculative
+    return {"speculative": {**r.to_dict(), "explain": explain_speculative(r)}}
