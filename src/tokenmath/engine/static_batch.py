@@ -97,13 +97,16 @@ def launch_time_s(eff: Efficiency, hw: Hardware) -> float:
     return LAUNCH_CPU_S if v is None else float(v)
 
 
-def engine_step(engine: EngineProfile, device_s, kernels, seqs, launch_s: float, tp=1):
+def engine_step(engine: EngineProfile, device_s, kernels, seqs, launch_s: float, tp=1, cpu_seqs=None):
     """(step, CPU launch time) of one engine step whose device work takes device_s (arrays broadcast): an eager
-    step (no graph replayed for `seqs` sequences) lasts at least kernels x launch_s; the per-step CPU work adds to
-    it, or hides behind it with overlap scheduling."""
+    step (no graph replayed for `seqs` sequences) lasts at least kernels x launch_s; the per-step CPU work
+    (step_cpu + step_cpu_per_seq_s x the cpu_seqs sequences in the step, default seqs) adds to it, or hides behind it
+    with overlap scheduling."""
     launch = np.where(engine.graphs_at(seqs, tp), 0.0, np.asarray(kernels, float) * launch_s)
     dev = np.maximum(device_s, launch)
     cpu = engine.step_cpu
+    if engine.step_cpu_per_seq_s:
+        cpu = cpu + engine.step_cpu_per_seq_s * np.asarray(seqs if cpu_seqs is None else cpu_seqs, float)
     return (np.maximum(dev, cpu) if engine.overlap_scheduling else dev + cpu), launch
 
 
@@ -198,7 +201,8 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
         ttft = (micro + pp - 1) / pp * (pre.time_s + fixed)
     else:
         launch_s = launch_time_s(eff, hw)
-        chunk_step, _ = engine_step(eng, pre.time_s + fixed, kernels_of(pre), prefill_tokens / chunks, launch_s, tp)
+        chunk_step, _ = engine_step(eng, pre.time_s + fixed, kernels_of(pre), prefill_tokens / chunks, launch_s, tp,
+                                    cpu_seqs=s)
         ttft = (micro + pp - 1) / pp * chunks * chunk_step
     if np.any(pp > 1):
         crosses = placed(lay, hw.scaleup_domain).replica.domains > 1     # some hand-off leaves the domain

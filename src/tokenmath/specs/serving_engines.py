@@ -24,6 +24,10 @@ KV_FRACTION_OF = ("total", "free")
 # bounds of the one fitted value, step_cpu_s: a step's CPU work outside kernel launches (scheduling, sampling,
 # detokenization) is between nothing and a few ms (vLLM V0.5: 29% of a ~13 ms step, vLLM blog 2024-09-05)
 STEP_CPU_BOUNDS_S = (0.0, 0.005)
+# bounds of step_cpu_per_seq_s, the part of a step's CPU work that grows with the running sequences (each one's
+# scheduling, sampling, stop checks and detokenization in the engine's Python): ASSUMED, no per-sequence figure is
+# published; 50 us is a few thousand interpreted bytecodes per sequence per step, a generous ceiling
+STEP_CPU_PER_SEQ_BOUNDS_S = (0.0, 50e-6)
 # CPU time to launch one kernel when no graph is replayed, used where the chip's kernel model gives none: the low end
 # of the 5-20 us that PyTorch traces show per launch (HolisticTraceAnalysis docs, cuda_kernel_launch_stats.rst @0c2146a,
 # shared/reference/efficiency.md E15), so that the launch floor is never overstated (a C++ launcher, E16: 80 tiny
@@ -33,7 +37,7 @@ LAUNCH_CPU_S = 5e-6
 FIELDS = ("id", "name", "version", "graphs", "graph_max_batch", "graph_max_batch_large_tp", "max_running",
           "max_running_small_gpu", "max_batched_tokens", "max_batched_tokens_small_gpu", "chunked_prefill",
           "mixed_batches", "kv_memory_fraction", "kv_fraction_of", "kv_block_tokens", "overlap_scheduling",
-          "step_cpu_s", "step_cpu_min_s", "step_cpu_max_s", "quant", "sources")
+          "step_cpu_s", "step_cpu_min_s", "step_cpu_max_s", "step_cpu_per_seq_s", "quant", "sources")
 LARGE_TP = 4                # SGLang captures larger decode graphs from this tensor-parallel degree up
 
 
@@ -60,6 +64,7 @@ class EngineProfile:
     version: str = ""
     sources: dict = field(default_factory=dict, hash=False)
     graph_max_batch_large_tp: int | None = None       # SGLang: larger decode graphs from tp >= LARGE_TP
+    step_cpu_per_seq_s: float = 0.0                   # CPU per running sequence per step (validate fits it; 0: none)
 
     @property
     def step_cpu(self) -> float:
@@ -174,6 +179,14 @@ def _step_cpu(rec: dict, field_: str) -> tuple[float | None, tuple[float, float]
     return (None if step == "fitted" else float(step)), (b[0], b[1])
 
 
+def _per_seq(rec: dict, field_: str) -> float:
+    v = rec.get("step_cpu_per_seq_s", 0.0)
+    lo, hi = STEP_CPU_PER_SEQ_BOUNDS_S
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+        raise InputError(f"{field_}.step_cpu_per_seq_s", f"{show(v)} is out of range", f"seconds in [{lo}, {hi}]")
+    return float(v)
+
+
 def from_record(eid: str, rec: dict, field_: str = "engine") -> EngineProfile:
     """A profile from one table of data/engines.toml or a user file (every key checked, errors name it)."""
     if not isinstance(rec, dict):
@@ -202,7 +215,7 @@ def from_record(eid: str, rec: dict, field_: str = "engine") -> EngineProfile:
         kv_memory_fraction=float(frac), kv_fraction_of=_choice(rec, "kv_fraction_of", field_, KV_FRACTION_OF),
         kv_block_tokens=_int(rec, "kv_block_tokens", field_, lo=1, hi=1_000_000),
         overlap_scheduling=_bool(rec, "overlap_scheduling", field_),
-        step_cpu_s=step, step_cpu_bounds_s=bounds, quant=tuple(quant),
+        step_cpu_s=step, step_cpu_bounds_s=bounds, quant=tuple(quant), step_cpu_per_seq_s=_per_seq(rec, field_),
         sources={str(k): str(v) for k, v in sources.items()})
 
 

@@ -140,8 +140,8 @@ FLAT_MODEL = CalibrationModel("flat", FLAT, _peak_with_link,
 def physics_model() -> CalibrationModel | None:
     """The issue-16 set, once the engine provides it: the chip class's kernel model (specs.efficiency
     .kernel_default_for) and the row's serving-engine profile (specs.serving_engines) run the engine; what stays
-    fitted is the engine's per-step CPU time per (engine, chip family), bounded by STEP_CPU_BOUNDS_S. None until
-    both exist."""
+    fitted is the engine's per-step CPU time per (engine, chip family), bounded by STEP_CPU_BOUNDS_S, and its part
+    per running sequence per engine, bounded by STEP_CPU_PER_SEQ_BOUNDS_S. None until both exist."""
     from tokenmath.specs import efficiency as eff_mod
     from tokenmath.specs import serving_engines as se
     if not hasattr(eff_mod, "kernel_default_for") or not hasattr(se, "STEP_CPU_BOUNDS_S"):
@@ -150,10 +150,18 @@ def physics_model() -> CalibrationModel | None:
     lo, hi = se.STEP_CPU_BOUNDS_S
     grid = tuple(sorted({lo, *(x for x in (0.25e-3, 0.5e-3, 1e-3, 2e-3, 3e-3) if lo < x < hi), hi}))
     # the engine adds it to a step, or hides it behind the device time with overlap scheduling: re-run the engine
+    plo, phi = se.STEP_CPU_PER_SEQ_BOUNDS_S
+    per_seq = tuple(sorted({plo, *(x for x in (5e-6, 10e-6, 20e-6, 30e-6) if plo < x < phi), phi}))
     params = (FittedParameter("step_cpu_s", "inference", (lo, hi), grid, ("engine_family", "engine", "all"), lo,
                               "seconds of CPU work per engine step", "specs.serving_engines.STEP_CPU_BOUNDS_S",
                               "efficiency", set=lambda eff, v: eff if eff.engine is None else
                               replace(eff, engine=replace(eff.engine, step_cpu_s=v))),
+              # the part that grows with the running sequences: fitted per engine, in turn with step_cpu_s
+              FittedParameter("step_cpu_per_seq_s", "inference", (plo, phi), per_seq, ("engine", "all"), plo,
+                              "seconds of CPU work per running sequence per step",
+                              "specs.serving_engines.STEP_CPU_PER_SEQ_BOUNDS_S (assumed ceiling)",
+                              "efficiency", set=lambda eff, v: eff if eff.engine is None else
+                              replace(eff, engine=replace(eff.engine, step_cpu_per_seq_s=v))),
               *[p for p in FLAT if p.applies == "training"])
 
     def base(row: dict) -> Efficiency:
@@ -162,4 +170,4 @@ def physics_model() -> CalibrationModel | None:
         prof = se.get_engine(eng) if eng in se.engine_ids() else None
         return replace(eff_mod.kernel_default_for(row["hardware"]), engine=prof)
     return CalibrationModel("physics", params, base,
-                            "kernel model of the chip class + the serving engine's profile; step_cpu_s fitted")
+                            "kernel model of the chip class + the serving engine's profile; step_cpu_s, step_cpu_per_seq_s fitted")

@@ -63,15 +63,18 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
     schedule, admits, step_s, ends = policy.schedule, policy.admits_arrival, cost.step_s, cost.decode_ends
     gap, gap_w, series = rec.gaps.append, rec.gap_weights.append, rec.series.append
     dec, mix, pre = rec.decode, rec.mixed, rec.prefill_only
-    decoding, waiting, heap, done = st.decoding, st.waiting, st.heap, st.done
+    decoding, waiting, heap, done, running = st.decoding, st.waiting, st.heap, st.done, st.running
+    arrival, prefilled, next_finish = st.arrival, st.prefilled, st.next_finish
     last_dec = 0.0
+    next_arr = arr[0] if arr else math.inf            # the next arrival's time (inf: none left, or a closed loop)
     for _ in range(max_turns):
         if st.completed >= n:
             return rec
-        while not closed and issued < n and arr[issued] <= st.now:
-            st.arrival[issued] = arr[issued]
+        while next_arr <= st.now:
+            arrival[issued] = next_arr
             waiting.append(issued)
             issued += 1
+            next_arr = arr[issued] if issued < n else math.inf
         done_before = st.completed
         chunks, with_dec = schedule(st)
         if chunks:                                        # one step with prefill chunks
@@ -101,7 +104,7 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
             elif not decoding:
                 last_dec = st.now                         # nobody was waiting for a token: gaps start here
             for i, k in chunks:
-                st.prefilled(i, k)
+                prefilled(i, k)
             acc = mix if n_d else pre
             acc[0] += 1
             acc[1] += dt
@@ -116,14 +119,17 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
         elif decoding:                                    # a run of decode-only steps until the next event
             n_d = len(decoding)
             keys = st.Q + n_d * st.G
-            k = st.next_finish() - st.G
-            room = int((st.cap - keys - st.kv_pf - st.round * len(st.running)) // n_d) + 1
-            k = max(1, min(k, room))
+            k = next_finish() - st.G
+            room = int((st.cap - keys - st.kv_pf - st.round * len(running)) // n_d) + 1
+            if room < k:
+                k = room
+            if k < 1:
+                k = 1
             t0, t1 = ends(n_d, keys, keys + (k - 1) * n_d)
             s = (t1 - t0) / (k - 1) if k > 1 else 0.0
             dt = k * (t0 + s * (k - 1) / 2)
-            if not closed and issued < n and st.now + dt > arr[issued] and admits(st):
-                k = steps_until(arr[issued] - st.now, t0, s, k)
+            if st.now + dt > next_arr and admits(st):
+                k = steps_until(next_arr - st.now, t0, s, k)
                 dt = k * (t0 + s * (k - 1) / 2)
             gap(st.now - last_dec + t0)
             gap_w(n_d)
@@ -137,8 +143,8 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
             dec[1] += dt
             dec[2] += n_d * k
             dec[3] += k * keys + n_d * k * (k - 1) / 2
-        elif not closed and issued < n:                   # idle until the next arrival
-            st.now = max(st.now, arr[issued])
+        elif next_arr < math.inf:                         # idle until the next arrival
+            st.now = max(st.now, next_arr)
             last_dec = st.now
             continue
         else:
@@ -148,8 +154,8 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
         if closed:
             for _ in range(st.completed - done_before):
                 if issued < n:
-                    st.arrival[issued] = st.now
+                    arrival[issued] = st.now
                     waiting.append(issued)
                     issued += 1
-        series((st.now, st.Q + len(decoding) * (st.G - 1) + st.kv_pf, len(waiting), len(st.running)))
+        series((st.now, st.Q + len(decoding) * (st.G - 1) + st.kv_pf, len(waiting), len(running)))
     raise RuntimeError(f"simulation did not finish in {max_turns:,} turns")

@@ -147,13 +147,14 @@ class StepCost:
         """Passes a step's work is divided by: attention groups x pipeline micro-batches."""
         return self.groups * (min(self.pp, max(seqs / self.groups, 1.0)) if self.pp > 1 else 1)
 
-    def _engine(self, device: float, launch: float) -> float:
-        """engine_step for one scalar step (the same rule; tests compare the two)."""
+    def _engine(self, device: float, launch: float, seqs: float = 0.0) -> float:
+        """engine_step for one scalar step of `seqs` sequences per group (the same rule; tests compare the two)."""
         e = self.engine
         if e is None:
             return device
         dev = max(device, launch)
-        return max(dev, e.step_cpu) if e.overlap_scheduling else dev + e.step_cpu
+        cpu = e.step_cpu + e.step_cpu_per_seq_s * seqs
+        return max(dev, cpu) if e.overlap_scheduling else dev + cpu
 
     # ---- the fast path (pure-Python floats: the simulator calls it once per step or run) ---------------------
     def step_s(self, n_d: float, keys: float, t_p: float = 0.0, l_p: float = 0.0, pairs: float = 0.0,
@@ -195,7 +196,7 @@ class StepCost:
         if self.engine is None:
             return t
         launch = tab["launch"][min(int(n_d / d) if t_p <= 0 else i, self.size - 1)]
-        return self._engine(t, launch)
+        return self._engine(t, launch, y)
 
     def _mixed_line(self, n_d, keys, t_p, l_p, pairs, read) -> float:
         """step_s for one group, one stage, no window, whole tokens: the same sum without interpolation."""
@@ -210,7 +211,8 @@ class StepCost:
         if e is None:
             return t
         t = max(t, launch[i])
-        return max(t, e.step_cpu) if e.overlap_scheduling else t + e.step_cpu
+        cpu = e.step_cpu + e.step_cpu_per_seq_s * (n_d + l_p)
+        return max(t, cpu) if e.overlap_scheduling else t + cpu
 
     def _attention(self, tab, tokens, seq, pairs, read, pairs_sl=0.0, read_sl=None):
         """Seconds of an attention op over `tokens` query tokens (per pass), chunks of `seq` tokens."""
@@ -251,7 +253,7 @@ class StepCost:
         e = self.engine
         if e is None:
             return t0, t1
-        lau, cpu = launch[n_d], e.step_cpu
+        lau, cpu = launch[n_d], e.step_cpu + e.step_cpu_per_seq_s * n_d
         if e.overlap_scheduling:
             return max(t0, lau, cpu), max(t1, lau, cpu)
         return max(t0, lau) + cpu, max(t1, lau) + cpu
@@ -293,7 +295,7 @@ class StepCost:
                                           su.hardware, su.efficiency.link_bw).item()
         if self.engine is not None:
             t = float(engine_step(self.engine, t, kernels_of(base), (n_d + t_p) / d if mixed else n_d / d,
-                                  self.launch_s, self.tp)[0])
+                                  self.launch_s, self.tp, cpu_seqs=seqs / d)[0])
         return t, base
 
 
