@@ -79,7 +79,8 @@ class BatchCost:
         if self.engine is None:
             return code
         d = self.decode
-        host = np.maximum(self.decode_launch_s, self.engine.step_cpu)
+        cpu = self.engine.step_cpu + self.engine.step_cpu_per_seq_s * np.asarray(self.seqs_per_microbatch, float)
+        host = np.maximum(self.decode_launch_s, cpu)
         top = np.maximum(np.maximum(d.compute_bound_s, d.memory_bound_s), np.maximum(d.comm_s, d.overhead_s))
         return np.where(host > top, np.int8(3), code).astype(np.int8)
 
