@@ -181,3 +181,22 @@ def plot_then_json(result, as_json: bool, plot_file, plot_fn) -> bool:
         d["plot"] = plot_file
     emit_json(d)
     return True
+
+
+def prefix_hit_option(f):
+    """--prefix-hit RATE (prefix caching, engine/prefix_cache.py) on infer, plan and simulate."""
+    return click.option("--prefix-hit", type=float, default=0.0, show_default=True, metavar="RATE",
+                        help="Prefix caching: the share of every prompt already cached (0-1); its prefill is "
+                             "skipped (FLOPs and KV writes), the rest attends to it.")(f)
+
+
+def ep_transport_options(f):
+    """--overlap-ep and --ep-comm: how a MoE's expert-parallel all-to-all runs (engine/expert_parallel.py)."""
+    f = click.option("--overlap-ep", "ep_overlap", is_flag=True,
+                     help="Overlap the EP all-to-all with compute (two micro-batches): only the part longer than "
+                          "a layer's compute is exposed.")(f)
+    f = click.option("--ep-comm", type=click.Choice(["bf16", "fp8", "deepep"]), default="bf16", show_default=True,
+                     help="EP all-to-all: bf16 both ways, one copy per expert; fp8 dispatch + bf16 combine (DeepEP "
+                          "low-latency); deepep: fp8 dispatch + bf16 combine, one copy per remote domain across "
+                          "scale-out, group-limited routing honoured (DeepEP normal, DeepSeek-V3).")(f)
+    return f

@@ -2,8 +2,8 @@ import click
 
 from tokenmath.faces.commands.common import (batch_arg, dtype_options, engine_option, guarded, layout_options, model_hardware,
                                              output_options, positive, positive_float)
-from tokenmath.faces.commands.parallel import ep_transport_options
-from tokenmath.faces.commands.serving import prefix_hit_option
+from tokenmath.faces.commands.common import ep_transport_options
+from tokenmath.faces.commands.common import prefix_hit_option
 from tokenmath.faces.commands.speculation import speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
 

@@ -4,7 +4,7 @@ import click
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, positive, positive_float,
                                              with_plot)
-from tokenmath.faces.commands.serving import prefix_hit_option
+from tokenmath.faces.commands.common import ep_transport_options, prefix_hit_option
 from tokenmath.faces.commands.speculation import grid_speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
 
@@ -15,18 +15,6 @@ def _system_option(f):
     return click.option("--system", "-S", "--hardware", "system", default=DEFAULT_SYSTEM, show_default=True,
                         help="System id (hgx-h100, hgx-h200, hgx-b200, gb200-nvl72, gb300-nvl72, tpu-v5p, tpu-v6e, "
                              "mi300x-node), a chip id (that chip in its usual domain) or a file.")(f)
-
-
-def ep_transport_options(f):
-    """--overlap-ep and --ep-comm: how a MoE's expert-parallel all-to-all runs (engine/expert_parallel.py)."""
-    f = click.option("--overlap-ep", "ep_overlap", is_flag=True,
-                     help="Overlap the EP all-to-all with compute (two micro-batches): only the part longer than "
-                          "a layer's compute is exposed.")(f)
-    f = click.option("--ep-comm", type=click.Choice(["bf16", "fp8", "deepep"]), default="bf16", show_default=True,
-                     help="EP all-to-all: bf16 both ways, one copy per expert; fp8 dispatch + bf16 combine (DeepEP "
-                          "low-latency); deepep: fp8 dispatch + bf16 combine, one copy per remote domain across "
-                          "scale-out, group-limited routing honoured (DeepEP normal, DeepSeek-V3).")(f)
-    return f
 
 
 def _ep_options(f):

@@ -8,13 +8,6 @@ from tokenmath.faces.commands.speculation import grid_speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
 
 
-def prefix_hit_option(f):
-    """--prefix-hit RATE (prefix caching, engine/prefix_cache.py) on infer, plan and simulate."""
-    return click.option("--prefix-hit", type=float, default=0.0, show_default=True, metavar="RATE",
-                        help="Prefix caching: the share of every prompt already cached (0-1); its prefill is "
-                             "skipped (FLOPs and KV writes), the rest attends to it.")(f)
-
-
 def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None):
     """--json: the result's dict; --explain: explain_fn's text; else text_fn's (explain_fn's when there is none)."""
     if plot_file:

@@ -2,7 +2,7 @@ import click
 
 from tokenmath.faces.commands.common import (dtype_options, engine_option, guarded, layout_options, model_hardware,
                                              positive, positive_float, with_plot)
-from tokenmath.faces.commands.serving import prefix_hit_option
+from tokenmath.faces.commands.common import prefix_hit_option
 from tokenmath.faces.commands.whatif import whatif_options
 
 LENGTH_HELP = 'Tokens, or "uniform:LO-HI", "lognormal:MEDIAN,SIGMA", "fit:TRACE".'
