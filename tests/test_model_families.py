@@ -19,7 +19,10 @@ NEW = {"Qwen3-Next-80B-A3B-Instruct.json": "qwen3-next-80b-a3b", "DeepSeek-V3.2.
        "Llama-4-Scout-17B-16E-Instruct.json": "llama-4-scout",
        "Llama-4-Maverick-17B-128E-Instruct.json": "llama-4-maverick", "MiniMax-M2.5.json": "minimax-m2.5",
        "GLM-4.5-Air.json": "glm-4.5-air", "Nemotron-H-56B-Base-8K.json": "nemotron-h-56b",
-       "Qwen3.5-35B-A3B.json": "qwen3.5-35b-a3b"}
+       "Qwen3.5-35B-A3B.json": "qwen3.5-35b-a3b",
+       # second round (tests/test_model_families_linear.py has their hand-computed checks)
+       "Kimi-Linear-48B-A3B-Instruct.json": "kimi-linear-48b-a3b", "MiniMax-M1.json": "minimax-m1",
+       "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json": "nemotron-3-nano-30b-a3b"}
 
 
 @pytest.mark.parametrize("fname,mid", NEW.items())

@@ -98,6 +98,18 @@ def launch_time_s(eff: Efficiency, hw: Hardware) -> float:
     return LAUNCH_CPU_S if v is None else float(v)
 
 
+def pass_options(ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None, ep_comm: str = "bf16") -> dict:
+    """forward_pass's optional keywords as serve_batch passes them (defaults left out)."""
+    out = {} if ep_imbalance == 1.0 else {"ep_imbalance": ep_imbalance}
+    if ep_overlap:
+        out["ep_overlap"] = True
+    if ep_comm != "bf16":
+        out["ep_comm"] = ep_comm
+    if links is not None:
+        out["links"] = links
+    return out
+
+
 def engine_step(engine: EngineProfile, device_s, kernels, seqs, launch_s: float, tp=1, cpu_seqs=None):
     """(step, CPU launch time) of one engine step whose device work takes device_s (arrays broadcast): an eager
     step (no graph replayed for `seqs` sequences) lasts at least kernels x launch_s; the per-step CPU work
@@ -159,15 +171,7 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
     their KV on every stage at once (each stage keeps its 1/pp of the layers), so the KV per chip is
     ceil(batch / (dp x ep)) x KV per sequence / (pp x kv_shard) whatever the micro-batching.
     decode_only: skip the prefill pass (prefill None, ttft_s NaN); everything else is unchanged."""
-    opts = {}
-    if ep_imbalance != 1.0:
-        opts["ep_imbalance"] = ep_imbalance
-    if ep_overlap:
-        opts["ep_overlap"] = True
-    if ep_comm != "bf16":
-        opts["ep_comm"] = ep_comm
-    if links is not None:
-        opts["links"] = links
+    opts = pass_options(ep_imbalance, ep_overlap, links, ep_comm)
     batch = np.asarray(batch, float)
     input_len = np.asarray(input_len, float)
     output_len = np.asarray(output_len, float)

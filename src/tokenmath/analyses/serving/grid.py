@@ -13,7 +13,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite
 from tokenmath.engine.economics import (chip_s_per_mtok, decode_cost_per_mtok, prefill_cost_per_mtok,
                                         request_cost_per_mtok, usd_per_s)
-from tokenmath.engine.static_batch import BatchCost, serve_batch
+from tokenmath.engine.static_batch import BatchCost, pass_options, serve_batch
 from tokenmath.mapping.candidates import as_layout, layouts_for
 from tokenmath.mapping.placement import place
 from tokenmath.specs.systems import System
@@ -101,11 +101,11 @@ def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep
     if prefix_hit:
         from tokenmath.engine.prefix_cache import ttft_with_hits
         ttft = np.broadcast_to(ttft_with_hits(sv, su.model, su.hardware, lay, su.precision, su.efficiency, input_len,
-                                              prefix_hit, **_pass_opts(ep_imbalance, ep_overlap, links, ep_comm))[0],
+                                              prefix_hit, **pass_options(ep_imbalance, ep_overlap, links, ep_comm))[0],
                                shape)
     if draft is not None:
         step, comm, fits, bmax, bott, kv, total = _speculate(su, lay, sv, draft, input_len, output_len,
-                                                             _pass_opts(ep_imbalance, ep_overlap, links, ep_comm))
+                                                             pass_options(ep_imbalance, ep_overlap, links, ep_comm))
     return Grid(layouts=list(layouts), batch=np.broadcast_to(B, shape),
                 chips=np.asarray(lay.chips, float).reshape(-1, 1), fits=np.broadcast_to(fits, shape),
                 ttft_s=ttft, step_s=step,
@@ -116,18 +116,6 @@ def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep
                 domains_spanned=np.asarray(place(lay, su.hardware.scaleup_domain).replica.domains).reshape(-1, 1),
                 cost=sv,
                 input_len=input_len, output_len=output_len)
-
-
-def _pass_opts(ep_imbalance, ep_overlap, links, ep_comm) -> dict:
-    """forward_pass's keywords as serve_batch passes them (defaults left out)."""
-    out = {} if ep_imbalance == 1.0 else {"ep_imbalance": ep_imbalance}
-    if ep_overlap:
-        out["ep_overlap"] = True
-    if ep_comm != "bf16":
-        out["ep_comm"] = ep_comm
-    if links is not None:
-        out["links"] = links
-    return out
 
 
 def _speculate(su: Setup, lay, sv: BatchCost, draft, input_len, output_len, opts):
