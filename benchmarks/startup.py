@@ -12,7 +12,9 @@ ratio to `python -c pass` timed in the same run, and with its CPU time (steadier
 Bytecode: `pip install` compiles the package's .pyc files once, at install time. When PYTHONDONTWRITEBYTECODE is set
 (an editable install in a container, say), every start would compile tokenmath from source instead; this script
 then clears the variable for its children, so one warm-up run writes the __pycache__ files (ignored by git) that
-an installed package would have. --no-bytecode keeps the variable and measures that slower case too.
+an installed package would have, and the compiled methods of tokenmath's dataclasses that every later start reads
+from the user's cache folder (tokenmath/base/dataclass_cache.py; like the .pyc files, not written under
+PYTHONDONTWRITEBYTECODE). --no-bytecode keeps the variable and measures that slower case too.
 
 It also checks that `tokenmath --help` and `tokenmath infer --json` import none of the heavy optional packages
 (rich, matplotlib, pandas, torch, transformers, web frameworks, tokenmath's own web server).

@@ -48,7 +48,7 @@ LONG_RUNNING = {"serve": "starts a web server", "verify": "runs a real transform
 # Numeric options for which zero is a meaningful value (besides those whose default is zero).
 ZERO_OK = {"--input-output-ratio": "no prompt tokens", "--margin": "selling at cost", "--seed": "a seed",
            "--cached-input-price": "free cached input", "--noise": "no noise", "--inference-tokens": "no demand",
-           "--rl-rollout-tokens": "no RL"}
+           "--rl-rollout-tokens": "no RL", "--prefix-cache-share": "no share kept for prefixes"}
 # Numeric options that may be negative.
 NEGATIVE_OK = {"--margin": "selling below cost is a valid question"}
 # Text options that hold numbers (parsed by a callback).

@@ -201,8 +201,9 @@ def test_nemotron_h_pattern_errors(fixtures):
 
 
 def test_nemotron4_squared_relu_mlp_has_no_gate():
-    # Nemotron-4-like shapes (no published Nemotron-4 config.json was found to keep as a fixture): the
-    # squared-ReLU MLP has no gate, so two matrices d x F, and LayerNorm1P carries a weight and a bias
+    # Nemotron-4 15B's shapes (arXiv 2402.16819, Table 1; its FFN width 4 x 6144 is not in that table): the
+    # squared-ReLU MLP has no gate, so two matrices d x F, and LayerNorm1P carries a weight and a bias. The
+    # published Nemotron-4 340B and Minitron configs are fixtures: tests/test_model_families_granite_nemotron.py
     m = model_from_hf_config({"model_type": "nemotron", "num_hidden_layers": 32, "hidden_size": 6144,
                               "num_attention_heads": 48, "num_key_value_heads": 8, "vocab_size": 256000,
                               "intermediate_size": 24576})

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 import tokenmath
 from tokenmath.analyses.serving.simulation.replica import make_replica
 from tokenmath.analyses.serving.simulation.step_cost import chunk_geometry
+from tokenmath.analyses.serving.speculative import speculation
 from tokenmath.analyses.serving.steady_state import steady_state
 from tokenmath.analyses.setup import setup
 from tokenmath.base.errors import InputError
@@ -37,6 +38,25 @@ def test_closed_form_agrees_with_the_simulator(model, hw, chips, engine, c):
     p = steady_state(model, hw, chips=chips, engine=engine, concurrency=c, input_len=CHAT[0],
                      output_len=CHAT[1]).points[0]
     s = sim_steady(model, hw, chips, engine, c, *CHAT)
+    assert s["output_tokens_per_s"] == pytest.approx(p.output_tokens_per_s, rel=0.05)
+    assert s["tpot_mean_s"] == pytest.approx(p.tpot_s, rel=0.05)
+    assert s["ttft_mean_s"] == pytest.approx(p.ttft_s, rel=0.05)
+
+
+@pytest.mark.parametrize("model,hw,chips,engine,spec", [
+    ("llama-3.1-70b", "h100-sxm", 8, "vllm", ("llama-3.2-1b", 4, 0.7)),       # the issue's draft pair
+    ("llama-3.1-8b", "h100-sxm", 1, "sglang", ("llama-3.2-1b", 3, 0.8)),      # prefill-first, not mixed
+    ("llama-3.1-70b", "h100-sxm", 8, "tensorrt-llm", ("llama-3.2-1b", 2, 0.5)),
+    ("mixtral-8x7b", "h100-sxm", 2, "vllm", (None, None, None, 1)),           # MoE with an MTP-style head
+])
+@pytest.mark.parametrize("c", [1, 16, 128])
+def test_closed_form_agrees_with_the_simulator_with_speculation(model, hw, chips, engine, spec, c):
+    """Speculative decoding: each decode verifies k + 1 tokens and gains E a step, in both (within 5%)."""
+    sp = speculation(*spec)
+    p = steady_state(model, hw, chips=chips, engine=engine, concurrency=c, input_len=CHAT[0], output_len=CHAT[1],
+                     speculation=sp).points[0]
+    s = tokenmath.simulate(model, hw, chips=chips, engine=engine, concurrency=c, requests=max(30 * c, 1200),
+                           input_len=CHAT[0], output_len=CHAT[1], seed=1, speculation=sp).steady
     assert s["output_tokens_per_s"] == pytest.approx(p.output_tokens_per_s, rel=0.05)
     assert s["tpot_mean_s"] == pytest.approx(p.tpot_s, rel=0.05)
     assert s["ttft_mean_s"] == pytest.approx(p.ttft_s, rel=0.05)

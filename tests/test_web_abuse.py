@@ -62,15 +62,15 @@ def assert_error(body, field):
 def numeric_params(srv):
     """(endpoint, parameter, kind) for every parameter that takes a number, read off the server's own table."""
     return [(name, p.name, p.kind) for name, ep in sorted(srv.api.endpoints.items()) for p in ep.params
-            if p.kind in ("int", "float", "batch", "intlist", "range")]
+            if p.kind in ("int", "float", "batch", "intlist", "floatlist", "range")]
 
 
 # ---- item 14: a JSON number of 400 digits --------------------------------------------------------------------------
 
 def test_every_numeric_parameter_is_covered(server):
-    # 11 endpoints (sensitivity the 11th); a refactor that drops the numbers from the table must not make the tests
-    # below vacuous
-    assert len({e for e, _, _ in numeric_params(server)}) == 11 and len(numeric_params(server)) > 60
+    # 12 endpoints (sensitivity the 11th, simulate_sweep the 12th); a refactor that drops the numbers from the table
+    # must not make the tests below vacuous
+    assert len({e for e, _, _ in numeric_params(server)}) == 12 and len(numeric_params(server)) > 60
 
 
 @pytest.mark.parametrize("sign", ["", "-"])

@@ -289,7 +289,7 @@ def phone(browser, base_url):  # noqa: F811
 
 
 def test_phone_results_first_one_tab_strip_no_overflow_and_tap_targets(phone):
-    for tab in ("overview", "hyperbola", "pareto", "train"):
+    for tab in ("overview", "hyperbola", "pareto", "simulate", "sensitivity", "train"):
         open_tab(phone, f"?tab={tab}")
         # results before inputs: the panel's first cards start inside the first screen
         top = phone.evaluate(f"document.querySelector('#tab-{tab} .cards').getBoundingClientRect().top")
@@ -328,7 +328,8 @@ def test_phone_editing_an_input_shows_its_result_and_its_error(phone):
 @pytest.mark.parametrize("tab, box, says", [("pareto", "#pareto-chart", "tok/s/chip"),
                                             ("overview", "#roofline", "FLOP/B"),
                                             ("hyperbola", "#hyperbola-cost", "/Mtok output"),
-                                            ("prices", "#prices-chart", "$")])
+                                            ("prices", "#prices-chart", "$"),
+                                            ("simulate", "#simulate-sweep-tput", "tok/s per chip")])
 def test_phone_tap_reads_a_chart(phone, tab, box, says):
     open_tab(phone, f"?tab={tab}")
     svg = phone.locator(f"{box} svg")

@@ -107,26 +107,44 @@ def test_the_checkbox_is_a_24_px_target_on_a_desktop(page):
     assert box["width"] >= 24 and box["height"] >= 24, box
 
 
-def test_a_log_axis_zooms_by_keys_on_the_chart_and_by_ctrl_wheel(page):
-    """Zoom was only by the + / - / all buttons: now + and - on the focused chart, and ctrl + wheel (a trackpad's
-    pinch), narrow and widen the axis too; a plain wheel leaves the axis alone (it scrolls the page)."""
+def zoom_of(page, box: str) -> tuple[float, float] | None:
+    """The x range a chart shows (its data-zoom, "LO-HI"); None when it shows every point."""
+    z = page.locator(box).get_attribute("data-zoom")
+    return None if z in (None, "all") else tuple(float(v) for v in z.split("-"))
+
+
+def test_a_log_axis_zooms_by_keys_on_the_chart_and_by_wheel_around_the_pointer(page):
+    """+ and - on the focused chart narrow and widen the axis around its middle; ctrl + wheel (a trackpad's pinch)
+    zooms around the pointer, and so does a plain wheel once the chart has focus; over an unfocused chart a plain
+    wheel leaves the axis alone (it scrolls the page)."""
     open_tab(page, "?tab=hyperbola")
     ticks = lambda: page.locator("#hyperbola-cost svg text.tick").all_inner_texts()  # noqa: E731
     before = ticks()
-    page.locator("#hyperbola-cost svg.chart").focus()
+    svg = page.locator("#hyperbola-cost svg.chart")
+    svg.focus()
     page.keyboard.press("+")
     zoomed = ticks()
     assert zoomed != before
     assert page.evaluate("document.activeElement.matches('#hyperbola-cost svg.chart')")   # focus stays on the chart
+    lo, hi = zoom_of(page, "#hyperbola-cost")
     page.keyboard.press("-")
-    assert ticks() == before
-    svg = page.locator("#hyperbola-cost svg.chart")
+    assert ticks() == before and zoom_of(page, "#hyperbola-cost") is None
+    page.evaluate("document.activeElement.blur()")
     b = svg.bounding_box()
-    page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+    # the frame's left edge (margin 70 of the 720-wide drawing) plus a tenth of the frame: near the smallest batch
+    x = b["x"] + b["width"] * (70 + 0.1 * 630) / 720
+    page.mouse.move(x, b["y"] + b["height"] / 2)
     page.mouse.wheel(0, -100)
-    assert ticks() == before
+    assert ticks() == before                                   # unfocused: the wheel is the page's
     page.keyboard.down("Control")
     page.mouse.wheel(0, -100)
     page.keyboard.up("Control")
     wait(page, "document.querySelectorAll('#hyperbola-cost svg text.tick').length > 0")
-    assert ticks() == zoomed
+    zlo, zhi = zoom_of(page, "#hyperbola-cost")
+    # half the decades, around the pointer: the view keeps the small batches (it starts below the middle zoom's start)
+    assert abs((zhi / zlo) - (hi / lo)) / (hi / lo) < 0.02, ((zlo, zhi), (lo, hi))
+    assert zlo < lo
+    page.locator("#hyperbola-cost svg.chart").focus()
+    page.mouse.wheel(0, 100)                                   # focused: a plain wheel zooms back out
+    wait(page, "document.querySelector('#hyperbola-cost').dataset.zoom === 'all'")
+    assert ticks() == before

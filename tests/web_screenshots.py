@@ -3,7 +3,7 @@ a chart's readout open, and the roofline tab (web-roofline.png, desktop), taken 
 playwright from a local `tokenmath serve`.
 
     python tests/web_screenshots.py   # writes docs/img/web-{hyperbola,pareto}-{desktop,phone}.png, web-roofline.png
-                                      # and the desktop views web-<name>.png of PAGES
+                                      # and the desktop views web-<name>.png of PAGES (simulate among them)
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ PAGES = {"hyperbola": ("?tab=hyperbola&batch=64", "#hyperbola-cost", (0.5, 0.5))
          "deduce": ("?tab=deduce", "#deduce-chart", None),
          "training": ("?tab=train", "#train-breakdown", None),
          "sensitivity": ("?tab=sensitivity&batch=64", "#sensitivity-chart", None),
+         "simulate": ("?tab=simulate", "#simulate-sweep-tput", None),
          "speculative": ("?tab=hyperbola&model=llama-3.1-70b&chips=8&sp_mode=draft&sp_acceptance=0.7"
                          "&w_memory_bw_tbs=4.8", "#hyperbola-cost", (0.3, 0.5))}
 

@@ -116,5 +116,8 @@ def check_ep_comm(ep_comm) -> str:
     return v
 
 
-def fmt_layout(tp, pp, ep, dp) -> str:
-    return f"tp={int(tp)} pp={int(pp)} ep={int(ep)} dp={int(dp)}"
+def fmt_layout(tp, pp, ep, dp, attn=0) -> str:
+    """The layout as text; a fifth element (mapping.layout.ATTENTION_SHARDING index) adds the attention sharding."""
+    from tokenmath.mapping.layout import ATTENTION_SHARDING
+    extra = f" attn={ATTENTION_SHARDING[int(attn)]}" if int(attn) else ""
+    return f"tp={int(tp)} pp={int(pp)} ep={int(ep)} dp={int(dp)}{extra}"

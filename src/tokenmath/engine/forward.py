@@ -13,6 +13,9 @@ Every quantity is per chip and broadcasts over numpy arrays (batch, context, tp,
   shared        2 x W_sh x T / tp                           W_sh x w / tp + activations
   lm_head       2 x V x d x T_logits / tp                   V x d x w / tp
   tp_allreduce  2 per layer, ring all-reduce of T x d activations over tp chips
+  attn_alltoall / dp_attn_gather: batch- or data-parallel attention inside the TP group (Layout.attn,
+                engine/attention_sharding.py): the core runs S_a = ceil(S / tp) whole sequences per rank (KV not
+                split, not copied); dp also runs the projections on S_a sequences with replicated weights
   ep_alltoall   dispatch + combine per MoE layer over tp x ep chips
 
 T = tokens per attention group (S sequences x new tokens each); T_st = the tokens of the sequences the stage's ep
@@ -40,6 +43,7 @@ from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 from tokenmath.engine import collectives as coll
+from tokenmath.engine.attention_sharding import sharding_comm
 from tokenmath.engine import expert_parallel as xp
 from tokenmath.engine.attended import decode_context, prefill_pairs  # noqa: F401  (callers import them from here)
 from tokenmath.engine.context_parallel import cp_comm
@@ -185,22 +189,32 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
 
     wb = prec.weight.bytes
     add("embed", 1, 0.0, T * d * (wb + ab), pk_w, note="gather one embedding row per token", weights=T * d * wb)
-    add("attn_proj", m.n_attention_layers, 2 * P.attn_per_layer * T / tp,
-        P.attn_per_layer * wb / tp + T * _attn_io_width(m, tp) * ab, pk_w, note="q, k, v, o projections",
-        weights=P.attn_per_layer * wb / tp, kind="gemm", key=wkey, M=T, shapes=op_shapes(m, "attn_proj", tp))
+    # attention sharding (Layout.attn): heads: Sa = S, hs = ws = tp (the lines below as they always were);
+    # batch / dp: the core runs Sa = ceil(S / tp) whole sequences per rank (hs = 1); dp also replicates the
+    # projections (ws = 1) and runs them on its own Sa sequences only
+    Sa, hs, ws, Tp = S, tp, tp, T
+    if lay.attn_by_batch:
+        Sa, hs, ws = lay.attn_seqs(S), lay.attn_head_split(), lay.attn_weight_split()
+        Tp = np.where(np.asarray(lay.attn) == 2, Sa * np.asarray(new_tokens, float), T)
+    Ta = T if Sa is S else Sa * np.asarray(new_tokens, float)
+    add("attn_proj", m.n_attention_layers, 2 * P.attn_per_layer * Tp / ws,
+        P.attn_per_layer * wb / ws + Tp * _attn_io_width(m, ws) * ab, pk_w,
+        note="q, k, v, o projections" + ("" if not np.any(np.asarray(lay.attn) == 2) else
+                                         " (dp attention: replicated, on the rank's own sequences)"),
+        weights=P.attn_per_layer * wb / ws, kind="gemm", key=wkey, M=Tp, shapes=op_shapes(m, "attn_proj", ws))
 
     kvl = kv_main_values(m) * prec.kv.bytes
     shard = lay.kv_shard(m)
-    qo = T * (m.n_heads * (m.v_head_dim if m.is_mla else m.hd)) * 2 * ab / tp
+    qo = Ta * (m.n_heads * (m.v_head_dim if m.is_mla else m.hd)) * 2 * ab / hs
     cp = pair_flops(m, phase)
     read_full, pairs_main = kv_read_full, pairs_full
     if m.is_sparse_attention:      # the indexer scores every cached token; attention reads the top-k it selects
         read_full, pairs_main = dsa.selected(m, phase, kv_read_full, new_tokens, pairs_full)
-        ix = dsa.indexer_op(m, S, T, kv_read_full, new_tokens, pairs_full, shard, tp, ab)
+        ix = dsa.indexer_op(m, Sa, Ta, kv_read_full, new_tokens, pairs_full, shard, hs, ab)
         add("indexer", m.n_full_layers, ix["flops"] / (cpd if has_cp else 1.0), ix["nbytes"], pk_a,
             note=ix["note"], kv=ix["kv"], kind="stream")
-    kv_full = kvl * (np.asarray(read_full) + new_tokens) * S / shard
-    att_full = cp * np.asarray(pairs_main) * S / tp
+    kv_full = kvl * (np.asarray(read_full) + new_tokens) * Sa / shard
+    att_full = cp * np.asarray(pairs_main) * Sa / hs
     if has_cp:
         att_full = att_full / cpd
     fa = {"seq_len": np.asarray(new_tokens, float) / (cpd if has_cp else 1.0),
@@ -210,8 +224,8 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         + (f"; only the {m.index_topk} tokens the indexer selects" if m.is_sparse_attention else ""),
         kv=kv_full, kind="attention", **fa)
     if m.n_sliding_layers:
-        kv_loc = kvl * (np.asarray(kv_read_sliding) + new_tokens) * S / shard
-        att_loc = cp * np.asarray(pairs_sliding) * S / tp
+        kv_loc = kvl * (np.asarray(kv_read_sliding) + new_tokens) * Sa / shard
+        att_loc = cp * np.asarray(pairs_sliding) * Sa / hs
         if has_cp:
             att_loc = att_loc / cpd
         what = "chunked-attention layers: within the current chunk of" if m.local_kind == "chunked" else \
@@ -260,9 +274,17 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         M=logits_tokens, shapes=op_shapes(m, "lm_head", tp))
 
     if np.any(tp > 1):
-        add("tp_allreduce", 2 * m.n_layers, 0.0, 0.0, pk_a,
-            comm=coll.all_reduce(T * d * ab, tp, hw, eff.link_bw, up_bw=group_bw("all_reduce", tp), span=pl.tp),
+        ar = coll.all_reduce(T * d * ab, tp, hw, eff.link_bw, up_bw=group_bw("all_reduce", tp), span=pl.tp)
+        extra, kept = {}, 1.0
+        if lay.attn_by_batch:
+            extra = sharding_comm(m, hw, lay, T, ab, eff.link_bw, a2a_bw=group_bw("all_to_all", tp),
+                                  ag_bw=group_bw("all_gather", tp), span=pl.tp)
+            kept = extra.pop("tp_allreduce_kept")
+            ar = ar * kept
+        add("tp_allreduce", 2 * m.n_layers if np.any(kept) else 0, 0.0, 0.0, pk_a, comm=ar,
             note="2 all-reduces of activations per layer", kind="comm")
+        for name, (count, comm, note) in extra.items():
+            add(name, count, 0.0, 0.0, pk_a, comm=comm, note=note, kind="comm")
     if P.n_moe_layers and np.any(ep > 1):
         note = "dispatch + combine all-to-all per MoE layer"
         if ep_imbalance != 1.0:

@@ -14,6 +14,10 @@ With a serving engine (specs/serving_engines.py) the engine's own settings repla
 - activations: one step of at most the engine's max_batched_tokens;
 - a sequence holds whole KV blocks: its context rounded up to kv_block_tokens;
 - max_batch: at most max_running sequences per attention group (one scheduler per data-parallel rank).
+
+Attention sharded over the batch inside a TP group (Layout.attn: batch, dp; mapping/layout.py): each rank holds
+the whole KV of its ceil(S / tp) sequences (no head split, no copies), so the group holds tp x what one chip's KV
+room holds; dp also keeps the attention projections whole on every rank (replicated weights).
 """
 from __future__ import annotations
 
@@ -56,7 +60,12 @@ def weight_bytes_total(m: Model, weight_bytes: float, expert_bytes: float) -> fl
 def weights_per_chip(m: Model, lay: Layout, weight_bytes: float, expert_bytes: float):
     P = count_params(m)
     tp, pp = np.asarray(lay.tp, float), np.asarray(lay.pp, float)
-    return (P.non_expert * weight_bytes / tp + P.experts_total * expert_bytes * lay.expert_share(m) / tp) / pp
+    w = (P.non_expert * weight_bytes / tp + P.experts_total * expert_bytes * lay.expert_share(m) / tp) / pp
+    if lay.attn_by_batch:
+        # dp attention: the attention projections whole on every rank instead of 1/tp of them
+        attn = P.attn_per_layer * P.n_attn_layers * weight_bytes
+        w = w + attn * (1.0 / lay.attn_weight_split() - 1.0 / tp) / pp
+    return w
 
 
 def seqs_per_group(batch, lay: Layout):
@@ -70,12 +79,15 @@ def held_per_sequence_per_chip(m: Model, lay: Layout, kv_bytes: float, context):
     state = state_bytes_per_sequence(m)
     per_seq = (kv_bytes_per_sequence(m, context, kv_bytes) - state) / lay.kv_shard(m)
     if state:
-        per_seq = per_seq + state / np.asarray(lay.tp, float)
+        # (batch / dp attention: counted whole per sequence on the ceil(S / tp) it holds, ~ S x state / tp)
+        per_seq = per_seq + state / lay.attn_head_split()
     return per_seq / np.asarray(lay.pp, float)
 
 
 def kv_per_chip(m: Model, lay: Layout, kv_bytes: float, batch, context):
-    return seqs_per_group(batch, lay) * held_per_sequence_per_chip(m, lay, kv_bytes, context)
+    """Bytes of cache on the fullest chip: its sequences (all the group's under heads, ceil(S / tp) under batch and
+    dp attention: Layout.attn_seqs) x what each leaves on it."""
+    return lay.attn_seqs(seqs_per_group(batch, lay)) * held_per_sequence_per_chip(m, lay, kv_bytes, context)
 
 
 def chunk_tokens(hw_memory_bytes: float, engine: EngineProfile | None = None) -> int:
@@ -144,6 +156,8 @@ def max_batch(m: Model, hw_memory_bytes: float, lay: Layout, weight_bytes: float
     fixed = weights_per_chip(m, lay, weight_bytes, expert_bytes) + activations_per_chip(m, lay, chunk, chunk)
     usable = usable_bytes(hw_memory_bytes, reserve, fixed, engine)
     per_group = np.floor(np.maximum(usable - fixed, 0.0) / per_seq)
+    if lay.attn_by_batch:
+        per_group = per_group * lay.attn_ranks()     # batch / dp attention: every rank holds its own sequences
     if engine is not None:
         per_group = np.minimum(per_group, running_cap(hw_memory_bytes, engine))
     return (per_group * groups).astype(np.int64)

@@ -1,5 +1,5 @@
 """The cost of recurrent (linear-attention / state-space) layers: Gated DeltaNet (Qwen3-Next), Mamba-2
-(Nemotron-H), Kimi Delta Attention (Kimi Linear) and lightning attention (MiniMax-M1). Per layer, per chip; broadcasts like engine/forward.py.
+(Nemotron-H, Granite 4.0), Kimi Delta Attention (Kimi Linear) and lightning attention (MiniMax-M1). Per layer, per chip; broadcasts like engine/forward.py.
 
 A recurrent layer keeps no per-token cache: each sequence carries a fixed state (specs/kv_cache.recurrent_state_values:
 linear_heads x key_dim x value_dim values, plus the conv's last kernel-1 inputs) that a pass reads and writes back

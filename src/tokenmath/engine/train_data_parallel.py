@@ -6,8 +6,18 @@ chip); arrays broadcast. Called by engine/train_step.py, which documents every t
   ZeRO-2:   reduce-scatter of the gradients every micro-batch and one all-gather of the updated bf16 weights per step.
   ZeRO-3:   per micro-batch an all-gather of the weights in forward, another in backward, and a reduce-scatter of
             the gradients (1.5x the all-reduce volume per micro-batch, ZeRO Sec. 7.2.2).
-  overlap:  the per-step part hides behind the last micro-batch's backward (+ recompute), gradients being ready
-            layer by layer; the per-micro-batch part behind that micro-batch's forward + backward.
+  overlap:  Megatron-Core's distributed data parallel, as NeMo documents it ("The DP communication is chunked by the
+            granularity of a Transformer layer and overlaps each communication chunk with computation. This overlap
+            method exposes only one DP communication chunk ... When training with pipeline-parallelism, the
+            granularity of DP communication becomes the Transformer layers per virtual pipeline stage": NVIDIA/NeMo
+            docs/source/features/optimizations/communication_overlap.rst):
+            - gradients (ZeRO-0 all-reduce, ZeRO-1 reduce-scatter) hide behind the last micro-batch's backward
+              (+ recompute), the gradients being ready chunk by chunk (overlap_grad_reduce);
+            - the updated weights' all-gather (ZeRO-1 distributed optimizer, ZeRO-2) hides behind the next step's
+              first forward, each chunk gathered before its layers run (overlap_param_gather);
+            - each exposes at least one chunk: max(comm / chunks, comm - window); chunks = the stage's layers, or
+              its v model chunks with an interleaved schedule;
+            - ZeRO-2/3's per-micro-batch traffic hides behind that micro-batch's forward + backward.
   Adam:     memory-bound; per parameter it reads the fp32 master weight and two moments (12 B) and the gradient, and
             writes the master, the moments and the bf16 weight (14 B); sharded over the data-parallel group with
             ZeRO >= 1.
@@ -52,10 +62,10 @@ class DataParallelCost:
 
 def data_parallel_cost(hw: Hardware, *, ne_chip, e_chip, tp, ep, g_ne, g_e, zero, micro_batches, fwd_s, bwd_s,
                        recompute_s, grad_bytes: float, link_eff: float, memory_bw: float, overlap: bool,
-                       has_experts: bool) -> DataParallelCost:
+                       has_experts: bool, chunks=1.0) -> DataParallelCost:
     """ne_chip / e_chip: non-expert / expert parameters per chip before ZeRO; g_ne / g_e: the groups their
     gradients are reduced over (dp x ep x cp, dp x cp); fwd_s, bwd_s, recompute_s: one micro-batch (s);
-    memory_bw: achievable HBM bytes/s for the optimizer."""
+    memory_bw: achievable HBM bytes/s for the optimizer; chunks: the DP communication chunks of the stage (>= 1)."""
     z = np.asarray(zero)
     mb = np.asarray(micro_batches, float)
 
@@ -68,12 +78,20 @@ def data_parallel_cost(hw: Hardware, *, ne_chip, e_chip, tp, ep, g_ne, g_e, zero
     ar = over_dp(coll.all_reduce, grad_bytes)
     rs = over_dp(coll.reduce_scatter, grad_bytes)
     ag = over_dp(coll.all_gather, WEIGHT_BYTES)
-    dp_step = np.where(z <= 1, ar, np.where(z == 2, ag, 0.0))
+    # ZeRO-1 (Megatron's distributed optimizer): reduce-scatter of the gradients + all-gather of the updated bf16
+    # weights, the same bytes as the all-reduce with 2 B gradients
+    dp_step = np.where(z == 0, ar, np.where(z == 1, rs + ag, np.where(z == 2, ag, 0.0)))
     dp_mb = np.where(z == 2, rs, np.where(z == 3, 2.0 * ag + rs, 0.0))
     total = dp_step + mb * dp_mb
     if overlap:
-        exposed = (np.maximum(dp_step - (bwd_s + recompute_s), 0.0)
-                   + mb * np.maximum(dp_mb - (fwd_s + bwd_s + recompute_s), 0.0))
+        ch = np.maximum(np.asarray(chunks, float), 1.0)
+
+        def hide(comm, window):     # one chunk is always exposed (the last gradients / the first weights)
+            return np.maximum(comm / ch, comm - window)
+        back = bwd_s + recompute_s
+        grads = hide(np.where(z == 0, ar, np.where(z == 1, rs, 0.0)), back)
+        weights = hide(np.where((z == 1) | (z == 2), ag, 0.0), fwd_s)
+        exposed = grads + weights + mb * np.maximum(dp_mb - (fwd_s + bwd_s + recompute_s), 0.0)
     else:
         exposed = total
     per_param = ADAM_STATE_BYTES + grad_bytes + ADAM_STATE_BYTES + WEIGHT_BYTES

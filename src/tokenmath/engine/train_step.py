@@ -29,7 +29,9 @@ Time per micro-batch on the slowest stage (the last: its layers plus the lm_head
                  tensor parallelism, forward and backward bytes apart; the fp32 cross-entropy with the lm_head
                  (engine/train_elementwise.py; replaces the serving table's unsharded "norms" op).
   backward B     2 x F per GEMM op (the gradient w.r.t. the input and w.r.t. the weights each cost one forward
-                 matmul: Kaplan et al. 2020 Sec. 2.1; Chinchilla App. F "backward = 2 x forward"); FlashAttention
+                 matmul: Kaplan et al. 2020 Sec. 2.1; Chinchilla App. F "backward = 2 x forward"), the dense GEMMs'
+                 dgrad and wgrad then re-timed at their own shapes by the kernel model (wgrad reduces over the
+                 tokens: engine/train_backward_gemms.py); FlashAttention
                  2.5 x its forward (FlashAttention-2 Sec. 3.1.2); the elementwise kernels their own backward bytes.
   recompute R    full: one more forward of the layers (Chen et al. 2016; Korthikanti et al. 2022 Sec. 5);
                  selective: the attention core only (QK^T, softmax, x V; Korthikanti et al. 2022 Sec. 4.3).
@@ -41,11 +43,23 @@ Time per micro-batch on the slowest stage (the last: its layers plus the lm_head
                  max(comm / tp, comm - the stage's GEMM time), the collectives chunked against the GEMMs.
   ep comm        dispatch + combine all-to-all per MoE layer forward, the same again backward (+ forward on
                  full recompute).
+                 ep_comm picks the transport (bf16 | fp8 | deepep, engine/expert_parallel.py; DeepSeek-V3 trained
+                 with FP8 dispatch, BF16 combine and node-limited routing, report Sec. 3.2.2 / 3.3.2).
+                 ep_overlap (DualPipe, DeepSeek-V3 report Sec. 3.2.1): the all-to-all and p2p of one micro-batch
+                 behind the paired micro-batch's F + B + R, the compute on all but the 20 SMs the communication
+                 kernels take (Sec. 3.2.2): term = (cu/(cu - 20) - 1)(F + B + R) + max(ep + p2p - cu/(cu - 20)
+                 (F + B + R), 0). DualPipe's own bubble ((PP/2 - 1)(F&B + B - 3W), Table 2) is not modelled: the
+                 schedule stays as given.
   cp comm        all-gather of the sequence's K and V per layer forward; backward passes K, V again and
                  reduce-scatters dK, dV (2x); recomputing attention gathers once more. With overlap on, ring
                  attention hides it behind the attention core (exposed = max(0, comm - attention time)).
   pp p2p         the b L/cp x d activations / tp (Megatron's scatter/gather optimisation, Narayanan et al.
                  2021 Sec. 4.1) sent forward and their gradient backward: 2 (x v interleaved) per micro-batch.
+                 pp_overlap (Megatron overlap_p2p_comm, interleaved only; NeMo 2 turns it on whenever pp > 1 and
+                 vp > 1, nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py): the send / receive of the next
+                 chunk is posted before the current chunk runs, so each of the v forward hand-offs hides behind a
+                 chunk's forward (F / v) and each backward one behind a chunk's backward ((B + R) / v); exposed
+                 v (max(p2p - F/v, 0) + max(p2p - (B + R)/v, 0)).
 Step:
   pipeline = m x t_mb + bubble, the bubble by schedule:
              1f1b         (pp - 1) x t_mb: bubble / ideal = (p - 1)/m (Narayanan et al. 2021 Sec. 2.2.1)
@@ -60,9 +74,11 @@ Step:
              ZeRO-3: per micro-batch an all-gather of the weights in forward, another in backward, and a
              reduce-scatter of the gradients (1.5x the all-reduce volume per micro-batch, ZeRO Sec. 7.2.2).
              Gradients in bf16 (2 B) unless grad_bytes says otherwise, weights gathered in bf16.
-             overlap=True (default): the per-step part hides behind the last micro-batch's backward (+
-             recompute), gradients being ready layer by layer; the per-micro-batch part behind that
-             micro-batch's forward + backward. exposed = max(0, comm - window). overlap=False: all exposed.
+             overlap=True (default, Megatron-Core's overlap_grad_reduce / overlap_param_gather): gradients hide
+             behind the last micro-batch's backward (+ recompute), the updated weights' all-gather behind the
+             next step's first forward, each exposing at least one chunk (a layer, or one of the v model chunks
+             when interleaved): max(comm / chunks, comm - window); the per-micro-batch part behind that
+             micro-batch's forward + backward (engine/train_data_parallel.py). overlap=False: all exposed.
   optimizer  Adam update, memory-bound: per parameter it reads the fp32 master weight and two moments (12 B)
              and the gradient, and writes the master, the moments and the bf16 weight (14 B); sharded over the
              data-parallel group with ZeRO >= 1.
@@ -82,6 +98,7 @@ from tokenmath.engine.forward import ACT_BYTES, Precision, forward_pass, pair_fl
 from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.kernels import op_rates, op_shapes
 from tokenmath.engine.roofline import kernel_op_time, op_time
+from tokenmath.engine.train_backward_gemms import backward_gemm_extra_s
 from tokenmath.engine.train_data_parallel import data_parallel_cost, strided_collective
 from tokenmath.engine.train_step_result import TrainStep, matmul_params
 from tokenmath.engine.train_elementwise import FLASH_BWD_FACTOR, cross_entropy_bytes, layer_elementwise_bytes
@@ -109,18 +126,23 @@ TRAIN_DTYPES = ("bf16", "fp8")
 LAYER_OPS_EXCLUDED = ("embed", "lm_head", "tp_allreduce", "ep_alltoall", "norms")  # norms: train_elementwise
 TP_OVERLAP_GEMMS = ("attn_proj", "ffn", "shared_experts", "experts")
 ATTN_CORE_OPS = ("attention", "attention_local")
+DUALPIPE_COMM_SMS = 20      # SMs DeepSeek-V3's all-to-all kernels take (arXiv 2412.19437 Sec. 3.2.2)
 
 
 def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, global_batch_tokens,
                recompute="selective", zero=1, dtype: str = "bf16", overlap: bool = True,
                eff: Efficiency = DEFAULT, reserve: float = RESERVE_FRACTION,
                grad_bytes: float = GRAD_BYTES, schedule="1f1b", virtual_stages=1, balanced=False, flash=True,
-               dropout=False, tp_overlap=False) -> TrainStep:
+               dropout=False, tp_overlap=False, pp_overlap=False, ep_comm: str = "bf16",
+               ep_overlap=False) -> TrainStep:
     """Cost of one training step (see the module docstring for every term). Inputs are assumed checked
     (analyses.train does it); arrays broadcast. schedule '1f1b' | 'interleaved' | 'zb-h1' (or codes 0/1/2) with
     virtual_stages v (interleaved only); balanced: Llama 3's stage balancing; flash / dropout: the activation terms
     (engine/train_memory.py) and, flash=False, the unfused scores' HBM traffic (defaults: FlashAttention, no dropout);
-    tp_overlap: Transformer Engine's userbuffers overlap of the tensor-parallel collectives with the GEMMs."""
+    tp_overlap: Transformer Engine's userbuffers overlap of the tensor-parallel collectives with the GEMMs;
+    pp_overlap: Megatron's overlap_p2p_comm, the interleaved schedule's hand-offs behind the chunks' compute;
+    ep_comm: the EP all-to-all's transport (engine/expert_parallel.EP_COMM); ep_overlap: DualPipe's overlap of the
+    all-to-all and p2p traffic with the paired micro-batch's compute, on all but DUALPIPE_COMM_SMS compute units."""
     P = count_params(m)
     tp, pp, dp, ep, cp = (np.asarray(x, float) for x in (lay.tp, lay.pp, lay.dp, lay.ep, lay.cp))
     b = np.asarray(micro_batch, float)
@@ -153,7 +175,7 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     kv_read_sl = np.minimum(L - Lc, m.sliding_window) if m.sliding_window else L - Lc
     lay_s = Layout(tp, pp, ep, dp)
     fwd = forward_pass(m, hw, lay_s, prec, eff, phase="prefill", seqs=b, new_tokens=Lc, pairs_full=pf / cp,
-                       pairs_sliding=psl / cp, kv_read_full=L - Lc, kv_read_sliding=kv_read_sl)
+                       pairs_sliding=psl / cp, kv_read_full=L - Lc, kv_read_sliding=kv_read_sl, ep_comm=ep_comm)
 
     def total(names=None, exclude=(), attr="total_s"):
         acc = np.zeros(shape)
@@ -221,7 +243,9 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     # balanced stages: the edge ranks trade one layer for the embedding / head, so the slowest rank runs a full
     # rank's layers or one fewer plus its extra, whichever is longer
     F = layer_s / ps + np.where(bal, np.maximum(extra_s - layer_s / m.n_layers, 0.0), extra_s)
-    B = 2.0 * F + (cast_b + ew_b + attn_bwd_extra * attn_s) / ps
+    # dgrad and wgrad at their own shapes (engine/train_backward_gemms.py): the difference from 2 x the forward GEMMs
+    bwd_gemm = backward_gemm_extra_s(m, hw, km, fwd.ops, Tmb, tp, w.compute)
+    B = 2.0 * F + (cast_b + ew_b + attn_bwd_extra * attn_s + bwd_gemm) / ps
     R = np.where(rc == 2, (layer_s + cast_f + ew_f) / ps, np.where(rc == 1, attn_s / ps, 0.0))
     F = F + (cast_f + ew_f) / ps
     replay = (rc == 2).astype(float)     # full recompute replays the forward's collectives
@@ -246,8 +270,28 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
 
     crosses = chips > D
     p2p_bytes = Tmb * d * ab / tp
-    p2p = np.where(pp > 1, 2.0 * v * coll.p2p(p2p_bytes, crosses, hw, eff.link_bw), 0.0)
+    p2p_one = coll.p2p(p2p_bytes, crosses, hw, eff.link_bw)
+    p2p_total = np.where(pp > 1, 2.0 * v * p2p_one, 0.0)
+    if pp_overlap:   # Megatron overlap_p2p_comm (interleaved only): each hand-off hides behind one chunk's F or B
+        hidden = (v > 1) & (pp > 1)
+        p2p = np.where(hidden, v * (np.maximum(p2p_one - F / v, 0.0) + np.maximum(p2p_one - (B + R) / v, 0.0)),
+                       p2p_total)
+    else:
+        p2p = p2p_total
 
+    ep_total, p2p_plain = ep_c, p2p
+    if ep_overlap:
+        # DualPipe (DeepSeek-V3 report, arXiv 2412.19437, Sec. 3.2.1): a forward chunk of one micro-batch runs with a
+        # backward chunk of another, each one's all-to-all and PP traffic behind the other's compute ("both all-to-all
+        # and PP communication can be fully hidden"); the communication kernels take DUALPIPE_COMM_SMS of the chip's
+        # compute units (Sec. 3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB and NVLink"),
+        # so the compute runs on the rest. EP term = that compute slowdown + whatever traffic outlasts the compute.
+        cu = km.compute_units if km is not None and km.compute_units > DUALPIPE_COMM_SMS else 0
+        slow = cu / (cu - DUALPIPE_COMM_SMS) if cu else 1.0
+        comp = F + B + R
+        moe = ep > 1
+        ep_c = np.where(moe, (slow - 1.0) * comp + np.maximum(ep_c + p2p - slow * comp, 0.0), ep_c)
+        p2p = np.where(moe, 0.0, p2p)
     t_mb = F + B + R + tp_c + ep_c + cp_x + p2p
     bubble = (pp - 1.0) * np.where(sc == 1, t_mb / v, np.where(sc == 2, t_mb - B, t_mb))
     pipeline = mb * t_mb + bubble
@@ -261,7 +305,8 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
 
     dpc = data_parallel_cost(hw, ne_chip=ne_chip, e_chip=e_chip, tp=tp, ep=ep, g_ne=g_ne, g_e=g_e, zero=z,
                              micro_batches=mb, fwd_s=F, bwd_s=B, recompute_s=R, grad_bytes=grad_bytes,
-                             link_eff=eff.link_bw, memory_bw=bw, overlap=overlap, has_experts=bool(P.n_moe_layers))
+                             link_eff=eff.link_bw, memory_bw=bw, overlap=overlap, has_experts=bool(P.n_moe_layers),
+                             chunks=np.where(v > 1, v, np.ceil(m.n_layers / ps)))
     dp_step, dp_mb, dp_total, dp_exposed, opt_s = (dpc.step_s, dpc.micro_batch_s, dpc.total_s, dpc.exposed_s,
                                                    dpc.optimizer_s)
     opt_bytes_per_param = dpc.opt_bytes_per_param
@@ -306,8 +351,12 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
         head={"flops": head_flops, "bytes": head_bytes, "time_s": head_s, "compute_s": head_c, "memory_s": head_m},
         terms={"layer_fwd_s": layer_s, "attn_core_s": attn_s, "embed_s": emb_s, "extra_s": extra_s,
                "tp_allreduce_fwd_s": tp_ar, "tp_comm_total_mb_s": tp_total, "tp_overlap": bool(tp_overlap),
+               "ep_overlap": bool(ep_overlap), "ep_comm_total_mb_s": ep_total, "pp_p2p_plain_mb_s": p2p_plain,
+               "pp_overlap": bool(pp_overlap), "pp_p2p_total_mb_s": p2p_total,
                "elementwise_fwd_s": ew_f / ps, "elementwise_bwd_s": ew_b / ps, "cross_entropy_s": ce_s,
-               "attn_bwd_extra_s": attn_bwd_extra * attn_s / ps, "ep_alltoall_fwd_s": ep_a2a, "cp_allgather_s": cp_ag,
+               "attn_bwd_extra_s": attn_bwd_extra * attn_s / ps,
+               "bwd_gemm_shape_extra_s": bwd_gemm / ps + np.zeros(shape), "ep_alltoall_fwd_s": ep_a2a,
+               "cp_allgather_s": cp_ag,
                "p2p_bytes": p2p_bytes, "dp_step_s": dp_step, "dp_mb_s": dp_mb, "grad_bytes": grad_bytes,
                "params_ne_per_chip": ne_chip, "params_e_per_chip": e_chip, "dp_group": g_ne,
                "expert_dp_group": g_e, "matmul_params": N, "tokens_per_chip_mb": Tmb,

@@ -4,7 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from tokenmath.base import units as u
-from tokenmath.engine.forward import PassCost
+from tokenmath.engine.attention_sharding import batch_alltoall_bytes, reshard_widths
+from tokenmath.engine.forward import ACT_BYTES, PassCost
+from tokenmath.engine.memory import seqs_per_group
+from tokenmath.mapping.layout import attention_name
 from tokenmath.specs.kv_cache import (index_key_bytes, kv_main_values, kv_values_per_token_per_layer,
                                       state_bytes_per_sequence)
 from tokenmath.analyses.serving.infer import InferResult
@@ -47,6 +50,31 @@ def _napkin_lines(r: InferResult) -> list[str]:
             f"{u.seconds(r.decode_napkin_floor_s)} per step"]
 
 
+def _attention_lines(r: InferResult) -> list[str]:
+    """Batch- or data-parallel attention inside the TP group: where the KV sits and what moves (engine's terms)."""
+    lay, m = r.layout, r.model
+    if not lay.attn_by_batch:
+        return []
+    tp, mode = int(lay.tp), attention_name(lay)
+    S = _f(seqs_per_group(r.batch, lay))
+    Sa = _f(lay.attn_seqs(S))
+    heads_copies = tp if m.is_mla else max(tp // m.kv_heads, 1)
+    L = [f"  attention sharding {mode}: each of the {tp} ranks holds the whole KV of ceil({S:,.0f} / {tp}) = "
+         f"{Sa:,.0f} sequence(s) (by heads: every rank would hold the KV of all {S:,.0f}"
+         + (f", {heads_copies} copies of each KV head)" if heads_copies > 1 else ")")]
+    if mode == "batch":
+        qw, ow = reshard_widths(m)
+        sq, so = (_f(x) for x in batch_alltoall_bytes(m, S, tp, ACT_BYTES))
+        L.append(f"    decode: all-to-all of q ({S:,.0f} tokens x {qw:,.0f} values x {ACT_BYTES:g} B / {tp} = "
+                 f"{u.bytes_(sq)} per chip) before the core and of its output ({ow:,.0f} values: {u.bytes_(so)}) after "
+                 f"it, per attention layer (Pope et al. 2022, Sec. 3.3); projections stay split by heads")
+    else:
+        L.append(f"    attention weights whole on every rank; the MLP stays tensor-parallel: all-gather of the "
+                 f"{S:,.0f} tokens' hidden states ({u.bytes_(S * m.d_model * ACT_BYTES)}) before it and reduce-scatter "
+                 f"after it, per layer, instead of TP's two all-reduces (SGLang --enable-dp-attention)")
+    return L
+
+
 def _memory_rule(r: InferResult) -> str:
     e = r.engine
     if e is None:
@@ -81,7 +109,8 @@ def explain_infer(r: InferResult) -> str:
     chips, tp = r.chips, int(lay.tp)
     L = []
     L.append(f"{m.name} on {chips} x {hw.name} (tp={tp} pp={int(lay.pp)} ep={int(lay.ep)} dp={int(lay.dp)}"
-             + (f" cp={int(lay.cp)}" if int(lay.cp) > 1 else "") + "), "
+             + (f" cp={int(lay.cp)}" if int(lay.cp) > 1 else "")
+             + (f" attn={attention_name(lay)}" if lay.attn_by_batch else "") + "), "
              f"weights {prec.weight.name}" + (f" / experts {prec.expert.name}" if prec.expert != prec.weight else "")
              + f", KV {prec.kv.name}; batch {r.batch}, {r.input_len:,} tokens in, {r.output_len:,} out")
     L.append(f"Model: {m.describe()}")
@@ -106,6 +135,7 @@ def explain_infer(r: InferResult) -> str:
     L.append(f"  per chip: weights {u.bytes_(_f(mem.weights))} + KV {u.bytes_(_f(mem.kv))} + activations "
              f"{u.bytes_(_f(mem.activations))} = {u.bytes_(_f(mem.total))} of {u.bytes_(_f(mem.usable))} usable "
              f"({_memory_rule(r)}) -> {'fits' if r.fits else 'DOES NOT FIT'}")
+    L.extend(_attention_lines(r))
     if r.running_cap is not None:
         L.append(f"  {r.engine.name} runs at most {r.running_cap:,} sequences per scheduler; largest batch here "
                  f"{r.max_batch:,}")

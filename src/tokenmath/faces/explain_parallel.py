@@ -7,14 +7,34 @@ from tokenmath.analyses.serving.plan import Plan
 
 
 # ---- plan --------------------------------------------------------------------------------------------------------
-def _row(p: dict) -> str:
+def _row(p: dict, w: int = 22) -> str:
     c = p["cost_per_mtok_output_request_usd"]
-    return (f"{p['layout']:<22} {p['batch']:>6} {u.usd(c) if c is not None else 'n/a':>9} "
+    return (f"{p['layout']:<{w}} {p['batch']:>6} {u.usd(c) if c is not None else 'n/a':>9} "
             f"{p['output_tokens_per_s_per_user']:>9,.1f} {p['output_tokens_per_s_per_chip']:>9,.0f} "
             f"{u.seconds(p['ttft_s']):>9} {p['communication_share']:>6.0%}  {p['bottleneck']}")
 
 
-_HEAD = f"{'layout':<22} {'batch':>6} {'$/Mtok':>9} {'tok/s/u':>9} {'tok/s/c':>9} {'TTFT':>9} {'comm':>6}  bound"
+def _head(w: int = 22) -> str:
+    return f"{'layout':<{w}} {'batch':>6} {'$/Mtok':>9} {'tok/s/u':>9} {'tok/s/c':>9} {'TTFT':>9} {'comm':>6}  bound"
+
+
+def _width(p: Plan) -> int:
+    """The layout column: 22 characters, wider when a layout names its attention sharding (tp=8 ... attn=batch)."""
+    return max([22] + [len(q["layout"]) for q in (p.best, *p.runner_ups, *p.frontier)])
+
+
+def _attention_line(b: dict) -> str | None:
+    """What the best point's attention sharding moves (None for heads)."""
+    a = b.get("attention_sharding", "heads")
+    if a == "batch":
+        return ("  attention sharded over the batch (Pope et al. 2022): projections split by heads, each of the tp ranks "
+                "holds the whole KV of ceil(S / tp) sequences (no copies); an all-to-all of q before the core and of "
+                "its output after it per attention layer (attn_alltoall), TP's all-reduces kept")
+    if a == "dp":
+        return ("  data-parallel attention (SGLang --enable-dp-attention): attention weights on every rank, each rank "
+                "runs attention and holds the KV of its ceil(S / tp) sequences; the MLP/MoE stays tensor-parallel: "
+                "all-gather of the hidden states before it and reduce-scatter after it per layer (dp_attn_gather)")
+    return None
 
 
 def plan_text(p: Plan) -> str:
@@ -32,23 +52,24 @@ def plan_text(p: Plan) -> str:
              f"({p.search_s * 1e3:,.0f} ms); {p.points_fitting:,} fit; targets: {', '.join(tg) or 'none'}")
     L.append("")
     L.append("$/Mtok: whole request (prefill + decode chip time) per output token")
-    L.append("best:        " + _HEAD)
-    L.append("             " + _row(b))
+    w = _width(p)
+    L.append("best:        " + _head(w))
+    L.append("             " + _row(b, w))
     br = b.get("communication_breakdown_s") or {}
     if br:
         L.append("  communication per decode step: " + ", ".join(f"{k} {u.seconds(v)}" for k, v in br.items())
                  + f" = {b['communication_share']:.0%} of the {u.seconds(b['decode_step_s'])} step")
     L.append(f"  KV per chip {u.bytes_(b['kv_per_chip_bytes'])}, memory per chip {u.bytes_(b['memory_per_chip_bytes'])}")
     if p.runner_ups:
-        L.append("runner-ups:  " + _HEAD)
+        L.append("runner-ups:  " + _head(w))
         for r in p.runner_ups:
-            L.append("             " + _row(r))
+            L.append("             " + _row(r, w))
     f = p.frontier
     if f:
         L.append(f"frontier ({len(f)} points, throughput vs interactivity):")
         step = max(1, len(f) // 8)
         for q in f[::step] + ([f[-1]] if (len(f) - 1) % step else []):
-            L.append("             " + _row(q))
+            L.append("             " + _row(q, w))
     d = p.disaggregated
     if d:
         L.append("")
@@ -99,6 +120,9 @@ def explain_plan(p: Plan) -> str:
              f"({u.seconds(b['communication_s'])}); its worst-placed replica spans {b['domains_spanned']} domain(s)")
     L.append("  TP: 2 all-reduces of T x d_model activations per layer over tp; EP: dispatch + combine all-to-all of "
              "T x top-k x d_model per MoE layer over tp x ep; PP: (pp-1) hand-offs per token; DP: independent replicas")
+    a = _attention_line(b)
+    if a:
+        L.append(a)
     return "\n".join(L)
 
 

@@ -28,6 +28,11 @@ def simulation_table(r) -> str:
         f"{u.rate(r.output_tokens_per_s, 'tok/s')} output ({u.rate(r.output_tokens_per_s_per_chip, 'tok/s')} per chip), "
         f"{u.rate(r.total_tokens_per_s, 'tok/s')} prompt + output, {r.requests_per_s:,.3g} req/s",
     ]
+    sp = r.speculation
+    if sp:
+        what = f"{sp['k']} MTP token(s)" if sp["mtp"] else f"draft {sp['draft_model']}, k = {sp['k']}"
+        lines.insert(3, f"speculative decoding: {what}, acceptance {sp['acceptance']:g} "
+                        f"-> {sp['tokens_per_step']:.3f} tokens per verification step (Leviathan et al. 2023)")
     st = r.steady
     if st.get("output_tokens_per_s"):
         lines.append(f"steady state ({u.seconds(st['window_start_s'])} to {u.seconds(st['window_end_s'])}): "
@@ -46,6 +51,14 @@ def simulation_table(r) -> str:
         + ("; it grew through the run" if r.queue_grows else "")
         + f"; KV cache peak {r.kv_peak_fraction:.0%}; preemptions {r.preemptions:,}",
     ]
+    pc = r.prefix_cache
+    if pc:
+        where = (f"{pc['reserve_tokens']:,} tokens of the KV cache kept for it" if pc["reserve_tokens"] else
+                 "in the shared KV pool, idle prefixes evicted oldest first when room is needed")
+        lines.append(f"prefix cache ({where}): hit rate {pc['hit_rate_tokens']:.1%} of prompt tokens, "
+                     f"{pc['hit_rate_requests']:.1%} of requests with a prefix; held at most "
+                     f"{pc['peak_tokens']:,} tokens ({pc['peak_fraction']:.1%} of the KV cache, mean "
+                     f"{pc['mean_fraction']:.1%}); evictions {pc['evictions']:,}")
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines)
 
@@ -77,8 +90,17 @@ def explain_simulation(r) -> str:
              f"  each step's time: the engine's ops over the step's tokens (weights read once for every token in "
              f"it), attention per kernel (decodes, prompt chunks), plus the engine's launch and CPU costs; "
              f"efficiencies: {r.efficiency_source}",
-             f"  decode steps between events run in closed form (the batch is fixed, contexts grow by one token "
-             f"a step)", "", "What bounded the steps"]
+             f"  decode steps between events run in closed form (the batch is fixed, contexts grow by "
+             f"{'E tokens' if r.speculation else 'one token'} a step)"]
+    sp = r.speculation
+    if sp:
+        lines += [f"  speculation: each decode verifies k + 1 = {sp['k'] + 1} tokens a step (a decode-form pass: "
+                  f"weights read once for all of them, logits at every position, the i-th query also attends the i "
+                  f"drafted tokens before it) after the draft's {sp['k']} steps "
+                  f"({'the MTP head' if sp['mtp'] else sp['draft_model']}), and gains E = (1 - a^(k+1)) / (1 - a) = "
+                  f"{sp['tokens_per_step']:.3f} tokens (the expectation, for every sequence); an inter-token gap "
+                  f"is the time between verification steps, TPOT is per token"]
+    lines += ["", "What bounded the steps"]
     total = sum(s.seconds for s in r.steps) or 1.0
     for s in r.steps:
         lines += _step_lines(s, r.memory_bw)

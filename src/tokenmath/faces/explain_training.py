@@ -63,7 +63,8 @@ def explain_train(r: TrainResult) -> str:
                + ("embed + lm_head" if pp == 1 else "max(embed, lm_head)") + f" {u.seconds(f(T['extra_s']))} = "
                f"{u.seconds(f(s.fwd_s))} (with the elementwise forward)")
     out.append(f"  backward B = 2 x F's GEMMs and attention + elementwise backward + FlashAttention's extra 0.5 x "
-               f"attention {u.seconds(f(T['attn_bwd_extra_s']))} = {u.seconds(f(s.bwd_s))}; recompute ({r.recompute}) R = "
+               f"attention {u.seconds(f(T['attn_bwd_extra_s']))} + dgrad / wgrad at their own shapes "
+               f"{u.seconds(f(T['bwd_gemm_shape_extra_s']))} = {u.seconds(f(s.bwd_s))}; recompute ({r.recompute}) R = "
                f"{u.seconds(f(s.recompute_s))}")
     passes = 3 if r.recompute == "full" else 2
     if tp > 1:
@@ -76,13 +77,20 @@ def explain_train(r: TrainResult) -> str:
             out.append(f"  TP overlap (userbuffers): exposed max(total / tp, total - GEMM time) = "
                        f"{u.seconds(f(s.tp_comm_mb_s))}")
     if ep > 1:
-        out.append(f"  EP: dispatch + combine all-to-all per MoE layer, x{passes} = {u.seconds(f(s.ep_comm_mb_s))}")
+        out.append(f"  EP: dispatch + combine all-to-all per MoE layer ({r.ep_comm}), x{passes} = "
+                   f"{u.seconds(f(T['ep_comm_total_mb_s']))}")
+        if T["ep_overlap"]:
+            out.append(f"  EP overlap (DualPipe): the all-to-all and p2p behind the paired micro-batch's F + B + R, "
+                       f"run on all but 20 SMs: slowdown + traffic left over = {u.seconds(f(s.ep_comm_mb_s))}")
     if cp > 1:
         out.append(f"  CP: K,V all-gather over {cp} chips {u.seconds(f(T['cp_allgather_s']))} per layer pass, "
                    f"total {u.seconds(f(s.cp_comm_mb_s))}, exposed {u.seconds(f(s.cp_exposed_mb_s))}")
     if pp > 1:
         out.append(f"  PP: 2 x {r.virtual_stages} point-to-point hand-offs of {u.bytes_(f(T['p2p_bytes']))} = "
-                   f"{u.seconds(f(s.pp_p2p_mb_s))}")
+                   f"{u.seconds(f(T['pp_p2p_total_mb_s']))}")
+        if T["pp_overlap"] and r.virtual_stages > 1:
+            out.append(f"  PP overlap (overlap_p2p_comm): each hand-off behind one chunk's F/v or (B + R)/v, exposed "
+                       f"{u.seconds(f(s.pp_p2p_mb_s))}")
     out.append(f"  per micro-batch t_mb = {u.seconds(f(s.microbatch_s))}")
     out.append("")
     out.append("3. Pipeline")

@@ -32,6 +32,9 @@ def simulation_plot(r, path) -> str:
     b.set_ylim(0, 105)
     a2.legend(fontsize=8, loc="upper left")
     a2.set_title("queue and KV cache over time")
-    fig.suptitle(f"{r.model} on {r.chips} x {r.hardware}, {r.engine.get('name', '')}: {r.workload_description}",
+    sp = r.speculation
+    spec = "" if not sp else (f"; {sp['k']} MTP token(s)" if sp["mtp"] else f"; draft {sp['draft_model']}, k = {sp['k']}") \
+        + (f", acceptance {sp['acceptance']:g}" if sp else "")
+    fig.suptitle(f"{r.model} on {r.chips} x {r.hardware}, {r.engine.get('name', '')}: {r.workload_description}{spec}",
                  fontsize=9)
     return save_figure(fig, path)

@@ -42,7 +42,8 @@ def infer_table(r) -> None:
     from tokenmath.faces.plain_table import box_table, wrapped
     d = r.to_dict()
     rows = [
-        ("layout", f"tp={d['tp']} pp={d['pp']} ep={d['ep']} dp={d['dp']}"),
+        ("layout", f"tp={d['tp']} pp={d['pp']} ep={d['ep']} dp={d['dp']}"
+                   + (f" attn={d['attention_sharding']}" if d.get("attention_sharding") else "")),
         ("dtypes", f"weights {d['weight_dtype']}" + (f", experts {d['expert_dtype']}" if d['expert_dtype'] != d['weight_dtype'] else "")
          + f", KV {d['kv_dtype']}"),
         ("workload", f"batch {d['batch']}, {d['input_len']:,} in / {d['output_len']:,} out"),
@@ -58,8 +59,9 @@ def infer_table(r) -> None:
     styles = {(len(rows) - 1, 1): {"fg": "green" if d["fits"] else "red"}}
     if d["fits"]:
         rows += [
-            ("TTFT (whole batch)", u.seconds(d["ttft_s"])),
-            ("decode step", f"{u.seconds(d['decode_step_s'])} (pure roofline {u.seconds(d['decode_floor_s'])})"),
+            ("TTFT (one request, queue included)" if d.get("load") else "TTFT (whole batch)", u.seconds(d["ttft_s"])),
+            ("time per output token" if d.get("load") else "decode step",
+             f"{u.seconds(d['decode_step_s'])} (pure roofline {u.seconds(d['decode_floor_s'])})"),
             ("tokens/s per user", f"{d['output_tokens_per_s_per_user']:,.1f}"),
             ("tokens/s (system)", f"{d['output_tokens_per_s']:,.1f}"),
             ("bottleneck prefill / decode", f"{d['bottleneck_prefill']} / {d['bottleneck_decode']}"),

@@ -15,10 +15,22 @@ chips = tp x pp x ep x dp x cp.
 Chips are ordered tp (innermost), ep, cp, pp, dp from a domain boundary: a group stays inside one scale-up domain
 when its size divides the domain; other sizes straddle a boundary somewhere (placement.py counts the domains).
 Arrays broadcast, so a sweep over layouts is one call.
+
+Attention sharding inside a TP group (Layout.attn, an index into ATTENTION_SHARDING; docs/attention-sharding.md):
+- heads (0, the default): attention split by heads; the KV cache splits by KV head and is replicated beyond
+  n_kv_heads (MLA's latent is whole on every TP rank).
+- batch (1): Pope et al. 2022 ("Efficiently Scaling Transformer Inference", arXiv 2211.05102, Sec. 3.3, Fig. 4(c)):
+  the q/k/v/o projections stay split by heads, the KV cache and the attention core are split over the batch
+  (each rank holds ceil(S / tp) whole sequences, no copies); an all-to-all reshards q before the core and the
+  attention output after it.
+- dp (2): data-parallel attention (SGLang --enable-dp-attention; vLLM --data-parallel-size with MoE): the
+  attention weights are replicated on every rank of the group, each rank runs attention for its ceil(S / tp)
+  sequences, and the MLP (or MoE) stays tensor-parallel: an all-gather of the hidden states before it and a
+  reduce-scatter after it replace TP's two all-reduces.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,6 +48,7 @@ class Layout:
     ep: object = 1
     dp: object = 1
     cp: object = 1
+    attn: object = 0      # attention sharding inside the TP group: index into ATTENTION_SHARDING (0 heads)
 
     @property
     def chips(self):
@@ -64,7 +77,87 @@ class Layout:
         else:
             s = np.minimum(np.asarray(self.tp, dtype=float), m.kv_heads)
         # context parallelism splits each sequence's KV over cp chips as well
+        if not _is_zero(self.attn):
+            # batch / dp: a sequence's KV sits whole on one rank of the TP group (no head split, no copies)
+            s = np.where(np.asarray(self.attn) > 0, 1.0, s)
         return s if _is_one(self.cp) else s * np.asarray(self.cp, dtype=float)
+
+    @property
+    def attn_by_batch(self) -> bool:
+        """Whether any of the layouts shards attention over the batch (batch or dp), rather than by heads."""
+        return not _is_zero(self.attn)
+
+    def attn_seqs(self, seqs):
+        """Sequences (of the `seqs` a TP group holds) whose attention the fullest rank runs: all of them under
+        heads, ceil(seqs / tp) under batch and dp (fewer sequences than ranks leave ranks idle)."""
+        if _is_zero(self.attn):
+            return seqs
+        S = np.asarray(seqs, float)
+        return np.where(np.asarray(self.attn) > 0, np.ceil(S / np.asarray(self.tp, float)), S)
+
+    def attn_head_split(self):
+        """Ways the attention core's heads are split over a rank's sequences: tp under heads, 1 under batch / dp."""
+        tp = np.asarray(self.tp, float)
+        return tp if _is_zero(self.attn) else np.where(np.asarray(self.attn) > 0, 1.0, tp)
+
+    def attn_weight_split(self):
+        """Ways the attention projections' weights are split: tp under heads and batch, 1 under dp (replicated)."""
+        tp = np.asarray(self.tp, float)
+        return tp if _is_zero(self.attn) else np.where(np.asarray(self.attn) == 2, 1.0, tp)
+
+    def attn_ranks(self):
+        """Attention schedulers' share of a TP group: 1 under heads (the group holds what one chip's KV holds), tp
+        under batch / dp (each rank holds its own sequences' KV)."""
+        return 1.0 if _is_zero(self.attn) else np.where(np.asarray(self.attn) > 0, np.asarray(self.tp, float), 1.0)
+
+
+ATTENTION_SHARDING = ("heads", "batch", "dp")
+
+
+def attention_code(mode) -> int:
+    """The index of an attention-sharding name (heads, batch, dp) in ATTENTION_SHARDING; InputError otherwise."""
+    v = str(mode).strip().lower()
+    if v not in ATTENTION_SHARDING:
+        import difflib
+        close = difflib.get_close_matches(v, ATTENTION_SHARDING, 1)
+        raise InputError("attention_sharding", f"unknown attention sharding {mode!r}"
+                         + (f" (did you mean {close[0]}?)" if close else ""),
+                         "heads (split by heads, KV replicated beyond the KV heads), batch (Pope et al.: KV "
+                         "sharded over the batch, projections by heads) or dp (data-parallel attention)")
+    return ATTENTION_SHARDING.index(v)
+
+
+def attention_name(lay: Layout) -> str:
+    """The attention-sharding name of one layout."""
+    return ATTENTION_SHARDING[int(np.asarray(lay.attn))]
+
+
+def with_attention(m: Model, lay: Layout, mode) -> Layout:
+    """`lay` with attention sharded as `mode` (a name or None: heads), checked (attention_rule)."""
+    code = 0 if mode is None else attention_code(mode)
+    if code == 0:
+        return lay
+    out = replace(lay, attn=code)
+    check_layout(m, out)
+    return out
+
+
+def attention_rule(attn, cp=1):
+    """Where a sharding of attention is admitted (arrays broadcast): heads always; batch and dp with cp = 1
+    (context parallelism already splits each sequence's KV; the two are not modelled together). Their tp must
+    split the heads like any tp (the projections of batch, the MLP of dp's group): check_layout's tp rules."""
+    return (np.asarray(attn) == 0) | (np.asarray(cp) == 1)
+
+
+def attention_worth_searching(m: Model, tp) -> np.ndarray:
+    """Where plan searches batch and dp besides heads: tp > 1 and the head split would replicate the KV cache
+    (MLA's latent on every rank; GQA/MQA with tp > n_kv_heads). Elsewhere batch / dp only add communication."""
+    tp = np.asarray(tp)
+    return (tp > 1) & (True if m.is_mla else tp > m.kv_heads)
+
+
+def _is_zero(x) -> bool:
+    return np.ndim(x) == 0 and float(x) == 0.0
 
 
 def _is_one(x) -> bool:
@@ -186,6 +279,9 @@ def check_layout(m: Model, lay: Layout) -> None:
         raise InputError("ep", "expert parallelism needs a MoE model; this model is dense", "ep=1 (use dp for replicas)")
     if m.is_moe and np.any(ep > m.n_experts):
         raise InputError("ep", f"ep={int(np.max(ep))} exceeds the {m.n_experts} experts", f"at most {m.n_experts}")
+    if not np.all(attention_rule(lay.attn, lay.cp)):
+        raise InputError("attention_sharding", "batch- or data-parallel attention with context parallelism (cp > 1)",
+                         "heads with --cp, or leave --cp out")
 
 
 def train_layout(tp=1, pp=1, dp=1, ep=1, cp=1) -> Layout:

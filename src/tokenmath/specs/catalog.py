@@ -6,6 +6,7 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING
 
+from tokenmath.base.cache_dir import cache_dir
 from tokenmath.base.errors import InputError
 
 if TYPE_CHECKING:
@@ -51,17 +52,8 @@ def shipped(name: str) -> dict:
     return data
 
 
-def _cache_dir() -> str | None:
-    """parsed_cache_dir() as a string (no pathlib)."""
-    env = os.environ.get("TOKENMATH_CACHE_DIR")
-    if env is not None:
-        return env or None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tokenmath")
-
-
 def _cache_path(name: str, raw: bytes) -> str | None:
-    d = _cache_dir()
+    d = cache_dir()
     if d is None:
         return None
     import zlib
@@ -72,7 +64,7 @@ def parsed_cache_dir() -> Path | None:
     """Where parsed catalogs are kept: $TOKENMATH_CACHE_DIR, else $XDG_CACHE_HOME/tokenmath, else
     ~/.cache/tokenmath; TOKENMATH_CACHE_DIR="" turns the cache off (None)."""
     from pathlib import Path
-    d = _cache_dir()
+    d = cache_dir()
     return None if d is None else Path(d)
 
 

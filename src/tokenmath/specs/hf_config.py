@@ -2,7 +2,7 @@
 
 Field names follow transformers' configuration classes (LlamaConfig, MixtralConfig, Qwen2/Qwen3(Moe)Config,
 DeepseekV3Config, GptOssConfig, Gemma2/Gemma3TextConfig, Phi3Config, GPT2Config); the 2025-26 families (Qwen3-Next,
-Llama 4, MiniMax-M2, GLM-4.5, Nemotron-H, Nemotron-4, Kimi Linear, MiniMax-M1) add their own fields in hf_families.py, DeepSeek-V3.2 its
+Llama 4, MiniMax-M2, GLM-4.5, Nemotron-H, Nemotron-4, Kimi Linear, MiniMax-M1, Granite 4.0) add their own fields in hf_families.py, DeepSeek-V3.2 its
 sparse-attention indexer. Every bad or missing field is reported by its config.json key.
 """
 from __future__ import annotations
@@ -26,7 +26,8 @@ ARCH_TO_TYPE = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "M
                 "MiniMaxM2ForCausalLM": "minimax_m2", "Glm4MoeForCausalLM": "glm4_moe",
                 "NemotronHForCausalLM": "nemotron_h", "NemotronForCausalLM": "nemotron",
                 "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe", "Qwen3_5ForConditionalGeneration": "qwen3_5",
-                "KimiLinearForCausalLM": "kimi_linear", "MiniMaxM1ForCausalLM": "minimax_m1"}
+                "KimiLinearForCausalLM": "kimi_linear", "MiniMaxM1ForCausalLM": "minimax_m1",
+                "GraniteMoeHybridForCausalLM": "granitemoehybrid"}
 def _dtype(data: dict) -> tuple[str, str]:
     q = data.get("quantization_config")
     td = data.get("torch_dtype") or data.get("dtype") or "bfloat16"   # only a known string matters

@@ -23,6 +23,11 @@ Field names follow transformers' configuration classes and the model repos' own 
   (num_experts, num_experts_per_token, num_shared_experts, first_k_dense_replace, a routing bias).
 - minimax_m1 (MiniMaxM1Config, the MiniMax-M1 repo's configuration_minimax_m1.py): attn_type_list, 0 a lightning
   (linear) attention layer, 1 a softmax GQA layer; every layer a Mixtral-style MoE of intermediate_size experts.
+- granitemoehybrid (GraniteMoeHybridConfig, IBM Granite 4.0): layer_types, "mamba" a Mamba-2 mixer (Bamba's:
+  mamba_n_heads x mamba_d_head, mamba_n_groups x mamba_d_state, conv mamba_d_conv) and "attention" a GQA layer (no
+  positional encoding unless position_embedding_type is "rope"); every layer has a SwiGLU shared MLP of
+  shared_intermediate_size and, when num_local_experts > 0, a MoE of num_local_experts SwiGLU experts of
+  intermediate_size (top num_experts_per_tok, router without bias).
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ from tokenmath.base.errors import InputError, show
 from tokenmath.specs.hf_fields import ConfigFields
 
 TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "llama4_text", "minimax_m2", "glm4_moe", "nemotron_h",
-         "nemotron", "kimi_linear", "minimax_m1")
+         "nemotron", "kimi_linear", "minimax_m1", "granitemoehybrid")
 # Chunk length of the chunked prefill scan of Gated DeltaNet: flash-linear-attention's chunk_gated_delta_rule works
 # on chunks of 64 tokens (fla/ops/gated_delta_rule/chunk.py, BT = 64), the kernel vLLM and SGLang call. Kimi Delta
 # Attention's chunked kernel (fla/ops/kda, the kernel the Kimi Linear README points to) uses the same chunk of 64.
@@ -207,8 +212,38 @@ def _minimax_m1(data: dict, c: ConfigFields, kw: dict) -> None:
         kw.update(n_shared_experts=1, shared_intermediate=c.int("shared_intermediate_size", 0, 0))
 
 
+def _granite_hybrid(data: dict, c: ConfigFields, kw: dict) -> None:
+    n, d = kw["n_layers"], kw["d_model"]
+    lt = data.get("layer_types")
+    if not (isinstance(lt, list) and len(lt) == n and all(t in ("mamba", "attention") for t in lt)):
+        raise InputError(f"{c.prefix}layer_types", f"must list 'mamba' or 'attention' for each of the {n} layers",
+                         'e.g. ["mamba", "mamba", "mamba", "mamba", "mamba", "attention", ...]')
+    if c.bool("mamba_proj_bias", False):
+        raise InputError(f"{c.prefix}mamba_proj_bias", "true is not modelled (the Granite 4.0 releases use false)",
+                         "false")
+    heads = c.int("mamba_n_heads", 128, 1)
+    if isinstance(data.get("mamba_d_head"), str):     # "auto": the mixer's width (mamba_expand x d) over its heads
+        head = c.int("mamba_expand", 2, 1) * d // heads
+    else:
+        head = c.int("mamba_d_head", None, 1)
+    pos = data.get("position_embedding_type")
+    kw.update(attention_pattern=tuple("linear" if t == "mamba" else "full" for t in lt), linear_kind="mamba2",
+              linear_heads=heads, linear_key_heads=c.int("mamba_n_groups", 1, 1),
+              linear_key_dim=c.int("mamba_d_state", 256, 1), linear_value_dim=head,
+              linear_conv=c.int("mamba_d_conv", 4, 1), linear_chunk=c.int("mamba_chunk_size", 256, 1),
+              positional="rope" if pos == "rope" else "none")
+    shared = c.int("shared_intermediate_size", None, 1)
+    if c.int("num_local_experts", 0, 0):
+        _experts(c, kw, "num_local_experts")
+        kw.update(moe_intermediate=c.int("intermediate_size", None, 1), n_shared_experts=1,
+                  shared_intermediate=shared, ffn_intermediate=0)
+    else:                                           # dense: the shared MLP is the layer's only FFN
+        kw["ffn_intermediate"] = shared
+
+
 _FILL = {"qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next, "llama4_text": _llama4, "minimax_m2": _minimax_m2, "glm4_moe": _glm4_moe,
-         "nemotron_h": _nemotron_h, "nemotron": _nemotron, "kimi_linear": _kimi_linear, "minimax_m1": _minimax_m1}
+         "nemotron_h": _nemotron_h, "nemotron": _nemotron, "kimi_linear": _kimi_linear, "minimax_m1": _minimax_m1,
+         "granitemoehybrid": _granite_hybrid}
 
 
 def fill(mt: str, data: dict, c: ConfigFields, kw: dict) -> None:

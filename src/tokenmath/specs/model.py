@@ -56,7 +56,7 @@ class Model:
     attn_output_gate: bool = False  # Qwen3-Next gated attention: q_proj also emits a sigmoid gate (h x head_dim)
     local_kind: str = "sliding"    # sliding | chunked (Llama 4: a layer attends its own chunk of sliding_window tokens)
     # recurrent (linear-attention / state-space) layers: the layers marked "linear" in attention_pattern
-    linear_kind: str = ""          # gated_deltanet (Qwen3-Next) | mamba2 (Nemotron-H) | kda (Kimi Linear) | lightning (MiniMax-M1)
+    linear_kind: str = ""          # gated_deltanet (Qwen3-Next) | mamba2 (Nemotron-H, Granite 4.0) | kda (Kimi Linear) | lightning (MiniMax-M1)
     linear_heads: int = 0          # value heads (GDN) / SSM heads (Mamba-2)
     linear_key_heads: int = 0      # q/k heads (GDN) / B,C groups (Mamba-2 n_groups)
     linear_key_dim: int = 0        # key head dim (GDN) / ssm_state_size (Mamba-2)

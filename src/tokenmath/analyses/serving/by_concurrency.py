@@ -43,10 +43,12 @@ def concurrency_axis(concurrency, engine) -> tuple[int, ...]:
     return tuple(cs)
 
 
-def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, output_len: int) -> tuple[list, list]:
+def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, output_len: int,
+          draft=None) -> tuple[list, list]:
     """(points, notes): every layout (tp, pp, ep, dp) of `layouts` at every concurrency, each point a dict with
     the layout, concurrency, tokens/s per user and per chip, TTFT, TPOT and what limits the running requests. A
-    layout whose KV cache cannot hold a request is left out, with a note."""
+    layout whose KV cache cannot hold a request is left out, with a note. draft: a speculative.Draft (every
+    decode verifies k + 1 tokens after the draft's k steps; steady_state.py), None: plain decoding."""
     if not concurrency:
         return [], []
     inp, out = parse_lengths(input_len, "input_len"), parse_lengths(output_len, "output_len")
@@ -55,7 +57,7 @@ def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, outp
         tp, pp, ep, dp = (int(v) for v in t[:4])
         s = replace(su, layout=Layout(tp, pp, ep, dp))
         try:
-            rep = make_replica(s)
+            rep = make_replica(s, draft)
         except InputError:
             skipped.append(fmt_layout(tp, pp, ep, dp))
             continue

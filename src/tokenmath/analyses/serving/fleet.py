@@ -14,7 +14,8 @@ from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.engine.economics import megawatts, request_cost_per_mtok, usd_per_s, usd_per_year
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
-from tokenmath.analyses.serving.grid import COST_KEYS, up_to, meeting_speed
+from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, up_to, meeting_speed
+from tokenmath.mapping.layout import ATTENTION_SHARDING
 from tokenmath.analyses.serving.speculative import resolve_draft, speculation_notes
 
 
@@ -29,8 +30,9 @@ class Fleet:
 
 def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=1024, output_len=256,
           max_chips=None, pue=1.0, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None,
-          speculation=None) -> Fleet:
-    """speculation: a speculative.Speculation (--draft/--mtp): every replica decodes with it."""
+          speculation=None, attention_sharding="heads") -> Fleet:
+    """speculation: a speculative.Speculation (--draft/--mtp): every replica decodes with it.
+    attention_sharding: heads, batch, dp or "any" (searched; mapping/candidates.layouts_for)."""
     su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     dr = resolve_draft(speculation, su.model, su.precision, weight_dtype, kv_dtype)
     demand = pos_float(demand, "demand")
@@ -40,7 +42,7 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     hw = su.hardware
     top = int_arg(max_chips if max_chips is not None else max(hw.scaleup_domain, 8) if hw.scaleup_domain <= 72 else 64,
                   "max_chips", 1, MAX_SEARCH_CHIPS)
-    g = up_to(su, top, input_len, output_len, draft=dr)
+    g = up_to(su, top, input_len, output_len, draft=dr, attention=attention_arg(attention_sharding))
     meets = meeting_speed(g, target, top, hw.id)
     per_chip = np.where(meets, g.output_tokens_per_s_per_chip, -np.inf)
     li, bi = np.unravel_index(np.argmax(per_chip), per_chip.shape)
@@ -63,6 +65,7 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
            "min_tokens_per_s_per_user": target, "input_len": input_len, "output_len": output_len,
            "input_tokens_per_s": demand * input_len / output_len,
            "layout": fmt_layout(*t), "tp": t[0], "pp": t[1], "ep": t[2], "dp": t[3], "batch": int(g.batch[li, bi]),
+           **({"attention_sharding": ATTENTION_SHARDING[t[4]]} if len(t) > 4 else {}),
            "replica_chips": rep_chips, "replica_output_tokens_per_s": rep_tput,
            "tokens_per_s_per_user": finite(g.tokens_per_s_per_user[li, bi]), "replicas": replicas, "chips": chips,
            "domain_size": hw.scaleup_domain, "domains": math.ceil(chips / hw.scaleup_domain),

@@ -14,7 +14,8 @@ from tokenmath.base.validators import finite
 from tokenmath.engine.economics import (chip_s_per_mtok, decode_cost_per_mtok, prefill_cost_per_mtok,
                                         request_cost_per_mtok, usd_per_s)
 from tokenmath.engine.static_batch import BatchCost, pass_options, serve_batch
-from tokenmath.mapping.candidates import as_layout, layouts_for
+from tokenmath.mapping.candidates import SEARCH_ATTENTION, as_layout, layouts_for
+from tokenmath.mapping.layout import ATTENTION_SHARDING, attention_code
 from tokenmath.mapping.placement import place
 from tokenmath.specs.systems import System
 from tokenmath.analyses.setup import Setup, fmt_layout
@@ -22,7 +23,7 @@ from tokenmath.analyses.setup import Setup, fmt_layout
 
 @dataclass(frozen=True)
 class Grid:
-    layouts: list[tuple[int, int, int, int]]
+    layouts: list[tuple[int, ...]]     # (tp, pp, ep, dp[, attention code]): mapping/candidates.layouts_for
     batch: np.ndarray            # (L, B)
     chips: np.ndarray            # (L, 1)
     fits: np.ndarray             # (L, B) bool
@@ -148,6 +149,7 @@ def point(g: Grid, li: int, bi: int, usd_per_chip_hour: float | None) -> dict:
     t = g.layouts[li]
     costs = g.costs_per_mtok(usd_per_chip_hour)
     return {"layout": fmt_layout(*t), "tp": int(t[0]), "pp": int(t[1]), "ep": int(t[2]), "dp": int(t[3]),
+            **({"attention_sharding": ATTENTION_SHARDING[int(t[4])]} if len(t) > 4 else {}),
             "batch": int(g.batch[li, bi]),
             **({k: None for k in COST_KEYS} if costs is None else {k: finite(v[li, bi]) for k, v in costs.items()}),
             "chip_s_per_mtok_output": finite(g.chip_s_per_mtok_output()[li, bi]),
@@ -161,6 +163,12 @@ def point(g: Grid, li: int, bi: int, usd_per_chip_hour: float | None) -> dict:
             "domains_spanned": int(g.domains_spanned[li, 0])}
 
 
+def attention_arg(mode):
+    """layouts_for's attention argument for a question's attention_sharding: "any" (searched), else the code of heads,
+    batch or dp (mapping/layout.attention_code)."""
+    return SEARCH_ATTENTION if mode == SEARCH_ATTENTION else attention_code("heads" if mode is None else mode)
+
+
 def batch_axis(max_batch: int, points: int = 96) -> np.ndarray:
     if max_batch < 1:
         return np.array([1.0])
@@ -171,11 +179,13 @@ def batch_axis(max_batch: int, points: int = 96) -> np.ndarray:
 CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64, 72, 128, 256, 512)
 
 
-def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 128, draft=None) -> Grid:
+def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 128, draft=None,
+          attention=0) -> Grid:
     """Every admissible layout on 1, 2, 4, ... up to `top` chips, each over batches up to the largest that fits
-    (draft: decoding with speculation, see evaluate)."""
+    (draft: decoding with speculation, see evaluate; attention: layouts_for's attention sharding)."""
     counts = [c for c in CHIP_COUNTS if c <= top] or [top]
-    lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=su.hardware.scaleup_domain)]
+    lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=su.hardware.scaleup_domain,
+                                                  attention=attention)]
     probe = evaluate(su, lays, [1], input_len, output_len, draft=draft) if lays else None
     bmax = int(np.max(probe.max_batch)) if probe is not None else 0
     if bmax < 1:

@@ -7,7 +7,7 @@ tokens choose, E (1 - (1 - k/E)^B) of them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from tokenmath.engine.economics import decode_cost_per_mtok, usd_per_s
 from tokenmath.engine.memory import max_batch
 from tokenmath.engine.expert_parallel import experts_touched
 from tokenmath.engine.static_batch import serve_batch
+from tokenmath.mapping.layout import with_attention
 from tokenmath.analyses.setup import Setup, setup
 
 HUGE_BATCH = 2.0 ** 24   # per-token cost at this batch (memory ignored) is the floor the curve flattens onto
@@ -92,10 +93,12 @@ class Hyperbola:
 
 
 def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, context=2048, weight_dtype=None,
-              kv_dtype=None, efficiency=None, max_points: int = 256, engine=None) -> Hyperbola:
-    """engine: a serving engine's id or file, "none" or None (the engine-free step); see analyses.setup."""
+              kv_dtype=None, efficiency=None, max_points: int = 256, engine=None, attention_sharding=None) -> Hyperbola:
+    """engine: a serving engine's id or file, "none" or None (the engine-free step); see analyses.setup.
+    attention_sharding: heads (None), batch or dp inside the TP group (mapping/layout.py)."""
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+    su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     context = int_arg(context, "context")
     m, lay = su.model, su.layout
     # decode at `context` cached tokens: input_len = context, one output step

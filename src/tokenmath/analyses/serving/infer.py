@@ -6,7 +6,7 @@ and derives the user-facing figures (throughput, $/Mtok, J/token). Its --explain
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from tokenmath.engine.prefix_cache import hit_rate
 from tokenmath.engine.memory import (Memory, activations_per_chip, chunk_tokens, max_batch, usable_bytes,
                                      weight_bytes_total, weights_per_chip)
 from tokenmath.engine.static_batch import kernels_of, serve_batch
-from tokenmath.mapping.layout import Layout
+from tokenmath.mapping.layout import Layout, attention_name, with_attention
 from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.hardware import Hardware
@@ -74,6 +74,7 @@ class InferResult:
     #                                                  decode_step_s are then per request (analyses/serving/load.py)
     prefix_hit: float = 0.0                          # cached share of every prompt (engine/prefix_cache.py)
     ttft_uncached_s: float | None = None             # the TTFT without the cache (prefix_hit > 0 only), s
+    prefill_s: float | None = None                   # under load: the running batch's prefill time (chip time), s
 
     @property
     def engine(self) -> EngineProfile | None:
@@ -85,8 +86,13 @@ class InferResult:
 
     @property
     def output_tokens_per_s(self):
+        """System output tokens/s. Static batch: batch x output_len over one round (TTFT + output_len steps). Under
+        load the steady state's own throughput: there TTFT holds the queue wait, which is not chip time, and only the
+        running sequences share a step (Little's law: users x output_len / end-to-end latency)."""
         if not self.fits:
             return None
+        if self.load is not None:
+            return self.load.output_tokens_per_s
         return self.batch * self.output_len / (self.ttft_s + self.output_len * self.decode_step_s)
 
     @property
@@ -103,7 +109,9 @@ class InferResult:
         r = self.chips_usd_per_s
         if r is None or not self.fits:
             return None
-        return prefill_cost_per_mtok(r, self.ttft_s, self.batch, self.input_len)
+        # chip time of the batch's prefill: under load TTFT also holds the queue wait, which costs no chip time
+        return prefill_cost_per_mtok(r, self.ttft_s if self.prefill_s is None else self.prefill_s, self.batch,
+                                     self.input_len)
 
     @property
     def cost_per_mtok_output_usd(self):
@@ -144,6 +152,7 @@ class InferResult:
             "model": self.model.id, "hardware": self.hardware.id,
             "chips": self.chips, "tp": int(self.layout.tp), "pp": int(self.layout.pp),
             "ep": int(self.layout.ep), "dp": int(self.layout.dp), "cp": int(self.layout.cp),
+            **({"attention_sharding": attention_name(self.layout)} if self.layout.attn_by_batch else {}),
             "weight_dtype": self.precision.weight.name, "expert_dtype": self.precision.expert.name,
             "kv_dtype": self.precision.kv.name,
             "input_len": self.input_len, "output_len": self.output_len,
@@ -185,7 +194,7 @@ def _scalar(x):
 def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, input_len=1024,
           output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
           reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
-          ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None) -> InferResult:
+          ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None, attention_sharding=None) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -198,6 +207,8 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     (engine.forward.forward_pass; the static batch only: under load the steady state prices bf16 without overlap).
     prefix_hit: the cached share of every prompt (prefix caching, engine/prefix_cache.py; the static batch only:
     `simulate --prefix-hit` serves it under load).
+    attention_sharding: heads (None, the default), batch or dp: how attention splits inside a TP group
+    (mapping/layout.py; the static batch only).
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
     input_len = int_arg(input_len, "input_len")
@@ -215,6 +226,11 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
                           weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve, cp=cp, engine=engine)
+    if attention_sharding is not None:
+        if load is not None and attention_sharding != "heads":
+            raise InputError("attention_sharding", "given with --concurrency/--arrival-rate (the steady state "
+                             "shards attention by heads)", "the static batch (leave those out)")
+        su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     m, hw, lay, prec, eff, reserve = su.model, su.hardware, su.layout, su.precision, su.efficiency, su.reserve
     eng = eff.engine
     ctx = input_len + output_len
@@ -272,6 +288,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
                      f"tokens; {load.running:,.0f} sequences run at once" if load.running else
                      f"under load ({load.source})")
     return InferResult(**sizes, load=load, ttft_s=load.ttft_s if load else _scalar(ttft),
+                       prefill_s=_scalar(ttft) if load else None,
                        decode_step_s=load.tpot_s if load else _scalar(sv.decode_step_s),
                        pp_p2p_s=_scalar(sv.pp_p2p_s), decode_floor_s=_scalar(sv.decode_floor_s),
                        decode_napkin_floor_s=_scalar(sv.decode.napkin_floor_s(hw)),

@@ -14,7 +14,7 @@ from tokenmath.base.validators import finite, int_arg
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS, layouts_for
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.by_concurrency import concurrency_axis, trace
-from tokenmath.analyses.serving.grid import COST_KEYS, Grid, batch_axis, evaluate
+from tokenmath.analyses.serving.grid import COST_KEYS, Grid, attention_arg, batch_axis, evaluate
 from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
 
 
@@ -65,11 +65,13 @@ class Pareto:
 
 
 def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None,
-           efficiency=None, allow_pp: bool = False, engine=None, concurrency=None, speculation=None) -> Pareto:
+           efficiency=None, allow_pp: bool = False, engine=None, concurrency=None, speculation=None,
+           attention_sharding="heads") -> Pareto:
     """The static-batch frontier over batches and layouts; with a serving engine, also each layout's closed-loop
     steady state at each concurrency (default by_concurrency.DEFAULT_CONCURRENCY; () for none).
     speculation: a speculative.Speculation (--draft/--mtp): every point decodes with it (no PP layouts, no
-    steady state by concurrency)."""
+    steady state by concurrency). attention_sharding: heads, batch or dp for every layout, or "any" (heads, and batch
+    and dp where the head split replicates the KV cache: mapping/candidates.layouts_for)."""
     su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     dr = resolve_draft(speculation, su0.model, su0.precision, weight_dtype, kv_dtype)
     if dr is not None:
@@ -77,7 +79,8 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
     chips = int_arg(chips if chips is not None else su0.hardware.scaleup_domain, "chips", 1, MAX_SEARCH_CHIPS)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     cs = concurrency_axis(concurrency, su0.engine)
-    lays = layouts_for(su0.model, chips, allow_pp=allow_pp, max_tp=su0.hardware.scaleup_domain)
+    lays = layouts_for(su0.model, chips, allow_pp=allow_pp, max_tp=su0.hardware.scaleup_domain,
+                       attention=attention_arg(attention_sharding))
     if not lays:
         raise InputError("chips", f"no layout of {chips} chips suits {su0.model.id}",
                          f"a chip count with a divisor that divides the {su0.model.n_heads} heads")

@@ -29,8 +29,8 @@ from tokenmath.engine.memory import max_batch as engine_max_batch
 from tokenmath.engine.prefix_cache import hit_rate
 from tokenmath.engine.speculative import max_batch_with_draft
 from tokenmath.engine.static_batch import serve_batch
-from tokenmath.mapping.candidates import as_layout, layouts_for
-from tokenmath.mapping.layout import Layout
+from tokenmath.mapping.candidates import SEARCH_ATTENTION, as_layout, layouts_for
+from tokenmath.mapping.layout import ATTENTION_SHARDING, Layout, attention_code
 from tokenmath.mapping.placement import place
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.model import Model
@@ -45,7 +45,8 @@ from tokenmath.analyses.serving.speculative import Draft, resolve_draft, specula
 
 def comm_breakdown(su: Setup, p: dict, input_len: int, output_len: int, **opts) -> dict:
     """Per-collective exposed communication of one decode step for a point (s)."""
-    lay = Layout(p["tp"], p["pp"], p["ep"], p["dp"])
+    lay = Layout(p["tp"], p["pp"], p["ep"], p["dp"],
+                 attn=ATTENTION_SHARDING.index(p.get("attention_sharding", "heads")))
     sv = serve_batch(su.model, su.hardware, lay, su.precision, su.efficiency, p["batch"], input_len, output_len,
                      su.reserve, **opts)
     out = {}
@@ -128,12 +129,15 @@ def _infeasible(g: Grid, fits, ttft_s, tps_user, m: Model, hw, chips, ctx):
 def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=None, input_len=1024,
          output_len=256, weight_dtype=None, kv_dtype=None, ep_imbalance=1.0, ep_overlap=False,
          disaggregated=False, efficiency: Efficiency | None = None, reserve=None, runner_ups: int = 5,
-         engine=None, concurrency=None, ep_comm="bf16", speculation=None, prefix_hit=None) -> Plan:
+         engine=None, concurrency=None, ep_comm="bf16", speculation=None, prefix_hit=None,
+         attention_sharding=SEARCH_ATTENTION) -> Plan:
     """Cheapest layout and batch meeting the targets on `chips` chips of `system`, with the Pareto frontier; with a
     serving engine, also the best and runner-up layouts' closed-loop steady states at each concurrency (default
     by_concurrency.DEFAULT_CONCURRENCY; () for none). speculation: a speculative.Speculation (--draft/--mtp): every
     point decodes with it (tensor/expert/data-parallel layouts only; no steady state by concurrency). prefix_hit: the
-    cached share of every prompt (engine/prefix_cache.py): TTFT, the TTFT target and the costs count the rest."""
+    cached share of every prompt (engine/prefix_cache.py): TTFT, the TTFT target and the costs count the rest.
+    attention_sharding: "any" (search heads, and batch / dp where the head split replicates the KV cache:
+    mapping/candidates.layouts_for) or one of heads, batch, dp for every layout."""
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     imb = check_ep_imbalance(ep_imbalance)
     ep_comm = check_ep_comm(ep_comm)
@@ -148,7 +152,8 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
         raise InputError("disaggregated", "speculative decoding is modelled in a colocated replica",
                          "leave --disaggregated out, or --draft/--mtp")
     cs = concurrency_axis(() if dr is not None else concurrency, su.engine)
-    lays = layouts_for(m, n, allow_pp=dr is None)
+    attn = attention_sharding if attention_sharding == SEARCH_ATTENTION else attention_code(attention_sharding)
+    lays = layouts_for(m, n, allow_pp=dr is None, attention=attn)
     if not lays:
         raise InputError("chips", f"no layout of {n} chips suits {m.id}",
                          f"a chip count with a divisor that divides the {m.n_heads} heads")
@@ -223,7 +228,10 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     disagg = (disaggregate(su, n, lays, g, B, input_len, output_len, ttft_s, tps_user, opts, best)
               if disaggregated else None)
     traced = [g.layouts[i] for i in [li, *order]]
-    by_c, c_notes = trace(su, traced, cs, input_len, output_len)
+    # the steady state shards attention by heads: a batch / dp layout is traced once, as its heads layout
+    by_c, c_notes = trace(su, list(dict.fromkeys(tuple(t[:4]) for t in traced)), cs, input_len, output_len)
+    if by_c and any(len(t) > 4 and t[4] for t in traced):
+        c_notes.append("by concurrency: the steady state shards attention by heads (batch / dp layouts traced as heads)")
     if by_c and (imb != 1.0 or ep_overlap or ep_comm != "bf16"):
         c_notes.append("by concurrency: the steady state prices EP as balanced, not overlapped, bf16 both ways")
     return Plan(setup=su, chips=n, input_len=input_len, output_len=output_len,
@@ -231,6 +239,7 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
                 frontier=front, points={"x": xs, "y": ys}, layouts_evaluated=len(lays), points_evaluated=int(B.size),
                 points_fitting=int(fits.sum()), search_s=search_s,
                 options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap), "ep_comm": ep_comm,
+                         **({} if attn == SEARCH_ATTENTION else {"attention_sharding": ATTENTION_SHARDING[attn]}),
                          **({"prefix_hit": hit} if hit else {})},
                 disaggregated=disagg,
                 notes=tuple(notes), by_concurrency=tuple(flag_frontier(by_c)), by_concurrency_notes=tuple(c_notes),

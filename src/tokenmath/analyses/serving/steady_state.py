@@ -18,6 +18,12 @@ average is a Poisson sum over m (the m-th term size-biased where a request asks 
   decode step, and after a decode step with m >= 1 completions one prefill step of the m prompts runs before the
   next decode step: cycle = tau_d + sum_{m>=1} P(m) tau_p(m); TPOT = cycle; TTFT = sum_m P(m-1) tau_p(m).
 Throughput = r E[O] output tokens per (mean step or cycle); a queued user waits (C - C_run) / admission rate more.
+Speculative decoding (a draft, k, acceptance a): a decode step gains A = (1 - a^(k+1)) / (1 - a) tokens per sequence
+(Leviathan et al. 2023, eq. 1), so a request decodes in D = E[ceil((O - 1) / A)] steps instead of E[O] - 1, and
+each decode takes k + 1 tokens of the step's budget; the step is the simulator's own (step_cost.py: verification
+pass + the draft's k steps); TPOT = step x D / (E[O] - 1); the mean keys of a decode step are
+E[I] + E[R^2] / (2 E[R]) + (1 - A) / 2 with R = O - 1 (A = 1: the line above), and each running decode holds k
+look-ahead slots.
 The simulator agrees within 5% on throughput, TPOT and TTFT (tests/test_steady_state.py).
 """
 from __future__ import annotations
@@ -33,6 +39,8 @@ from tokenmath.analyses.setup import setup
 from tokenmath.analyses.serving.simulation.replica import make_replica
 from tokenmath.analyses.serving.simulation.scheduler import PrefillFirst, NoEvict
 from tokenmath.analyses.serving.simulation.workload import Lengths, parse_lengths
+from tokenmath.analyses.serving.speculative import resolve_draft
+from tokenmath.engine.speculative import expected_tokens
 
 DEFAULT_ENGINE = "vllm"
 
@@ -107,15 +115,33 @@ def _prompt_terms(i1: float, i2: float, chunk: float) -> tuple[float, float, flo
     return pairs, read, float(j)
 
 
+def decode_steps(out: Lengths, step_tokens: float) -> float:
+    """Mean decode steps of a request: E[ceil((O - 1) / A)] for A tokens a step (E[O] - 1 at A = 1); a lognormal's
+    ceil is taken as + 1/2 on average."""
+    o1 = out.moments()[0]
+    if step_tokens == 1:
+        return max(o1 - 1.0, 0.0)
+    if out.kind == "lognormal":
+        return max(o1 - 1.0, 0.0) / step_tokens + 0.5
+    v = np.arange(int(out.a), int(out.b) + 1, dtype=float) if out.kind == "uniform" else np.array([out.a], float)
+    return float(np.mean(np.ceil(np.maximum(v - 1.0, 0.0) / step_tokens - 1e-9)))
+
+
 def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> SteadyPoint:
     """The steady state of `concurrency` users on replica `rep` (simulation.replica) with step costs `cost`."""
     C = int(concurrency)
     i1, i2 = inp.moments()
     o1, o2 = out.moments()
-    dec = max(o1 - 1.0, 0.0)
-    keys = i1 + ((o2 - o1) / (2 * dec) if dec > 1e-9 else 0.0)
+    dec = max(o1 - 1.0, 0.0)                    # tokens of a request that decode steps generate
+    A, ahead = 1, 0                             # tokens a decode step gains per sequence; look-ahead slots
+    if rep.draft is not None:
+        A, ahead = float(expected_tokens(rep.draft.spec.acceptance, rep.draft.spec.k)), int(rep.draft.spec.k)
+    k1 = ahead + 1                              # tokens of the budget each decode takes
+    ds = decode_steps(out, A)                   # decode steps of a request
+    per_token = ds / dec if dec > 1e-9 else 1.0        # TPOT = step x per_token
+    keys = i1 + ((o2 - o1) / (2 * dec) + (1 - A) / 2 if dec > 1e-9 else 0.0)
     policy = type(rep.policy())
-    per_req = (i1 + o1 if policy is NoEvict else keys) + (rep.block_tokens - 1) / 2
+    per_req = (i1 + o1 if policy is NoEvict else keys + ahead) + (rep.block_tokens - 1) / 2
     c_kv = rep.kv_tokens / per_req
     c_run = float(min(C, rep.max_running, c_kv))
     limit = "users" if c_run == C else ("max_running" if c_run == rep.max_running else "kv")
@@ -133,26 +159,26 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
                            frac * read, frac * read)
 
     if policy is PrefillFirst:
-        r = c_run / dec if dec > 1e-9 else c_run
+        r = c_run / ds if ds > 1e-9 else c_run
         m, p = _poisson(r, c_run)
         steps = np.maximum(np.ceil(m * i1 / B), 1.0)
         tp = np.array([k * tau(0, mm / k) if mm else 0.0 for mm, k in zip(m, steps)])
         # the j-th of m prompts has its first token after ceil((j + 1) i1 / B) of the k prefill steps
         own = np.array([np.mean(np.ceil(np.arange(1, mm + 1) * i1 / B)) / k if mm else 0.0 for mm, k in zip(m, steps)])
-        td = tau(c_run, 0) if dec > 1e-9 else 0.0
+        td = tau(c_run, 0) if ds > 1e-9 else 0.0
         cycle = td + float(np.sum(p * tp))
         ttft = float(np.sum(p[:-1] * (tp * own)[1:]))
-        tpot, n_d, regime = cycle, c_run, "decode"
+        tpot, n_d, regime = cycle * per_token, c_run, "decode"
     else:
         def at(r):
             """(mean step, TTFT, TPOT, decodes per step, steps to the first token) at r admissions per step."""
-            n_d = r * dec
-            cap = B - n_d
+            n_d = r * ds
+            cap = B - n_d * k1
             if policy is NoEvict and i1 <= cap:
                 cap = math.floor(cap / i1) * i1            # whole prompts only
             m, p = _poisson(r, c_run)
             nd = np.maximum(n_d + r - m, 0.0)              # the prompts admitted this step are not decoding yet
-            room = np.maximum(B - nd, 1.0)
+            room = np.maximum(B - nd * k1, 1.0)
             t = np.array([tau(a, b, chunk=min(b * i1, c)) if b else tau(a, 0) for a, b, c in zip(nd, m, room)])
             spill = float(np.sum(p * np.maximum(m * i1 - room, 0.0)))
             full = tau(n_d, 0, chunk=cap)
@@ -166,14 +192,15 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
             step = float(np.sum(p * t)) + spill * kappa
             w = p * nd
             tpot = (float(np.sum(w * t) / np.sum(w)) if np.sum(w) > 0 else step) + spill * kappa
-            return step, float(np.sum(p[:-1] * t[1:])) + extra * full, tpot, float(np.sum(w)), 1.0 + extra
+            return (step, float(np.sum(p[:-1] * t[1:])) + extra * full, tpot * per_token, float(np.sum(w)),
+                    1.0 + extra)
 
-        hi = min(c_run / max(o1, 1.0), B / max(i1 + dec, 1.0))
+        hi = min(c_run / max(o1 if A == 1 else 1.0 + ds, 1.0), B / max(i1 + ds * k1, 1.0))
         lo = 0.0
-        if hi * (at(hi)[4] + dec) > c_run:                 # prompts wait: solve r (s_p(r) + E[O] - 1) = C_run
+        if hi * (at(hi)[4] + ds) > c_run:                  # prompts wait: solve r (s_p(r) + D) = C_run
             for _ in range(40):
                 mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if mid * (at(mid)[4] + dec) < c_run else (lo, mid)
+                lo, hi = (mid, hi) if mid * (at(mid)[4] + ds) < c_run else (lo, mid)
         r = hi
         cycle, ttft, tpot, n_d, s_p = at(r)
         regime = "decode" if s_p < 1.5 else "budget"
@@ -186,8 +213,9 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
 
 def steady_state(model="llama-3.1-8b", hardware="h100-sxm", *, concurrency=64, chips=None, tp=None, pp=None,
                  ep=None, dp=None, engine=DEFAULT_ENGINE, input_len=1024, output_len=256, weight_dtype=None,
-                 kv_dtype=None, efficiency=None) -> SteadyState:
-    """Closed-loop steady state at one concurrency or a list of them (each an integer >= 1)."""
+                 kv_dtype=None, efficiency=None, speculation=None) -> SteadyState:
+    """Closed-loop steady state at one concurrency or a list of them (each an integer >= 1). speculation: an
+    analyses.serving.speculative.Speculation (every decode verifies k + 1 tokens after the draft's k steps)."""
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE)
     cs = [concurrency] if np.ndim(concurrency) == 0 else list(concurrency)
@@ -195,7 +223,7 @@ def steady_state(model="llama-3.1-8b", hardware="h100-sxm", *, concurrency=64, c
         raise InputError("concurrency", "no concurrency given", "an integer >= 1 or a list of them")
     cs = [int_arg(c, "concurrency", 1, 1_000_000) for c in cs]
     inp, out = parse_lengths(input_len, "input_len"), parse_lengths(output_len, "output_len")
-    rep = make_replica(su)
+    rep = make_replica(su, resolve_draft(speculation, su.model, su.precision, weight_dtype, kv_dtype))
     most = min(inp.max + out.max, rep.kv_tokens)
     cost = rep.cost(int(most), max(cs) + min(rep.budget, 1 << 20))     # any step up to the budget
     lay = su.layout

@@ -11,7 +11,7 @@ valid = False and NaN figures, so the product keeps its shape.
 
 decode_only=True skips the prefill pass: decode step, floor, tokens/s per user, $/Mtok output, memory and fit are
 unchanged; ttft_s, output_tokens_per_s and cost_per_mtok_input_usd (which need the prefill) are NaN and
-bottleneck_prefill is "".
+bottleneck_prefill is "", in every row: read-only broadcast views, like the other constant columns below.
 
 Columns: the axes and `chips` are int64, the figures float64, `valid` and `fits` bool; `bottleneck_prefill` and
 `bottleneck_decode` are object arrays of str; params_total, params_active, weights_bytes and kv_bytes_per_token,
@@ -95,10 +95,18 @@ def _along(a, i, ndim):
 
 
 def _column(a, i, shape):
-    """The flat column of axis i over the full product in C order (each value repeated, no meshgrid copies):
-    each value repeated over the axes after it, that run repeated over the axes before it."""
+    """The flat column of axis i over the full product in C order (each value repeated, no meshgrid copies): each
+    value repeated over the axes after it (a run), that run repeated over the axes before it. One pass over the
+    column: a one-value axis is a fill; long runs are written by broadcasting each value over its run (np.repeat
+    copies 8 bytes at a time: ~6 ms for the 1M-row batch column); short runs (the innermost axes) are tiled."""
     inner = int(np.prod(shape[i + 1:], dtype=np.int64))
     outer = int(np.prod(shape[:i], dtype=np.int64))
+    if a.size == 1:
+        return np.full(outer * inner, a[0])
+    if inner >= LONG_RUN:
+        out = np.empty((outer, a.size, inner), a.dtype)
+        out[...] = a[:, None]
+        return out.reshape(-1)
     run = np.repeat(a, inner) if inner > 1 else a
     return np.tile(run, outer) if outer > 1 else np.array(run)
 
@@ -130,7 +138,7 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     """Every configuration of the Cartesian product of the axes (C order: batch varies slowest, dp fastest).
 
     decode_only: skip the prefill pass (ttft_s, output_tokens_per_s, cost_per_mtok_input_usd NaN,
-    bottleneck_prefill ""); every other column is unchanged.
+    bottleneck_prefill "": read-only views of one value); every other column is unchanged.
     engine: a serving engine's id or file, "none" or None (the engine-free step; see analyses.setup).
     Columns.engine: {id, name} of the engine the figures assume."""
     m = _catalog_model(model.lower()) if isinstance(model, str) and model.lower() in model_catalog() else get_model(model)
@@ -159,17 +167,16 @@ def _columns(m, hw, prec, eff, axes, reserve, decode_only) -> Columns:
         cols[name] = _column(a.astype(np.int64), i, shape)
     cols["chips"] = np.broadcast_to((TP * PP * EP * DP).astype(np.int64), shape).reshape(-1)
     cols["valid"] = valid
-    for k in FIGURES:
-        cols[k] = np.empty(n)
-    if decode_only:       # no prefill pass: its figures are NaN in every row (one contiguous fill, not per block)
-        for k in PREFILL_FIGURES:
-            cols[k].fill(np.nan)
-    cols["fits"] = np.empty(n, bool)
-    codes = {"bottleneck_prefill": np.empty(n, np.int8), "bottleneck_decode": np.empty(n, np.int8)}
-    P = count_params(m)
     # the same figure for every configuration: a read-only view of one number, not n copies of it
     def const(v):
         return np.broadcast_to(np.float64(v), (n,))
+    for k in FIGURES:       # no prefill pass under decode_only: its figures are NaN in every row, a constant too
+        cols[k] = const(np.nan) if decode_only and k in PREFILL_FIGURES else np.empty(n)
+    cols["fits"] = np.empty(n, bool)
+    codes = {"bottleneck_decode": np.empty(n, np.int8)}
+    if not decode_only:
+        codes["bottleneck_prefill"] = np.empty(n, np.int8)
+    P = count_params(m)
     cols["params_total"] = const(P.total)
     cols["params_active"] = const(P.active)
     cols["weights_bytes"] = const(weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes))
@@ -190,11 +197,9 @@ def _columns(m, hw, prec, eff, axes, reserve, decode_only) -> Columns:
     # object arrays of the names (8 bytes a row, not 52 for fixed-width unicode); the values are str
     names = np.array(list(BOTTLENECKS) + [""], dtype=object)
     bad_any = not valid.all()
+    if decode_only:         # no prefill pass: "" in every row, a read-only view like the other constants
+        cols["bottleneck_prefill"] = np.broadcast_to(names[NO_BOTTLENECK:], (n,))
     for k, c in codes.items():
-        if decode_only and k == "bottleneck_prefill":      # no prefill pass: "" in every row, one fill
-            cols[k] = np.empty(n, object)
-            cols[k].fill("")
-            continue
         if bad_any:
             c[~valid] = NO_BOTTLENECK
         cols[k] = names[c]
@@ -202,7 +207,8 @@ def _columns(m, hw, prec, eff, axes, reserve, decode_only) -> Columns:
     if bad_any:
         bad = ~valid
         for k in FIGURES:
-            cols[k][bad] = np.nan
+            if cols[k].flags.writeable:       # the constant NaN columns of decode_only are NaN already
+                cols[k][bad] = np.nan
         cols["fits"][bad] = False
     return cols
 
@@ -210,6 +216,7 @@ def _columns(m, hw, prec, eff, axes, reserve, decode_only) -> Columns:
 NO_BOTTLENECK = len(BOTTLENECKS)   # the code of "" (no pass: decode_only's prefill, a layout not admitted)
 PREFILL_FIGURES = ("ttft_s", "output_tokens_per_s", "cost_per_mtok_input_usd")   # NaN under decode_only
 FLAT = 1 << 10    # up to this many configurations, one call on flat columns
+LONG_RUN = 16     # an axis column whose runs are this long or longer is written by broadcasting, not np.repeat
 CHUNK = 1 << 16   # configurations per engine call: large enough to amortize Python, small enough to stay in cache
 
 
@@ -223,11 +230,13 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
     def view(col):
         return col[sl].reshape(bshape).transpose(perm)
 
-    out = {k: view(cols[k]) for k in FIGURES}   # views into the columns: written in place
+    # views into the columns, written in place (not the constant NaN columns of decode_only's prefill figures)
+    out = {k: view(cols[k]) for k in FIGURES if cols[k].flags.writeable}
     total = sv.memory.total
     out["memory_per_chip_bytes"][...] = total
     fits = view(cols["fits"])
-    np.logical_and(total <= sv.memory.usable, sv.batch >= 1, out=fits)      # = sv.fits, without a second total
+    # = sv.fits without a second total and without its batch >= 1, which every sweep row meets (_axis)
+    np.less_equal(total, sv.memory.usable, out=fits)
     if sv.engine is not None:
         np.logical_and(fits, sv.runs_at_once, out=fits)                      # the engine runs them all at once
     out["max_batch"][...] = sv.max_batch
@@ -249,7 +258,7 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
     else:
         out["cost_per_mtok_output_usd"].fill(np.nan)
     view(codes["bottleneck_decode"])[...] = sv.decode_bottleneck_code
-    if decode_only:       # the prefill figures were filled with NaN, and bottleneck_prefill with "", once
+    if decode_only:       # the prefill figures and bottleneck_prefill are constant columns (NaN, "")
         return
     ttft = put("ttft_s", sv.ttft_s)
     out["output_tokens_per_s"][...] = b * lo / (ttft + lo * step)

@@ -21,6 +21,7 @@ from tokenmath.base import units as u
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg
 from tokenmath.engine.economics import chip_hours
+from tokenmath.engine.expert_parallel import EP_COMM
 from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.train_memory import RECOMPUTE, SCHEDULES, train_memory
 from tokenmath.engine.train_step import TRAIN_DTYPES, ZERO_STAGES, train_step
@@ -62,6 +63,9 @@ class TrainResult:
     flash: bool = True                # attention stores no scores (FlashAttention)
     dropout: bool = False             # dropout masks stored
     tp_overlap: bool = False          # userbuffers overlap of the TP collectives with the GEMMs
+    pp_overlap: bool = False          # interleaved schedule's p2p hand-offs behind the chunks (overlap_p2p_comm)
+    ep_comm: str = "bf16"             # EP all-to-all transport (engine/expert_parallel.EP_COMM)
+    ep_overlap: bool = False          # DualPipe's overlap of the all-to-all with the paired micro-batch
 
     # ---- headline figures (None when the configuration does not fit) ---------------------------------------
     @property
@@ -120,7 +124,8 @@ class TrainResult:
             "micro_batch": self.micro_batch, "micro_batches": finite(s.micro_batches),
             "recompute": self.recompute, "zero": self.zero, "dtype": self.dtype, "overlap": self.overlap,
             "schedule": self.schedule, "virtual_stages": self.virtual_stages, "balanced_stages": self.balanced,
-            "tp_comm_overlap": self.tp_overlap,
+            "tp_comm_overlap": self.tp_overlap, "pp_comm_overlap": self.pp_overlap, "ep_comm": self.ep_comm,
+            "ep_overlap": self.ep_overlap,
             "params_total": P.total, "params_active": P.active, "params_matmul": matmul_params(self.model),
             "fits": bool(self.fits),
             "step_time_s": ok(s.step_time_s), "step_floor_s": ok(s.floor_s),
@@ -192,7 +197,8 @@ def _check_batch(lay: Layout, seq_len: int, micro_batch: int, gbt: int):
 def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=None, seq_len=4096,
           global_batch_tokens=4_194_304, micro_batch=1, recompute="selective", zero=1, dtype="bf16", tokens=None,
           overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, schedule="1f1b",
-          virtual_stages=None, balanced=False, flash=True, dropout=False, tp_overlap=False) -> TrainResult:
+          virtual_stages=None, balanced=False, flash=True, dropout=False, tp_overlap=False,
+          pp_overlap=False, ep_comm="bf16", ep_overlap=False) -> TrainResult:
     """One training step of `global_batch_tokens` tokens (sequences of `seq_len`) on a layout of
     chips = tp x pp x dp x ep x cp; with `tokens`, the whole run (time, chip-hours, $, kWh).
 
@@ -201,7 +207,10 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     schedule: '1f1b', 'interleaved' (virtual_stages v >= 2 model chunks per rank; default 2) or 'zb-h1';
     balanced: Llama 3's stage balancing (embedding and head take a layer slot); flash / dropout: whether attention
     stores no scores (FlashAttention) and whether the model trains with dropout masks (engine/train_memory.py);
-    tp_overlap: the tensor-parallel collectives overlapped with the GEMMs (Megatron --tp-comm-overlap, engine/train_step.py).
+    tp_overlap: the tensor-parallel collectives overlapped with the GEMMs (Megatron --tp-comm-overlap, engine/train_step.py);
+    pp_overlap: the interleaved schedule's point-to-point hand-offs overlapped with the chunks (Megatron
+    overlap_p2p_comm; no effect without an interleaved pipeline); ep_comm: the EP all-to-all's transport (bf16, fp8,
+    deepep); ep_overlap: DualPipe's overlap of the all-to-all with compute (MoE with ep > 1).
     Seconds, bytes, USD, kWh. A layout that fits with no recomputation at this ZeRO stage raises InputError
     naming what would fit; one that fits only with another recomputation returns fits=False with advice.
     """
@@ -218,6 +227,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     zero = int(choice_arg(zero, "zero", ZERO_STAGES))
     dtype = choice_arg(dtype, "dtype", TRAIN_DTYPES)
     schedule = choice_arg(schedule, "schedule", SCHEDULES)
+    ep_comm = choice_arg(ep_comm, "ep_comm", EP_COMM)
     tokens = tokens_arg(tokens)
     lay = make_train_layout(m, hw, chips, tp, pp, dp, ep, cp)
     v = _virtual_stages(m, lay, schedule, virtual_stages, bool(balanced))
@@ -236,7 +246,8 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
         notes.append(f"{tokens:,.0f} tokens are {tokens / gbt:,.2f} steps of {gbt:,}; the fraction is counted as is")
     kw = dict(seq_len=seq_len, micro_batch=micro_batch, global_batch_tokens=gbt, dtype=dtype, overlap=overlap,
               eff=eff, reserve=reserve, schedule=schedule, virtual_stages=v, balanced=bool(balanced),
-              flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap))
+              flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap), pp_overlap=bool(pp_overlap),
+              ep_comm=ep_comm, ep_overlap=bool(ep_overlap))
     step = train_step(m, hw, lay, recompute=recompute, zero=zero, **kw)
     fits = bool(step.memory.fits)
     advice = [] if fits else _fit_advice(m, hw, lay, zero, recompute, kw)
@@ -249,7 +260,8 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
                        micro_batch=micro_batch, recompute=recompute, zero=zero, dtype=dtype, overlap=overlap,
                        schedule=schedule, virtual_stages=v, balanced=bool(balanced),
                        efficiency=eff, step=step, fits=fits, tokens=tokens, advice=advice, notes=notes,
-                       flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap))
+                       flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap),
+                       pp_overlap=bool(pp_overlap), ep_comm=ep_comm, ep_overlap=bool(ep_overlap))
 
 
 def _virtual_stages(m, lay, schedule, v, balanced) -> int:

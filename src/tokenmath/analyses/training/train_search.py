@@ -2,7 +2,8 @@
 engine call (engine/train_step.py), keep those that fit and rank them by step time.
 
 Candidates: TP over the divisors of the heads that tokenmath.mapping.layout.tp_ok admits, within a scale-up domain;
-PP over divisors of the layers (or of the layers + 2 slots with balanced stages); EP (MoE) over divisors of the experts; DP the rest; micro-batch 1/2/4/8;
+PP over the divisors of the chips up to the layers (or layers + 2 slots with balanced stages; the slowest stage holds
+ceil(layers / pp)); EP (MoE) over divisors of the experts; DP the rest; micro-batch 1/2/4/8;
 recompute none/selective/full; ZeRO 1/2/3; pipeline schedule 1F1B, ZB-H1 and interleaved with every v in 2/4/8 that
 splits a rank's layer slots; cp and the stage balancing fixed as given.
 """
@@ -24,6 +25,7 @@ from tokenmath.analyses.training.train import (
 from tokenmath.base import units as u
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg
+from tokenmath.engine.expert_parallel import EP_COMM
 from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.train_memory import RECOMPUTE, SCHEDULES
 from tokenmath.engine.train_step import TRAIN_DTYPES, train_step
@@ -60,10 +62,12 @@ class SearchResult:
 def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304, cp=None, dtype="bf16", tokens=None,
            overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, top: int = 10,
            micro_batches=SEARCH_MICRO_BATCHES, recomputes=RECOMPUTE, zeros=SEARCH_ZERO, balanced=False,
-           flash=True, dropout=False, tp_overlap=False) -> SearchResult:
+           flash=True, dropout=False, tp_overlap=False, pp_overlap=False, ep_comm="bf16",
+           ep_overlap=False) -> SearchResult:
     """The fastest layouts of `chips` chips that fit, best first (ranked by step time: at a fixed global batch
     that is time to train). TP: divisors of the heads (splitting or evenly replicating the KV heads) up to the
-    scale-up domain; PP: divisors of the layers; EP (MoE): divisors of the experts; DP: the rest; cp fixed.
+    scale-up domain; PP: divisors of the chips up to the layers; EP (MoE): divisors of the experts; DP: the rest;
+    cp fixed.
     Every candidate is evaluated in one vectorized engine call."""
     m = get_model(model)
     hw = train_system(system, chips)
@@ -74,6 +78,7 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     gbt = int_arg(global_batch_tokens, "global_batch_tokens", 1, MAX_BATCH_TOKENS)
     c = int_arg(1 if cp is None else cp, "cp", 1, 1_000_000)
     dtype = choice_arg(dtype, "dtype", TRAIN_DTYPES)
+    ep_comm = choice_arg(ep_comm, "ep_comm", EP_COMM)
     tokens = tokens_arg(tokens)
     if seq_len % c:
         raise InputError("cp", f"cp={c} does not split the {seq_len}-token sequence evenly", f"a divisor of {seq_len}")
@@ -81,8 +86,9 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
         raise InputError("chips", f"{n} chips span more than one scale-up domain of {hw.scaleup_domain} and "
                          f"{hw.id} has no scale-out bandwidth", f"at most {hw.scaleup_domain} chips")
     tps = [t for t in divisors(m.n_heads) if t <= hw.scaleup_domain and n % t == 0 and tp_ok(m, t)]
-    # balanced stages (embedding and head in a slot each) split n_layers + 2 slots evenly
-    pps = sorted({p for p in divisors(m.n_layers) + (divisors(m.n_layers + 2) if balanced else []) if n % p == 0})
+    # every pipeline depth that divides the chips, up to one layer per stage: the slowest stage holds
+    # ceil(layers / pp) layers (the engine prices the uneven split; NeMo ran Llama 3.1 405B's 126 layers on pp 8)
+    pps = [p for p in divisors(n) if p <= m.n_layers + (2 if balanced else 0)]
     eps = [e for e in divisors(m.n_experts) if n % e == 0] if m.is_moe else [1]
     rows = []
     for t in tps:
@@ -108,7 +114,8 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     lay = train_layout(a[0], a[1], a[2], a[3], c)
     st = train_step(m, hw, lay, seq_len=seq_len, micro_batch=a[4], global_batch_tokens=gbt, recompute=a[5],
                     zero=a[6], dtype=dtype, overlap=overlap, eff=eff, reserve=reserve, schedule=a[7],
-                    virtual_stages=a[8], balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap)
+                    virtual_stages=a[8], balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap,
+                    pp_overlap=pp_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap)
     fit = np.asarray(st.memory.total <= st.memory.usable)
     idx = np.nonzero(fit)[0]
     if not len(idx):
@@ -121,7 +128,8 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
                   seq_len=seq_len, global_batch_tokens=gbt, micro_batch=int(a[4][i]), recompute=RECOMPUTE[a[5][i]],
                   zero=int(a[6][i]), dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, reserve=reserve,
                   schedule=SCHEDULES[a[7][i]], virtual_stages=int(a[8][i]) if a[7][i] == 1 else None,
-                  balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap)
+                  balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap, pp_overlap=pp_overlap,
+                  ep_comm=ep_comm, ep_overlap=ep_overlap)
             for i in order]
     notes = [f"{len(rows):,} layouts evaluated in one vectorized call; {len(idx):,} fit"]
     if c > 1:

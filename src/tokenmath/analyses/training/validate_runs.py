@@ -12,7 +12,8 @@ the prediction itself, all metrics being proportional to throughput at a fixed c
     measured MFU = predicted MFU x predicted GPU-hours / measured GPU-hours
 TFLOP/s figures that include recomputation (Megatron's Eq. 3) are compared with the executed FLOP/s (HFU basis).
 A run whose recipe overlapped its TP collectives with the GEMMs (tp_comm_overlap, with the script that says so) is
-predicted with that overlap; "tp-overlap" in its layout. Recomputation "unstated": the least recomputation that fits (none, then selective, then full), what a tuned run
+predicted with that overlap; "tp-overlap" in its layout; likewise pp_comm_overlap (Megatron overlap_p2p_comm,
+"pp-overlap"). Recomputation "unstated": the least recomputation that fits (none, then selective, then full), what a tuned run
 would pick; the row says which was used.
 """
 from __future__ import annotations
@@ -115,7 +116,8 @@ def _kw(run: dict, recompute: str) -> dict:
                 dtype=run.get("dtype", "bf16"), tokens=run.get("tokens"), schedule=run.get("schedule", "1f1b"),
                 virtual_stages=run.get("virtual_stages"), balanced=run.get("balanced", False),
                 flash=run.get("flash", True), dropout=run.get("dropout", False),
-                tp_overlap=run.get("tp_comm_overlap", False))
+                tp_overlap=run.get("tp_comm_overlap", False), pp_overlap=run.get("pp_comm_overlap", False),
+                ep_comm=run.get("ep_comm", "bf16"), ep_overlap=run.get("ep_overlap", False))
 
 
 def predict_run(run: dict) -> RunCheck:
@@ -137,6 +139,12 @@ def predict_run(run: dict) -> RunCheck:
         lay += f" v{run.get('virtual_stages', 2)}"
     if run.get("tp_comm_overlap"):
         lay += " tp-overlap"
+    if run.get("pp_comm_overlap"):
+        lay += " pp-overlap"
+    if run.get("ep_comm", "bf16") != "bf16":
+        lay += f" ep-{run['ep_comm']}"
+    if run.get("ep_overlap"):
+        lay += " ep-overlap"
     base = dict(id=run["id"], model=run["model"], hardware=run["hardware"], chips=int(run["chips"]), layout=lay,
                 source=run["source"], metric=run["metric"], measured=float(run["value"]),
                 dtype=str(run.get("dtype", "bf16")))

@@ -190,6 +190,22 @@ def prefix_hit_option(f):
                              "skipped (FLOPs and KV writes), the rest attends to it.")(f)
 
 
+def attention_option(f=None, *, search: bool = False, default: str = "heads"):
+    """--attention-sharding heads|batch|dp (mapping/layout.py): how attention splits inside a TP group; with
+    search (plan, pareto, fleet), also "any": heads, batch and dp searched together (plan's default)."""
+    choices = ["heads", "batch", "dp"] + (["any"] if search else [])
+
+    def deco(g):
+        return click.option("--attention-sharding", type=click.Choice(choices), default=default,
+                            show_default=True,
+                            help="Attention inside a TP group: heads (KV split by KV head, replicated beyond them; "
+                                 "MLA's latent on every rank), batch (Pope et al. 2022: projections by heads, KV cache "
+                                 "and attention sharded over the batch, an all-to-all each side), dp (data-parallel "
+                                 "attention: attention weights replicated, MLP tensor-parallel with an all-gather and "
+                                 "a reduce-scatter)" + ("; any: search all three" if search else "") + ".")(g)
+    return deco if f is None else deco(f)
+
+
 def ep_transport_options(f):
     """--overlap-ep and --ep-comm: how a MoE's expert-parallel all-to-all runs (engine/expert_parallel.py)."""
     f = click.option("--overlap-ep", "ep_overlap", is_flag=True,

@@ -3,7 +3,7 @@ import click
 from tokenmath.faces.commands.common import (batch_arg, dtype_options, engine_option, guarded, layout_options, model_hardware,
                                              output_options, positive, positive_float)
 from tokenmath.faces.commands.common import ep_transport_options
-from tokenmath.faces.commands.common import prefix_hit_option
+from tokenmath.faces.commands.common import attention_option, prefix_hit_option
 from tokenmath.faces.commands.speculation import speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
 
@@ -26,6 +26,7 @@ from tokenmath.faces.commands.whatif import whatif_options
 @engine_option
 @ep_transport_options
 @prefix_hit_option
+@attention_option
 @click.option("--peak", is_flag=True, help="100% of every peak instead of the achievable fractions (with --engine none: "
               "the pure roofline, no engine limits or costs).")
 @click.option("--uncalibrated", is_flag=True, help="Kernel-microbenchmark efficiencies instead of the ones calibrated on "
@@ -33,7 +34,7 @@ from tokenmath.faces.commands.whatif import whatif_options
 @output_options
 @guarded
 def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_len, concurrency, arrival_rate, weight_dtype,
-          kv_dtype, engine, ep_overlap, ep_comm, prefix_hit, peak, uncalibrated, as_json, explain):
+          kv_dtype, engine, ep_overlap, ep_comm, prefix_hit, attention_sharding, peak, uncalibrated, as_json, explain):
     """How fast and how expensive: prefill (TTFT), decode step, throughput, $/Mtok, memory, bottleneck."""
     from tokenmath.analyses.serving.infer import infer as run
     from tokenmath.specs.efficiency import PEAK
@@ -43,7 +44,7 @@ def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_l
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp, batch=batch, input_len=input_len,
             output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=eff, engine=engine,
             concurrency=concurrency, arrival_rate=arrival_rate, ep_overlap=ep_overlap, ep_comm=ep_comm,
-            prefix_hit=prefix_hit)
+            prefix_hit=prefix_hit, attention_sharding=attention_sharding)
     if as_json:
         emit_json(r.to_dict())
     elif explain:

@@ -4,7 +4,7 @@ import click
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, positive, positive_float,
                                              with_plot)
-from tokenmath.faces.commands.common import ep_transport_options, prefix_hit_option
+from tokenmath.faces.commands.common import attention_option, ep_transport_options, prefix_hit_option
 from tokenmath.faces.commands.speculation import grid_speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
 
@@ -37,13 +37,14 @@ def _ep_options(f):
 @concurrency_option
 @_ep_options
 @prefix_hit_option
+@attention_option(search=True, default="any")
 @dtype_options
 @engine_option
 @with_plot
 @guarded
 @grid_speculation_options(footer=False)
 def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, output_len, disaggregated, concurrency,
-         ep_imbalance, ep_overlap, ep_comm, prefix_hit, weight_dtype, kv_dtype, engine, as_json, explain, plot_file,
+         ep_imbalance, ep_overlap, ep_comm, prefix_hit, attention_sharding, weight_dtype, kv_dtype, engine, as_json, explain, plot_file,
          speculation=None):
     """Best layout (TP, EP, PP, DP, batch) on a system: cheapest $/Mtok meeting the targets, runner-ups, frontier."""
     from tokenmath.analyses.serving.plan import plan as run
@@ -52,7 +53,8 @@ def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, ou
     r = run(model, system, chips=chips, ttft_ms=ttft_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
             input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
             ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated, engine=engine,
-            concurrency=concurrency, ep_comm=ep_comm, speculation=speculation, prefix_hit=prefix_hit)
+            concurrency=concurrency, ep_comm=ep_comm, speculation=speculation, prefix_hit=prefix_hit,
+            attention_sharding=attention_sharding)
     if plot_file:
         from tokenmath.faces.plots_parallel import plan_plot
         plan_plot(r, plot_file)

@@ -2,6 +2,7 @@
 import click
 
 from tokenmath.faces.commands.axes import concurrency_option
+from tokenmath.faces.commands.common import attention_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, layout_options, model_hardware,
                                              positive, positive_float, with_plot)
 from tokenmath.faces.commands.speculation import grid_speculation_options
@@ -66,20 +67,22 @@ def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, outp
 @click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
 @concurrency_option
+@attention_option(search=True)
 @dtype_options
 @engine_option
 @with_plot
 @guarded
 @grid_speculation_options
-def pareto(model, hardware, chips, allow_pp, input_len, output_len, concurrency, weight_dtype, kv_dtype, engine, as_json,
-           explain, plot_file, speculation=None):
+def pareto(model, hardware, chips, allow_pp, input_len, output_len, concurrency, attention_sharding, weight_dtype,
+           kv_dtype, engine, as_json, explain, plot_file, speculation=None):
     """Throughput per chip against tokens/s per user over batches and layouts: the Pareto frontier, with $/Mtok."""
     from tokenmath.analyses.serving.pareto import pareto as run
     from tokenmath.faces.explain_concurrency import pareto_concurrency_text
     from tokenmath.faces.explain_serving import explain_pareto, pareto_text
     from tokenmath.faces.plots import pareto_plot
     r = run(model, hardware, chips=chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, allow_pp=allow_pp, engine=engine, concurrency=concurrency, speculation=speculation)
+            kv_dtype=kv_dtype, allow_pp=allow_pp, engine=engine, concurrency=concurrency, speculation=speculation,
+            attention_sharding=attention_sharding)
     _out(r, as_json, explain, plot_file, pareto_plot, lambda x: explain_pareto(x) + pareto_concurrency_text(x),
          lambda x: pareto_text(x) + pareto_concurrency_text(x))
 
@@ -143,19 +146,20 @@ def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype
 @click.option("--max-chips", type=int, callback=positive, help="Largest replica (chips).")
 @click.option("--pue", type=float, default=1.0, show_default=True, callback=positive_float,
               help="Facility power / chip power (1.0 counts chip TDP only).")
+@attention_option(search=True)
 @dtype_options
 @engine_option
 @with_plot
 @guarded
 @grid_speculation_options
-def fleet(model, hardware, demand, min_tokens_per_s_per_user, input_len, output_len, max_chips, pue, weight_dtype,
-          kv_dtype, engine, as_json, explain, plot_file, speculation=None):
+def fleet(model, hardware, demand, min_tokens_per_s_per_user, input_len, output_len, max_chips, pue,
+          attention_sharding, weight_dtype, kv_dtype, engine, as_json, explain, plot_file, speculation=None):
     """Chips, racks, megawatts and $/year to serve a demand in tokens/s at a per-user speed."""
     from tokenmath.analyses.serving.fleet import fleet as run
     from tokenmath.faces.explain_serving import explain_fleet
     kw = dict(min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_len=input_len, output_len=output_len,
               max_chips=max_chips, pue=pue, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine,
-              speculation=speculation)
+              speculation=speculation, attention_sharding=attention_sharding)
     r = run(model, hardware, demand=demand, **kw)
     if plot_file:
         from tokenmath.faces.plots import fleet_plot

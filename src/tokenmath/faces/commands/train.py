@@ -1,6 +1,6 @@
 import click
 
-from tokenmath.faces.commands.common import guarded, output_options, positive
+from tokenmath.faces.commands.common import ep_transport_options, guarded, output_options, positive
 
 DEFAULT_CHIPS = 8
 
@@ -12,7 +12,8 @@ DEFAULT_CHIPS = 8
 @click.option("--chips", type=int, callback=positive,
               help=f"Total chips = tp x pp x dp x ep x cp (default {DEFAULT_CHIPS} when --dp is not given).")
 @click.option("--tp", type=int, callback=positive, help="Tensor-parallel degree (with sequence parallelism).")
-@click.option("--pp", type=int, callback=positive, help="Pipeline stages (must divide the layers).")
+@click.option("--pp", type=int, callback=positive,
+              help="Pipeline stages (the slowest holds ceil(layers / pp) layers).")
 @click.option("--dp", type=int, callback=positive, help="Data-parallel replicas (default: the remaining chips).")
 @click.option("--ep", type=int, callback=positive, help="Expert-parallel degree (MoE).")
 @click.option("--cp", type=int, callback=positive, help="Context-parallel degree (splits each sequence).")
@@ -35,6 +36,9 @@ DEFAULT_CHIPS = 8
               help="Llama 3's balancing: the embedding and the output head each take one layer slot.")
 @click.option("--tp-comm-overlap", is_flag=True,
               help="Overlap the tensor-parallel collectives with the GEMMs (Megatron/Transformer Engine userbuffers).")
+@click.option("--pp-comm-overlap", is_flag=True,
+              help="Overlap the interleaved schedule's point-to-point hand-offs with the chunks' compute (Megatron "
+                   "overlap_p2p_comm).")
 @click.option("--tokens", type=float, help="Training tokens: adds time, chip-hours, cost and energy of the run.")
 @click.option("--overlap/--no-overlap", default=True, show_default=True,
               help="Overlap data-parallel communication with backward compute.")
@@ -42,10 +46,12 @@ DEFAULT_CHIPS = 8
 @click.option("--search", "do_search", is_flag=True,
               help="Rank the layouts of --chips chips that fit (top 10): tp, pp, dp, ep, micro-batch, recompute and "
                    "ZeRO (1, 3) are searched; --cp stays as given.")
+@ep_transport_options
 @output_options
 @guarded
 def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, recompute, zero, dtype,
-          schedule, virtual_stages, balanced_stages, tp_comm_overlap, tokens, overlap, peak, do_search, as_json, explain):
+          schedule, virtual_stages, balanced_stages, tp_comm_overlap, pp_comm_overlap, ep_overlap, ep_comm, tokens,
+          overlap, peak, do_search, as_json, explain):
     """Training step time, MFU, memory per chip, and the time/cost/energy of a run; --search ranks layouts."""
     from tokenmath.analyses.training.train import train as run
     from tokenmath.analyses.training.train_search import search
@@ -58,7 +64,8 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
     if do_search:
         r = search(model, system, chips=chips if chips is not None else _product(tp, pp, dp, ep, cp),
                    seq_len=seq_len, global_batch_tokens=global_batch_tokens, cp=cp, dtype=dtype, tokens=tokens,
-                   overlap=overlap, efficiency=eff, balanced=balanced_stages, tp_overlap=tp_comm_overlap)
+                   overlap=overlap, efficiency=eff, balanced=balanced_stages, tp_overlap=tp_comm_overlap,
+                   pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap)
         if as_json:
             emit_json(r.to_dict())
         else:
@@ -69,7 +76,8 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
     r = run(model, system, chips=chips, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, seq_len=seq_len,
             global_batch_tokens=global_batch_tokens, micro_batch=micro_batch, recompute=recompute, zero=int(zero),
             dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, schedule=schedule,
-            virtual_stages=virtual_stages, balanced=balanced_stages, tp_overlap=tp_comm_overlap)
+            virtual_stages=virtual_stages, balanced=balanced_stages, tp_overlap=tp_comm_overlap,
+            pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap)
     if as_json:
         emit_json(r.to_dict())
     elif explain:

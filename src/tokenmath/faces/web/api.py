@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from tokenmath.base.errors import InputError, closest, unknown_name
 from tokenmath.faces.web.catalogs import hardware_json, models_json
 from tokenmath.faces.web.endpoints import Endpoint, dtype_choices, endpoint_table, fit_names
+from tokenmath.faces.web.names import named
 from tokenmath.faces.web.params import coerce
 from tokenmath.faces.web.payload import dumps
 from tokenmath.faces.web.sensitivity import metric_labels, sensitivity_table
@@ -63,7 +64,7 @@ class Api:
                 self._cache.move_to_end(key)
                 return hit
         _, handler, _ = self.endpoints[name]
-        body = dumps(handler(args))
+        body = dumps(named(handler(args), self.model_name))
         with self._lock:
             self._cache[key] = body
             while len(self._cache) > CACHE_ENTRIES:
@@ -80,6 +81,13 @@ class Api:
         if key not in cat:
             raise unknown_name(field, spec, cat)
         return get_model(key)
+
+    def model_name(self, spec: str) -> str | None:
+        """A model id's name (catalog or upload), None for an id this server does not know."""
+        try:
+            return self.model(spec).name
+        except InputError:
+            return None
 
     def meta(self) -> bytes:
         """GET /api: every endpoint with its methods, the Python function it mirrors and its parameters."""

@@ -13,6 +13,7 @@ from tokenmath.base.validators import MAX_BATCH, MAX_TOKENS
 from tokenmath.faces.web.charts import overtrain_chart, pareto_chart, roofline
 from tokenmath.faces.web.overrides import SET, chip, what_if
 from tokenmath.faces.web.params import Param
+from tokenmath.faces.web.simulation_sweep import SWEEP_PARAMS, simulate_sweep_response
 from tokenmath.faces.web.speculation import SPEC, speculative_part
 
 if TYPE_CHECKING:
@@ -29,6 +30,16 @@ MAX_PARETO_CHIPS = 4096
 # open-loop requests on one core; closed loops and long outputs cost a few times more)
 MAX_SIM_REQUESTS = 20_000
 DEFAULT_TRAIN_CHIPS = 8            # when neither chips nor dp is given
+
+
+# a simulated workload's requests, lengths, goodput targets and seed (simulate and simulate_sweep)
+SIM_WORKLOAD = (
+    Param("requests", "int", 1000, "requests served", 1, MAX_SIM_REQUESTS),
+    Param("input_len", "length", 1024, 'prompt tokens, or "uniform:LO-HI" / "lognormal:MEDIAN,SIGMA"', 1, MAX_TOKENS),
+    Param("output_len", "length", 256, "generated tokens (as input_len)", 1, MAX_TOKENS),
+    Param("ttft_ms", "float", None, "goodput target: time to first token (default 2000)", 1e-3, 1e9),
+    Param("itl_ms", "float", None, "goodput target: time per output token (default 200)", 1e-3, 1e9),
+    Param("seed", "int", 0, "random seed of the workload", 0, 2 ** 32 - 1))
 
 
 class Endpoint(NamedTuple):
@@ -287,14 +298,12 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
                    "completes (64 when neither this nor arrival_rate is given)", 1, 1_000_000),
              Param("arrival_rate", "float", None, "open loop: requests per second", 1e-6, 1e7),
              Param("burstiness", "float", 1.0, "open loop: gamma shape of the gaps (1 = Poisson)", 1e-3, 1e3),
-             Param("requests", "int", 1000, "requests served", 1, MAX_SIM_REQUESTS),
-             Param("input_len", "length", 1024, 'prompt tokens, or "uniform:LO-HI" / "lognormal:MEDIAN,SIGMA"',
-                   1, MAX_TOKENS),
-             Param("output_len", "length", 256, "generated tokens (as input_len)", 1, MAX_TOKENS),
-             Param("ttft_ms", "float", None, "goodput target: time to first token (default 2000)", 1e-3, 1e9),
-             Param("itl_ms", "float", None, "goodput target: time per output token (default 200)", 1e-3, 1e9),
-             Param("seed", "int", 0, "random seed of the workload", 0, 2 ** 32 - 1), *D, SET),
+             *SIM_WORKLOAD, *D, SET),
             partial(simulate_response, model), "tokenmath.analyses.serving.simulation.simulate.simulate"),
+        "simulate_sweep": Endpoint(
+            (MODEL, HARDWARE, *LAYOUT, E, *SWEEP_PARAMS, *(p for p in SIM_WORKLOAD if p.name != "requests"), *D, SET),
+            partial(simulate_sweep_response, model),
+            "tokenmath.analyses.serving.simulation.simulate.simulate, once per concurrency or arrival rate"),
         "context": Endpoint(
             (MODEL, HARDWARE, *LAYOUT, Param("batch", "int", 1, "", 1, MAX_BATCH),
              Param("context", "int", 8192, "", 1, MAX_TOKENS), *D, E, SET),

@@ -40,7 +40,7 @@ class Param:
     help text and, for numbers, the inclusive range [lo, hi] in the parameter's own unit."""
     name: str
     kind: str                      # model | hardware | int | float | batch | bool | choice | range | hwlist | intlist
-                                   # | overrides (FIELD=VALUE pairs, as the CLI's --set)
+                                   # | floatlist | overrides (FIELD=VALUE pairs, as the CLI's --set)
                                    # | length (tokens, or "uniform:LO-HI" / "lognormal:MEDIAN,SIGMA")
     default: Any = None
     help: str = ""
@@ -182,6 +182,11 @@ def coerce(p: Param, v):
         xs = [_as_int(x, p) for x in _as_list(v, p)]
         if not xs or len(xs) > MAX_LIST:
             raise InputError(p.name, f"needs 1 to {MAX_LIST} values", "comma-separated integers, e.g. 1024,8192")
+        return tuple(xs)
+    if k == "floatlist":
+        xs = [_as_float(x, p) for x in _as_list(v, p)]
+        if not xs or len(xs) > MAX_LIST:
+            raise InputError(p.name, f"needs 1 to {MAX_LIST} values", "comma-separated numbers, e.g. 0.5,1,2")
         return tuple(xs)
     if k == "hardware":
         return hardware_id(v, p.name)

@@ -5,7 +5,8 @@ It knows nothing about a particular engine: a policy (scheduler.py) says what th
 - one step holding prefill chunks (mixed with the running decodes, or alone), or
 - a run of k decode-only steps, when the policy has nothing to prefill: the batch is the same n_d sequences until
   the next event (a completion, an arrival the policy would admit, the KV cache filling), and the steps differ
-  only by their growing contexts (each step attends n_d more keys), so the run is priced in closed form from its
+  only by their growing contexts (each step attends n_d more keys; n_d E with speculation, E the expected tokens a
+  verification step gains: state.py), so the run is priced in closed form from its
   first step time t0 and its slope s: k t0 + s k (k-1) / 2 (exact while the step time is linear in the keys);
 - or idle until the next arrival.
 A run costs the same Python work whatever its length, so a simulation costs ~ the number of events (arrivals,
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tokenmath.analyses.serving.simulation.step_cost import chunk_geometry
+from tokenmath.analyses.serving.simulation.step_geometry import chunk_geometry
 
 
 @dataclass
@@ -66,6 +67,7 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
     decoding, waiting, heap, done, running = st.decoding, st.waiting, st.heap, st.done, st.running
     arrival, prefilled, next_finish = st.arrival, st.prefilled, st.next_finish
     last_dec = 0.0
+    E, ahead = st.E, st.ahead                         # speculation: tokens a decode step adds, look-ahead slots
     next_arr = arr[0] if arr else math.inf            # the next arrival's time (inf: none left, or a closed loop)
     for _ in range(max_turns):
         if st.completed >= n:
@@ -97,7 +99,7 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
             dt = step_s(n_d, keys, t_p, l_p, pf, ps, rf, rs)
             st.now += dt
             if n_d:
-                st.G += 1
+                st.G += E
                 gap(st.now - last_dec)
                 gap_w(n_d)
                 last_dec = st.now
@@ -120,12 +122,15 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
             n_d = len(decoding)
             keys = st.Q + n_d * st.G
             k = next_finish() - st.G
-            room = int((st.cap - keys - st.kv_pf - st.round * len(running)) // n_d) + 1
+            if E != 1:                                    # steps until the next finish, E tokens a step
+                k = math.ceil(k / E)
+            free = st.cap - keys - n_d * ahead - st.kv_pf - st.round * len(running) - st.extra
+            room = int(free // (n_d * E)) + 1
             if room < k:
                 k = room
             if k < 1:
                 k = 1
-            t0, t1 = ends(n_d, keys, keys + (k - 1) * n_d)
+            t0, t1 = ends(n_d, keys, keys + (k - 1) * n_d * E)
             s = (t1 - t0) / (k - 1) if k > 1 else 0.0
             dt = k * (t0 + s * (k - 1) / 2)
             if st.now + dt > next_arr and admits(st):
@@ -137,12 +142,12 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
                 gap((dt - t0) / (k - 1))
                 gap_w(n_d * (k - 1))
             st.now += dt
-            st.G += k
+            st.G += k * E
             last_dec = st.now
             dec[0] += k
             dec[1] += dt
             dec[2] += n_d * k
-            dec[3] += k * keys + n_d * k * (k - 1) / 2
+            dec[3] += k * keys + n_d * E * k * (k - 1) / 2
         elif next_arr < math.inf:                         # idle until the next arrival
             st.now = max(st.now, next_arr)
             last_dec = st.now
@@ -157,5 +162,5 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int) -> Records
                     arrival[issued] = st.now
                     waiting.append(issued)
                     issued += 1
-        series((st.now, st.Q + len(decoding) * (st.G - 1) + st.kv_pf, len(waiting), len(running)))
+        series((st.now, st.Q + len(decoding) * (st.G - E) + st.kv_pf + st.extra, len(waiting), len(running)))
     raise RuntimeError(f"simulation did not finish in {max_turns:,} turns")

@@ -4,7 +4,9 @@ the KV cache it holds in tokens, its scheduler policy and its step costs.
 Limits are per attention group (one scheduler per data-parallel rank: vLLM DP engine cores, SGLang DP attention),
 so the replica's are the profile's x dp x ep. KV capacity: the engine's usable memory (engine/memory.usable_bytes:
 its fraction of the total, or of what the weights and one step's activations leave) minus weights and activations,
-over the KV bytes of one token (all layers, this chip's shard), x the groups.
+over the KV bytes of one token (all layers, this chip's shard), x the groups. With speculative decoding the draft's
+weights join the fixed bytes and its cache (one more sequence's worth per token: engine/speculative.draft_memory's
+terms) each token's bytes.
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import math
 from dataclasses import dataclass
 
 from tokenmath.base.errors import InputError
-from tokenmath.engine.memory import activations_per_chip, chunk_tokens, usable_bytes, weights_per_chip
+from tokenmath.engine.memory import activations_per_chip, chunk_tokens, kv_per_chip, usable_bytes, weights_per_chip
+from tokenmath.engine.speculative import draft_layout, draft_weights_per_chip
 from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.analyses.serving.simulation.scheduler import policy_for
 from tokenmath.analyses.serving.simulation.step_cost import StepCost
@@ -28,10 +31,16 @@ class Replica:
     kv_tokens: int             # KV cache capacity in tokens (all groups)
     block_tokens: int
     chunked: bool
+    draft: object = None       # analyses.serving.speculative.Draft (k >= 1) or None
 
     @property
     def engine(self):
         return self.su.efficiency.engine
+
+    @property
+    def verify_tokens(self) -> int:
+        """Tokens each decoding sequence runs per step: k + 1 with speculation, else 1."""
+        return 1 if self.draft is None else int(self.draft.spec.k) + 1
 
     def policy(self):
         return policy_for(self.engine, self.budget, self.max_running)
@@ -42,30 +51,41 @@ class Replica:
         most = min(self.budget, requests * max_need)
         if not self.chunked:
             most = max(most, max_need)
-        return StepCost(self.su, min(most + running, self.kv_tokens + running) + 1)
+        top = min(most + running, self.kv_tokens + running) + 1
+        if self.draft is not None:      # every running decode verifies k + 1 tokens, beside the prompt chunks
+            top = min(most, self.kv_tokens) + running * self.verify_tokens + 1
+        return StepCost(self.su, top, self.draft, max_context=max_need)
 
 
-def kv_capacity_tokens(su) -> int:
+def kv_capacity_tokens(su, draft=None) -> int:
     m, hw, lay, prec, eng = su.model, su.hardware, su.layout, su.precision, su.efficiency.engine
     chunk = chunk_tokens(hw.memory_bytes, eng)
     fixed = float(weights_per_chip(m, lay, prec.weight.bytes, prec.expert.bytes)
                   + activations_per_chip(m, lay, chunk, chunk))
-    usable = float(usable_bytes(hw.memory_bytes, su.reserve, fixed, eng))
     # per token of context (a hybrid's fixed recurrent state per sequence is not in it)
     per_token = float(kv_bytes_per_token(m, prec.kv.bytes)) / (int(lay.pp) * float(lay.kv_shard(m)))
+    if draft is not None:
+        # the draft's weights, and its cache: one token of a sequence per chip of the draft's layout (the MTP head
+        # laid like the target; a separate draft on each attention group's tp chips)
+        d, dp_ = draft.model, draft.precision
+        fixed += float(draft_weights_per_chip(d, m, lay, dp_, draft.spec.mtp))
+        per_token += float(kv_per_chip(d, draft_layout(lay, draft.spec.mtp), dp_.kv.bytes, int(lay.dp * lay.ep), 1))
+    usable = float(usable_bytes(hw.memory_bytes, su.reserve, fixed, eng))
     return int(math.floor(max(usable - fixed, 0.0) / per_token)) * int(lay.dp * lay.ep)
 
 
-def make_replica(su) -> Replica:
+def make_replica(su, draft=None) -> Replica:
     eng = su.efficiency.engine
     if eng is None:
         raise InputError("engine", "the simulator needs a serving engine's scheduler",
                          "vllm, sglang, tensorrt-llm, llama.cpp, mlx or an engine file")
     groups = int(su.layout.dp * su.layout.ep)
     run, tok = eng.limits_for(su.hardware.memory_bytes)
-    kv = kv_capacity_tokens(su)
+    if draft is not None and int(draft.spec.k) < 1:
+        draft = None                    # k = 0: plain decoding
+    kv = kv_capacity_tokens(su, draft)
     if kv < 1:
         raise InputError("hardware", f"the weights leave no room for a KV cache on {su.hardware.id} "
                          f"({int(su.layout.chips)} chips)", "more chips, a smaller weight dtype, or another layout")
     return Replica(su, tok * groups if tok else UNLIMITED, run * groups if run else UNLIMITED, kv,
-                   eng.kv_block_tokens, eng.chunked_prefill)
+                   eng.kv_block_tokens, eng.chunked_prefill, draft)

@@ -131,6 +131,8 @@ class SimulationResult:
     cdf: dict
     steps: tuple[StepKind, ...]
     notes: tuple[str, ...] = field(default=())
+    speculation: dict | None = None      # the draft, k, acceptance and E (analyses.serving.speculative.Draft)
+    prefix_cache: dict | None = None     # what the prefix cache did (prefix_store.PrefixStore.summary)
 
     @property
     def output_tokens_per_s_per_chip(self) -> float:
@@ -141,6 +143,14 @@ class SimulationResult:
         return self.total_tokens_per_s / self.chips
 
     def to_dict(self) -> dict:
+        d = self._fields_dict()
+        if self.speculation is not None:
+            d["speculation"] = self.speculation
+        if self.prefix_cache is not None:
+            d["prefix_cache"] = {k: finite(v) if isinstance(v, float) else v for k, v in self.prefix_cache.items()}
+        return d
+
+    def _fields_dict(self) -> dict:
         f = finite
         return {
             "model": self.model, "hardware": self.hardware, "chips": self.chips, **self.layout,

@@ -27,7 +27,10 @@ class TokenBudget:
         self.chunked = chunked
 
     def _room(self, st, tokens: float, who: int | None = None) -> bool:
-        """Preempt the last admitted until `tokens` more fit; False when `who` itself had to go."""
+        """Preempt the last admitted until `tokens` more fit (idle cached prefixes go first); False when `who`
+        itself had to go."""
+        if st.pc is not None:
+            st.free_cache(st.kv_used() + tokens - st.cap)
         while st.running and st.kv_used() + tokens > st.cap:
             victim = next(reversed(st.running))
             st.preempt(victim)
@@ -36,17 +39,19 @@ class TokenBudget:
         return True
 
     def admissible(self, st, i: int, tokens: int) -> bool:
+        if st.pc is not None:
+            st.free_cache(st.kv_used() + tokens - st.cap)
         return st.kv_used() + tokens <= st.cap
 
     def schedule(self, st):
         running, decoding, prefilling = st.running, st.decoding, st.prefilling
-        used = st.Q + len(decoding) * st.G + st.kv_pf + st.round * len(running)      # st.kv_used(), inlined
+        used = st.Q + len(decoding) * (st.G + st.ahead) + st.kv_pf + st.round * len(running) + st.extra   # kv_used()
         if not prefilling and (not st.waiting or len(running) >= self.max_running) and used <= st.cap:
             return (), True                 # nothing to prefill or admit, and the decodes' KV fits
         before = st.preemptions
         if decoding and used > st.cap:
             self._room(st, 0.0)
-        budget = self.budget - len(decoding)
+        budget = self.budget - len(decoding) * (st.ahead + 1)     # a decode verifies k + 1 tokens (vLLM)
         chunks = []
         taken = 0
         if prefilling:
@@ -89,7 +94,10 @@ class NoEvict(TokenBudget):
     describe = "in-flight batching (mixed steps), admission reserves prompt + output KV, never evicts"
 
     def admissible(self, st, i: int, tokens: int) -> bool:
-        return st.reserved + st.need[i] + st.O[i] - st.gen[i] + st.round * (len(st.running) + 1) <= st.cap
+        need = st.reserved + st.need[i] + st.O[i] - st.gen[i] + st.round * (len(st.running) + 1)
+        if st.pc is not None:
+            st.free_cache(need + st.extra - st.cap)
+        return need + st.extra <= st.cap
 
 
 class PrefillFirst:
@@ -107,7 +115,8 @@ class PrefillFirst:
 
     def schedule(self, st):
         if not st.prefilling and (not st.waiting or len(st.running) >= self.max_running) and \
-                st.Q + len(st.decoding) * st.G + st.kv_pf + st.round * len(st.running) <= st.cap:
+                st.Q + len(st.decoding) * (st.G + st.ahead) + st.kv_pf + st.round * len(st.running) + st.extra \
+                <= st.cap:
             return (), True
         budget = self.budget
         chunks = []
@@ -121,6 +130,8 @@ class PrefillFirst:
         while st.waiting and budget > 0 and len(st.running) < self.max_running:
             i = st.waiting[0]
             rest = st.pending(i)
+            if rest > free and st.pc is not None:
+                free += st.free_cache(rest - free)
             if rest > free or (not self.chunked and rest > budget and chunks):
                 break
             st.admit()
@@ -130,6 +141,8 @@ class PrefillFirst:
             free -= rest
         if chunks:
             return chunks, False
+        if st.pc is not None:
+            st.free_cache(st.kv_used() - st.cap)
         while len(st.decoding) > 1 and st.kv_used() > st.cap:
             victim = min(st.decoding, key=lambda j: (st.generated(j), -st.I[j]))
             st.preempt(victim)

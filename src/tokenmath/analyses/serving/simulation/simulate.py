@@ -18,6 +18,8 @@ from tokenmath.analyses.serving.simulation.result import (CDF_POINTS, Simulation
                                                           tokens_in)
 from tokenmath.analyses.serving.simulation.state import State
 from tokenmath.analyses.serving.simulation.workload import make_workload
+from tokenmath.analyses.serving.speculative import resolve_draft
+from tokenmath.engine.speculative import expected_tokens
 
 DEFAULT_MODEL = "llama-3.1-8b"
 DEFAULT_HARDWARE = "h100-sxm"
@@ -31,13 +33,18 @@ TPOT_TARGET_S = 0.2
 def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=None, pp=None, ep=None, dp=None,
              engine=DEFAULT_ENGINE, concurrency=None, arrival_rate=None, burstiness=1.0, trace=None, requests=1000,
              input_len=1024, output_len=256, ttft_ms=None, itl_ms=None, seed=0, weight_dtype=None, kv_dtype=None,
-             efficiency=None, prefix_hit=None) -> SimulationResult:
+             efficiency=None, prefix_hit=None, speculation=None, prefix_cache_share=None) -> SimulationResult:
     """Serve `requests` requests on one replica of `model` on `chips` x `hardware` with `engine`'s scheduler.
 
     Workload: concurrency (closed loop; 64 when nothing is given), arrival_rate (open loop, req/s; burstiness: the
     gamma shape, 1 = Poisson) or trace (a CSV/JSONL file). input_len, output_len: token counts or length specs
     (workload.LENGTH_HELP). ttft_ms, itl_ms: goodput targets (default MLPerf's 2000 ms and 200 ms per token).
     prefix_hit: the share of every generated prompt that is one prefix shared by all requests (prefix caching).
+    prefix_cache_share: a share of the KV cache kept for cached prefixes (a what-if; None or 0: the cache lives in
+    the shared pool and idle prefixes are evicted, least recently used first, when running requests need the room).
+    speculation: an analyses.serving.speculative.Speculation (--draft/--spec-k/--acceptance or --mtp): every decode
+    step verifies k + 1 tokens per sequence after the draft's k steps and yields E tokens per sequence on average
+    (the expectation, not per-sequence draws: see state.py and docs/speculative.md); k = 0 is plain decoding.
     """
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE)
@@ -45,17 +52,32 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
     itl_t = TPOT_TARGET_S if itl_ms is None else pos_float(itl_ms, "itl_ms", 0.0, 1e9) / 1e3
     wl = make_workload(concurrency=concurrency, arrival_rate=arrival_rate, burstiness=burstiness, trace=trace,
                        requests=requests, input_len=input_len, output_len=output_len, seed=seed, prefix_hit=prefix_hit)
-    rep = make_replica(su)
+    draft = resolve_draft(speculation, su.model, su.precision, weight_dtype, kv_dtype)
+    rep = make_replica(su, draft)
     arr, inp, out, grp, shared = wl.materialize()
+    share = 0.0 if prefix_cache_share is None or (isinstance(prefix_cache_share, (int, float)) and
+                                                  prefix_cache_share == 0) else \
+        pos_float(prefix_cache_share, "prefix_cache_share", 0.0, 0.95)
+    if share and not (grp >= 0).any():
+        raise InputError("prefix_cache_share", "given without shared prefixes", "--prefix-hit RATE, or a trace with "
+                         "prefix_id")
+    reserve = int(share * rep.kv_tokens)
+    E, ahead = 1, 0
+    if rep.draft is not None:
+        E, ahead = float(expected_tokens(rep.draft.spec.acceptance, rep.draft.spec.k)), int(rep.draft.spec.k)
     need = inp + out
     most = int(need.max())
-    if most + rep.block_tokens > rep.kv_tokens:
+    room = rep.kv_tokens - reserve          # what running requests may hold
+    if most + rep.block_tokens + ahead > room:
         raise InputError("input_len" if wl.kind != "trace" else "trace",
                          f"a request of {most:,} tokens (prompt + output) does not fit in the KV cache of "
-                         f"{rep.kv_tokens:,} tokens", "shorter requests, more chips or a smaller kv dtype")
+                         f"{room:,} tokens" + (" left beside the prefix cache's share" if reserve else ""),
+                         "shorter requests, more chips or a smaller kv dtype"
+                         + (", or a smaller --prefix-cache-share" if reserve else ""))
     n = int(inp.size)
     cost = rep.cost(most, n)
-    st = State(inp, out, grp, shared, rep.kv_tokens, rep.block_tokens)
+    st = State(inp, out, grp, shared, rep.kv_tokens, rep.block_tokens, step_tokens=E, ahead=ahead,
+               prefix_reserve=reserve)
     rec = run(st, rep.policy(), cost, arr, wl.concurrency, max_turns=200 * n + 1_000_000)
     return _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t)
 
@@ -100,6 +122,13 @@ def _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t) -> Simulatio
     if m.is_mla:
         notes.append("MLA: a step with prefill chunks runs its GEMMs in the prefill form; decode attention stays "
                      "absorbed")
+    if rep.draft is not None:
+        sp = rep.draft.spec
+        what = f"{sp.k} MTP token(s)" if sp.mtp else f"draft {rep.draft.model.id}, k = {sp.k}"
+        notes.append(f"speculative decoding ({what}, acceptance {sp.acceptance:g}): every decode verifies k + 1 "
+                     "tokens a step after the draft's k steps and gains E tokens (the expectation, for every "
+                     "sequence); the draft's weights and cache are in the KV capacity; its prefill of each prompt "
+                     "is left out; an inter-token gap is the time between verification steps")
     grows = None
     if not closed and q.size:
         # the queue when the last request arrived: a replica that keeps up has served nearly all the others
@@ -124,7 +153,9 @@ def _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t) -> Simulatio
         queue_max=int(q.max()) if q.size else 0,
         queue_mean=float(np.sum(q * dt) / max(float(times[-1] - t_start), 1e-12)) if q.size else 0.0,
         kv_peak_fraction=float(kv.max()) / rep.kv_tokens if kv.size else 0.0,
-        series=series, cdf=cdf, steps=tuple(_step_kinds(cost, rec)), notes=tuple(notes))
+        series=series, cdf=cdf, steps=tuple(_step_kinds(cost, rec)), notes=tuple(notes),
+        speculation=rep.draft.to_dict() if rep.draft is not None else None,
+        prefix_cache=st.pc.summary(t_end, rep.kv_tokens) if st.pc is not None else None)
 
 
 def _step_kinds(cost, rec) -> list[StepKind]:

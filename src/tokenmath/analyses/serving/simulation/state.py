@@ -9,19 +9,32 @@ Token accounting (what a step reads and writes):
   A = Q + n_d x G (Q the sum of q), kept in O(1) as requests join and leave;
 - it finishes when gen reaches its output length: at G = g0 + output - gen, the key of a heap.
 KV held (tokens): A + the prefilled part of partial prefills, plus half a block per running request (paging
-rounds each sequence up to whole blocks; half a block is the mean waste). Prefix caching: a request whose prefix
-group has been prefilled before starts its prefill after the shared tokens (read from cache, not recomputed);
-shared blocks are still counted once per request (conservative).
+rounds each sequence up to whole blocks; half a block is the mean waste). Prefix caching (prefix_store.py): a
+request whose prefix group is resident starts its prefill after the cached tokens (read, not recomputed); a
+resident prefix is held once, shared by the group's running requests, and idle ones stay until evicted. `extra`
+carries that into the KV held: the resident tokens (in the shared pool) minus the cached tokens the running
+requests count in their own contexts; 0 without prefix groups.
+Speculative decoding: G counts tokens per sequence, not steps: a step adds E = (1 - a^(k+1)) / (1 - a) (the
+expected accepted tokens, Leviathan et al. 2023, eq. 1) to every decoding sequence, so keys, KV and finishing times
+follow unchanged (a request needing R more tokens finishes after ceil(R / E) steps); each decode also holds k
+look-ahead slots for its drafted tokens while the step runs (`ahead`). Without speculation E = 1 and ahead = 0
+(integers: the same arithmetic as before).
 """
 from __future__ import annotations
 
 import heapq
 from collections import deque
 
+from tokenmath.analyses.serving.simulation.prefix_store import PrefixStore
+
 
 class State:
-    def __init__(self, inp, out, prefix_group, prefix_tokens, cap_tokens: float, block_tokens: int):
+    def __init__(self, inp, out, prefix_group, prefix_tokens, cap_tokens: float, block_tokens: int,
+                 step_tokens=1, ahead: int = 0, prefix_reserve: int = 0):
         n = len(inp)
+        self.E = step_tokens               # tokens a decode step adds to each sequence (1, or E with speculation)
+        self.ahead = ahead                 # look-ahead KV slots per decode (k drafted tokens)
+        self.eps = 1e-9 if step_tokens != 1 else 0      # float clock: a finish due within rounding is due
         self.I, self.O = list(map(int, inp)), list(map(int, out))
         self.group, self.shared = list(map(int, prefix_group)), list(map(int, prefix_tokens))
         self.need = list(self.I)
@@ -39,13 +52,15 @@ class State:
         self.prefilling: dict[int, None] = {}
         self.decoding: dict[int, None] = {}
         self.heap: list[tuple[int, int, int]] = []
-        self.cached: set[int] = set()
+        self.hit = [0] * n                 # cached prefix tokens a running request uses (counted in its context)
+        self.pc = PrefixStore(prefix_reserve) if any(g >= 0 for g in self.group) else None
+        self.extra = 0                     # KV held beyond the requests' own counts (prefix sharing)
         self.now = 0.0
         self.G = 0
         self.Q = 0
         self.kv_pf = 0                      # tokens held by partial prefills
         self.reserved = 0                   # sum of (need + output still to generate) over running requests
-        self.cap = float(cap_tokens)
+        self.cap = float(cap_tokens) - (prefix_reserve if self.pc is not None else 0)
         self.round = (block_tokens - 1) / 2
         self.preemptions = 0
         self.completed = 0
@@ -60,13 +75,22 @@ class State:
 
     def kv_used(self) -> float:
         """KV tokens held once the next decode step has written its tokens."""
-        return self.Q + len(self.decoding) * self.G + self.kv_pf + self.round * len(self.running)
+        return (self.Q + len(self.decoding) * (self.G + self.ahead) + self.kv_pf + self.round * len(self.running)
+                + self.extra)
 
     def pending(self, i: int) -> int:
         """Tokens a waiting request would still prefill if admitted now (after a cached shared prefix)."""
-        g = self.group[i]
-        start = self.shared[i] if (g >= 0 and g in self.cached and not self.done[i]) else self.done[i]
-        return self.need[i] - start
+        if self.done[i] or self.pc is None:
+            return self.need[i] - self.done[i]
+        return self.need[i] - self.pc.peek(self.group[i], self.shared[i])
+
+    def free_cache(self, amount: float) -> int:
+        """Evict idle cached prefixes (oldest first) for at least `amount` tokens of the pool; the tokens freed."""
+        if self.pc is None or amount <= 0:
+            return 0
+        freed = self.pc.evict(amount, self.now)
+        self.extra -= freed
+        return freed
 
     def next_finish(self) -> int | None:
         """G at which the next decoding request finishes (stale heap entries of preempted requests dropped)."""
@@ -76,17 +100,21 @@ class State:
         return heap[0][0] if heap else None
 
     def generated(self, i: int) -> int:
-        return self.gen[i] + (self.G - self.g0[i] if i in self.decoding else 0)
+        if i not in self.decoding:
+            return self.gen[i]
+        return min(self.gen[i] + int(self.G - self.g0[i] + self.eps), self.O[i])
 
     # ---- transitions ---------------------------------------------------------------------------------------
     def admit(self) -> int:
         i = self.waiting.popleft()
         self.running[i] = None
         self.prefilling[i] = None
-        g = self.group[i]
-        if g >= 0 and g in self.cached and not self.done[i]:
-            self.done[i] = self.shared[i]
-            self.kv_pf += self.done[i]
+        if self.pc is not None and not self.done[i]:
+            h = self.pc.lookup(self.group[i], self.shared[i], self.need[i])
+            if h:
+                self.done[i] = self.hit[i] = h
+                self.kv_pf += h
+                self.extra -= h
         self.res[i] = self.need[i] + self.O[i] - self.gen[i]
         self.reserved += self.res[i]
         return i
@@ -100,8 +128,10 @@ class State:
             return
         del self.prefilling[i]
         self.kv_pf -= done - n
-        if self.group[i] >= 0:
-            self.cached.add(self.group[i])
+        if self.pc is not None and not self.hit[i] and self.group[i] >= 0 and \
+                self.pc.insert(self.group[i], self.shared[i], self.now):
+            self.hit[i] = self.shared[i]               # its prefix is the cache's now, held once
+            self.extra += (self.shared[i] if self.pc.pooled else 0) - self.shared[i]
         gen = self.gen[i] = self.gen[i] + 1
         if self.first[i] < 0:
             self.first[i] = self.now
@@ -113,7 +143,7 @@ class State:
         self.g0[i] = G
         q = self.q[i] = done + 1 - G
         self.Q += q
-        heapq.heappush(self.heap, (G + self.O[i] - gen, i, self.epoch[i]))
+        heapq.heappush(self.heap, (G + self.O[i] - gen - self.eps, i, self.epoch[i]))
 
     def finish_due(self) -> list[int]:
         """Requests whose last token came out of the decode steps run so far; they leave."""
@@ -130,7 +160,15 @@ class State:
             out.append(i)
         return out
 
+    def _unpin(self, i: int) -> None:
+        if self.hit[i]:
+            self.pc.release(self.group[i], self.now)
+            self.extra += self.hit[i]
+            self.hit[i] = 0
+
     def _leave(self, i: int) -> None:
+        if self.hit[i]:
+            self._unpin(i)
         del self.running[i]
         self.reserved -= self.res[i]
         self.end[i] = self.now
@@ -145,6 +183,8 @@ class State:
         if i in self.prefilling:
             del self.prefilling[i]
             self.kv_pf -= self.done[i]
+        if self.hit[i]:
+            self._unpin(i)
         del self.running[i]
         self.reserved -= self.res[i]
         self.gen[i] = g

@@ -24,6 +24,14 @@ Sparse attention (DeepSeek-V3.2): the indexer op scores every cached token, so i
 affine op in the pairs and cached tokens (its own tables); the main attention reads at most index_topk tokens per
 query: a decode's keys are capped at k per sequence at the step's mean context, a chunk's pairs at k per query at
 the mean chunk (as engine/sparse_attention.selected does for one pass).
+Speculative decoding (a draft: analyses/serving/speculative.Draft): each decoding sequence verifies k + 1 tokens
+per step, a (k + 1)-token chunk in the step's batch: the non-attention ops run over the step's n_d (k + 1) + t_p
+tokens, lm_head over n_d (k + 1) + l_p rows (logits at every verified position), and the verification attention is
+its own kernel, the decode form at k + 1 queries per sequence (the i-th query attends the context and the i drafted
+tokens before it: (k + 1) keys + k (k + 1) / 2 pairs per sequence; MLA stays absorbed), exactly the verification
+pass of engine/speculative.py. The draft's k decode steps come from engine/speculative.speculative_step at the
+step's decodes, affine in their mean context between two probes; the engine's launch and CPU terms are paid once
+per step (as speculative_decode does). Not with pipeline parallelism or sparse attention.
 Layout: a step splits evenly over the dp x ep attention groups (one scheduler each; limits are per group), and with
 pp stages over M = min(pp, sequences per group) micro-batches, each pass followed by pp - 1 hand-offs (as
 static_batch does for decode). Context parallelism is not simulated.
@@ -37,38 +45,27 @@ from tokenmath.engine import collectives as coll
 from tokenmath.engine.forward import ACT_BYTES, forward_pass
 from tokenmath.engine.static_batch import engine_step, kernels_of, launch_time_s
 from tokenmath.mapping.placement import place
+from tokenmath.analyses.serving.simulation.step_geometry import (  # noqa: F401  (chunk_geometry: callers import it here)
+    ATTENTION_OPS, CONTEXT_OPS, PROBE, as_floats, attention_op, capped_share, chunk_geometry)
+from tokenmath.analyses.serving.simulation.verify_steps import SpeculativeSteps
 
-ATTENTION_OPS = ("attention", "attention_local")
-CONTEXT_OPS = ATTENTION_OPS + ("indexer",)   # ops whose cost grows with the context a step attends
 MAX_TABLE = 1 << 20          # tokens per pass the tables cover at most
-PROBE = 1e6                  # pairs / cached tokens of the probes that read alpha and beta
 
 
-def chunk_geometry(prior: float, n: float, window: int = 0) -> tuple[float, float, float, float]:
-    """A prefill chunk of n tokens after `prior` cached ones: (causal pairs in a full layer, pairs in a sliding
-    layer of `window`, cached tokens read in a full layer, in a sliding layer)."""
-    pairs = n * prior + n * (n + 1) / 2
-    if not window:
-        return pairs, pairs, prior, prior
-
-    def upto(length):            # pairs of positions 1..length with a window: sum of min(p, window)
-        k = min(length, window)
-        return k * (k + 1) / 2 + (length - k) * window
-    return pairs, upto(prior + n) - upto(prior), prior, min(prior, window)
-
-
-def _vec(x, shape) -> list:
-    return list(map(float, np.broadcast_to(np.asarray(x, float), shape)))
-
-
-class StepCost:
+class StepCost(SpeculativeSteps):
     """Step times of one replica of `su` (analyses.setup.Setup, its serving engine on su.efficiency.engine).
     max_tokens: the most tokens one step may hold (sizes the tables)."""
 
-    def __init__(self, su, max_tokens: int):
+    def __init__(self, su, max_tokens: int, draft=None, max_context: int = 2):
         m, hw, lay = su.model, su.hardware, su.layout
         if int(np.max(lay.cp)) > 1:
             raise InputError("cp", "simulate does not model context parallelism", "cp = 1")
+        self.k1 = 1 if draft is None else int(draft.spec.k) + 1      # tokens each decode verifies per step
+        if self.k1 > 1 and int(lay.pp) > 1:
+            raise InputError("pp", "speculative decoding is simulated without pipeline parallelism", "leave --pp out")
+        if self.k1 > 1 and m.is_sparse_attention:
+            raise InputError("draft", f"speculative decoding of {m.id} (sparse attention) is not simulated yet",
+                             "a model with dense attention")
         self.su = su
         self.engine = su.efficiency.engine
         self.groups = int(lay.dp * lay.ep)
@@ -100,34 +97,37 @@ class StepCost:
             graphs = self.engine.graphs_at(one, self.tp) if self.engine is not None else np.ones(n, bool)
             launch = np.where(graphs, 0.0, kernels_of(p) * self.launch_s)
             zero = np.zeros(n)
-            tab = {"g": _vec(g, grid.shape), "m0": _vec(att.memory_s if att else zero, grid.shape),
-                   "c0": _vec(att.compute_s if att else zero, grid.shape), "nf": counts[0], "ns": counts[1],
-                   "launch": _vec(launch, grid.shape), "alpha": [0.0] * n, "beta": 0.0}
+            tab = {"g": as_floats(g, grid.shape), "m0": as_floats(att.memory_s if att else zero, grid.shape),
+                   "c0": as_floats(att.compute_s if att else zero, grid.shape), "nf": counts[0], "ns": counts[1],
+                   "launch": as_floats(launch, grid.shape), "alpha": [0.0] * n, "beta": 0.0}
             if att is not None:
                 # alpha per chunk length (the kernel model's attention fraction depends on it), beta: one probe
                 if phase == "decode":
                     pc = self._pass(phase, 1.0, 1.0, probe, 0.0)
-                    tab["alpha"] = [(_att(pc).compute_s.item() - tab["c0"][1]) / probe] * n
+                    tab["alpha"] = [(attention_op(pc).compute_s.item() - tab["c0"][1]) / probe] * n
                 else:
                     short = np.minimum(one, self.topk) if self.topk else one    # chunks the cap leaves whole
                     pc, p0 = self._pass(phase, 1.0, short, probe, 0.0), self._pass(phase, 1.0, short, 0.0, 0.0)
-                    tab["alpha"] = _vec((_att(pc).compute_s - _att(p0).compute_s) / probe, grid.shape)
+                    tab["alpha"] = as_floats((attention_op(pc).compute_s - attention_op(p0).compute_s) / probe, grid.shape)
                 pk = self._pass(phase, 1.0, 1.0, 0.0, probe)
-                tab["beta"] = (_att(pk).memory_s.item() - tab["m0"][1]) / probe
+                tab["beta"] = (attention_op(pk).memory_s.item() - tab["m0"][1]) / probe
             if "indexer" in p.ops:       # the indexer: affine in pairs and cached tokens, never capped
                 ix = p.ops["indexer"]
                 pc = self._pass(phase, 1.0, 1.0 if phase == "decode" else one, PROBE, 0.0)
                 pk = self._pass(phase, 1.0, 1.0, 0.0, PROBE)
                 c1 = np.broadcast_to(ix.compute_s, grid.shape)
-                tab["ix"] = (ix.count, _vec(c1, grid.shape), _vec(np.broadcast_to(ix.memory_s, grid.shape), grid.shape),
-                             _vec((np.broadcast_to(pc.ops["indexer"].compute_s, grid.shape) - c1) / PROBE, grid.shape),
+                tab["ix"] = (ix.count, as_floats(c1, grid.shape), as_floats(np.broadcast_to(ix.memory_s, grid.shape), grid.shape),
+                             as_floats((np.broadcast_to(pc.ops["indexer"].compute_s, grid.shape) - c1) / PROBE, grid.shape),
                              (pk.ops["indexer"].memory_s.item() - float(np.asarray(ix.memory_s).flat[1])) / PROBE)
             self.t[phase] = tab
-        self.lm = _vec(self._pass("decode", one, 1.0, 0.0, 0.0).ops["lm_head"].total_s, grid.shape)
+        self.lm = as_floats(self._pass("decode", one, 1.0, 0.0, 0.0).ops["lm_head"].total_s, grid.shape)
+        if self.k1 > 1:
+            self._speculation_tables(draft, one, max(int(max_context), 2))
+            self.step_s = self._verify_or_plain       # plain decoding keeps the method itself: no test per step
         # decode steps at n sequences (one group, one stage, no window): t(keys) = base + nf max(c0 + a keys,
         # m0' + b keys), the per-n constants read off the same tables
         dt = self.t["decode"]
-        self.lines = self.groups == 1 and self.pp == 1 and not self.window and not self.topk
+        self.lines = self.groups == 1 and self.pp == 1 and not self.window and not self.topk and self.k1 == 1
         if self.lines:
             nf, a, b = dt["nf"], dt["alpha"][0], dt["beta"]
             self.line = (nf * a, nf * b, [g + lm for g, lm in zip(dt["g"], self.lm)],
@@ -160,7 +160,8 @@ class StepCost:
     def step_s(self, n_d: float, keys: float, t_p: float = 0.0, l_p: float = 0.0, pairs: float = 0.0,
                pairs_sl: float = 0.0, read: float = 0.0, read_sl: float = 0.0) -> float:
         """Seconds of a step: n_d decodes attending `keys` keys in all, plus prefill chunks holding t_p tokens over
-        l_p chunks with these pairs and cached reads (full / sliding layers; chunk_geometry)."""
+        l_p chunks with these pairs and cached reads (full / sliding layers; chunk_geometry). With speculation each
+        decode verifies k + 1 tokens (`keys`: what the first of them attends; verify_steps.py)."""
         if self.lines and type(t_p) is int and type(n_d) is int and 0 < t_p and n_d + t_p + 1 < self.size:
             return self._mixed_line(n_d, keys, t_p, l_p, pairs, read)
         seqs = n_d + l_p
@@ -189,7 +190,7 @@ class StepCost:
                 t += self._indexer(dt["ix"], n_d / d, keys / d, keys / d - n_d / d)
         if t_p > 0:
             seq = t_p / l_p
-            main = pairs * _capped_share(read / l_p, seq, self.topk) if self.topk else pairs
+            main = pairs * capped_share(read / l_p, seq, self.topk) if self.topk else pairs
             t += self._attention(tab, t_p / d, seq, main / d, read / d, pairs_sl / d, read_sl / d)
             if "ix" in tab:
                 t += self._indexer(tab["ix"], t_p / d, pairs / d, read / d, seq)
@@ -263,6 +264,8 @@ class StepCost:
         """(seconds, PassCost of the step's non-attention ops) of the same step from forward_pass calls at its own
         shape, composed as the docstring says (the check of the fast path; the source of each step's bottleneck)."""
         su, m = self.su, self.su.model
+        if self.k1 > 1 and n_d:
+            return self._spec_direct(n_d, keys, t_p, l_p, pairs, pairs_sl, read, read_sl)
         seqs = n_d + l_p
         d = self.split(seqs)
         mixed = t_p > 0
@@ -297,14 +300,3 @@ class StepCost:
             t = float(engine_step(self.engine, t, kernels_of(base), (n_d + t_p) / d if mixed else n_d / d,
                                   self.launch_s, self.tp, cpu_seqs=seqs / d)[0])
         return t, base
-
-
-def _capped_share(prior: float, n: float, k: int) -> float:
-    """Share of a chunk's causal pairs left when each query reads at most k keys, at the mean chunk (n tokens after
-    `prior` cached ones): a window of k in chunk_geometry, as engine/sparse_attention.selected prices one pass."""
-    full, capped, _, _ = chunk_geometry(prior, n, k)
-    return capped / full if full > 0 else 1.0
-
-
-def _att(p):
-    return next(p.ops[k] for k in ATTENTION_OPS if k in p.ops)

@@ -116,12 +116,17 @@ const Charts = (() => {
     if (spec.y.min !== undefined) y0 = spec.y.min;
     if (spec.y.max !== undefined) y1 = spec.y.max;
     const full = [x0, x1];
+    const zoomable = spec.x.log && Math.log10(full[1] / full[0]) > 2;
+    if (zoomable) m.t = Math.max(m.t, 34);    // the zoom buttons sit over the top margin, not over the points
     if (spec.zoom) [x0, x1] = spec.zoom;
+    // the left margin holds the widest y tick ("100 ms") and the rotated axis label beside it
+    const yTicks = scale(spec.y, y0, y1, 0, 1).ticks().map(spec.y.fmt || short);
+    m.l = Math.max(m.l, 30 + 6.6 * Math.max(0, ...yTicks.map((t) => t.length)));
     const X = scale(spec.x, x0, x1, m.l, W - m.r);
     const Y = scale(spec.y, y0, y1, H - m.b, m.t);
     const fx = spec.x.fmt || short, fy = spec.y.fmt || short;
 
-    if (spec.title) text(svg, m.l, 18, spec.title, "chart-title");
+    if (spec.title) text(svg, narrow ? 8 : m.l, 18, spec.title, "chart-title");   // a phone: clear of the zoom buttons
     const grid = el("g", { class: "grid" }, svg);
     const thinTicks = (ts, px) => ts.filter((_, i) => i % Math.max(1, Math.ceil(ts.length * px / (W - m.l - m.r))) === 0);
     for (const t of thinTicks(X.ticks(), narrow ? 44 : 40)) {
@@ -199,6 +204,8 @@ const Charts = (() => {
       el("circle", { cx: px.toFixed(1), cy: py.toFixed(1), r: 3, class: "mine-dot" }, g);
       if (spec.mine.label) placeLabel(g, px, py, spec.mine.label, "mine-label");
       mineHit = { x: px, y: py, cls: "mine", text: spec.mine.text };
+      // a series point under the ring is the same stop: keep one, so an arrow key always moves
+      for (let i = hits.length - 1; i >= 0; i--) if (Math.abs(hits[i].x - px) < 1 && Math.abs(hits[i].y - py) < 1) hits.splice(i, 1);
       hits.push(mineHit);
     }
     if (legend.length && spec.legend !== false) {
@@ -220,7 +227,9 @@ const Charts = (() => {
       }
     }
     readout(container, svg, W, H, hits, mineHit);
-    if (spec.x.log && Math.log10(full[1] / full[0]) > 2) zoomBar(container, spec, full, [x0, x1]);
+    // the x range shown, for tests and scripts: "LO-HI", or "all" (a new answer is drawn unzoomed)
+    container.dataset.zoom = zoomable && spec.zoom ? `${x0.toPrecision(3)}-${x1.toPrecision(3)}` : "all";
+    if (zoomable) ChartsZoom.bar(container, spec, full, [x0, x1], plot);
     return svg;
 
     // point labels: try a few spots around the point, skip the label when all collide with earlier ones
@@ -236,48 +245,6 @@ const Charts = (() => {
         return;
       }
     }
-  }
-
-  // zoom on a log x axis: each press halves (or doubles) the decades shown around the middle; reset shows all
-  function zoomBar(container, spec, full, now) {
-    const bar = document.createElement("div");
-    bar.className = "zoom";
-    const name = spec.name || spec.title || "chart";
-    const lf = full.map(Math.log10), ln = now.map(Math.log10);
-    const go = (f, onChart) => {
-      const mid = (ln[0] + ln[1]) / 2, half = Math.min((ln[1] - ln[0]) * f, lf[1] - lf[0]) / 2;
-      const lo = Math.max(lf[0], Math.min(mid - half, lf[1] - 2 * half));
-      const z = [Math.pow(10, lo), Math.pow(10, lo + 2 * half)];
-      plot(container, Object.assign({}, spec, { zoom: f >= 1 && half * 2 >= lf[1] - lf[0] - 1e-9 ? undefined : z }));
-      const b = container.querySelector(onChart ? "svg.chart" : `.zoom button[data-z="${f}"]`);
-      if (b) b.focus();
-    };
-    // besides the buttons: + / - on the focused chart, and ctrl + wheel (a trackpad's pinch reaches the page as a wheel
-    // with ctrlKey); a plain wheel still scrolls the page
-    const svg = container.querySelector("svg.chart");
-    if (svg) {
-      svg.addEventListener("wheel", (ev) => {
-        if (!ev.ctrlKey && !ev.metaKey) return;
-        ev.preventDefault();
-        go(ev.deltaY < 0 ? 0.5 : 2, true);
-      }, { passive: false });
-      svg.addEventListener("keydown", (ev) => {
-        const f = { "+": 0.5, "=": 0.5, "-": 2 }[ev.key];
-        if (!f) return;
-        ev.preventDefault();
-        go(f, true);
-      });
-    }
-    for (const [label, f, aria] of [["+", 0.5, "zoom in"], ["\u2212", 2, "zoom out"], ["all", 0, "show all"]]) {
-      const b = document.createElement("button");
-      b.type = "button";
-      b.textContent = label;
-      b.dataset.z = String(f);
-      b.setAttribute("aria-label", `${aria}: ${name}`);
-      b.addEventListener("click", () => (f ? go(f) : plot(container, Object.assign({}, spec, { zoom: undefined }))));
-      bar.append(b);
-    }
-    container.prepend(bar);
   }
 
   // nearest-point readout: pointer (mouse, pen, touch) and keys (arrows, Home/End, Escape) on the focused chart. The

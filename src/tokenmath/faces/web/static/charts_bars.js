@@ -24,17 +24,22 @@ function scale(axis, d0, d1, r0, r1) {
   return (v) => r0 + (Math.log10(v) - l0) / (l1 - l0) * (r1 - r0);
 }
 
-// horizontal interval bars on a (log) axis: rows = [{label, low, median, high, fmt}]
+// the width a chart is drawn at: the box's own when it is narrower than 720 (a phone), so 11 px text stays 11 px
+export const widthOf = (container) => Math.max(300, Math.min(720, Math.round(container.clientWidth || 720)));
+
+// horizontal interval bars on a (log) axis: rows = [{label, low, median, high, fmt}]; on a narrow box each row's
+// name goes above its bar instead of beside it
 export function intervals(container, rows, spec) {
-  const W = 720, rowH = 34, H = 40 + rows.length * rowH;
+  const W = widthOf(container), narrow = W < 480;
+  const rowH = narrow ? 62 : 34, first = narrow ? 46 : 24, H = first + 16 + rows.length * rowH - (narrow ? 16 : 0);
   container.textContent = "";
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart intervals", role: "img", tabindex: 0,
                           "aria-label": `${spec.title || "intervals"}: arrow keys or pointer read the rows` }, container);
-  const m = { l: 170, r: 30 };
+  const m = { l: narrow ? 40 : 170, r: narrow ? 40 : 30 };
   const hits = [];
   rows.forEach((r, i) => {
-    const y = 24 + i * rowH;
-    text(svg, 8, y + 4, r.label, "axis-label");
+    const y = first + i * rowH;
+    text(svg, 8, narrow ? y - 29 : y + 4, r.label, "axis-label");
     if (!finite(r.low) || !finite(r.high) || r.low <= 0) {
       text(svg, m.l, y + 4, "not identified", "tick");
       return;
@@ -56,7 +61,8 @@ export function intervals(container, rows, spec) {
 
 // stacked horizontal bar: parts = [{label, value, cls}]
 export function stack(container, parts, spec) {
-  const W = 720, H = 84;
+  const W = widthOf(container);
+  let H = 84;
   container.textContent = "";
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart stack", role: "img", tabindex: 0,
                           "aria-label": `${spec.title || "breakdown"}: arrow keys or pointer read the parts` }, container);
@@ -65,7 +71,7 @@ export function stack(container, parts, spec) {
   if (!(total > 0)) return svg;
   let x = 10;
   const w = W - 20;
-  let lx = 10;
+  let lx = 10, ly = 50;
   parts.forEach((p, i) => {
     const v = finite(p.value) ? Math.max(p.value, 0) : 0;
     const pw = v / total * w;
@@ -75,11 +81,16 @@ export function stack(container, parts, spec) {
     if (v > 0) hits.push({ x: x + pw / 2, y: 23, text: said });
     x += pw;
     if (v / total >= 0.005) {
-      el("rect", { x: lx, y: 50, width: 10, height: 10, class: "part c" + (i % 8) }, svg);
-      const t = text(svg, lx + 14, 59, `${p.label} ${(100 * v / total).toFixed(0)}%`, "legend-text");
-      lx += 24 + Math.max(60, t.getComputedTextLength ? t.getComputedTextLength() : 80);
+      const said = `${p.label} ${(100 * v / total).toFixed(0)}%`;
+      const tw = said.length * 6.6;       // the legend wraps onto a new line where the box ends
+      if (lx > 10 && lx + 14 + tw > W - 10) { lx = 10; ly += 18; }
+      el("rect", { x: lx, y: ly, width: 10, height: 10, class: "part c" + (i % 8) }, svg);
+      const t = text(svg, lx + 14, ly + 9, said, "legend-text");
+      lx += 24 + Math.max(60, t.getComputedTextLength ? t.getComputedTextLength() : tw);
     }
   });
+  H = Math.max(H, ly + 24);
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
   Charts.readout(container, svg, W, H, hits, null);
   return svg;
 }

@@ -7,8 +7,11 @@ const ok = (v) => typeof v === "number" && isFinite(v);
 
 // rows: [{label, low, high, answerLow, answerHigh, text}] (largest swing first); spec: {base, fmt, title, name}
 export function tornado(container, rows, spec) {
-  const W = 720, rowH = 30, top = 34, H = top + rows.length * rowH + 26;
-  const m = { l: 200, r: 70 };
+  // drawn at the box's own width when it is narrower (a phone), so 11 px text stays 11 px; there each input's name
+  // goes above its bars instead of beside them, and the legend under the title
+  const W = Math.max(300, Math.min(720, Math.round(container.clientWidth || 720))), narrow = W < 480;
+  const rowH = narrow ? 44 : 30, top = narrow ? 50 : 34, H = top + rows.length * rowH + 26;
+  const m = { l: narrow ? 8 : 200, r: narrow ? 64 : 70 };
   container.textContent = "";
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart tornado", role: "img", tabindex: 0, id: spec.id,
                           "aria-label": `${spec.name || spec.title}: arrow keys or pointer read the rows` }, container);
@@ -23,8 +26,9 @@ export function tornado(container, rows, spec) {
   if (spec.title) text(svg, 8, 16, spec.title, "axis-label");
   const hits = [];
   rows.forEach((r, i) => {
-    const y = top + i * rowH + rowH / 2;
-    text(svg, m.l - 8, y + 4, r.label, "axis-label", "end");
+    const y = top + i * rowH + rowH / 2 + (narrow ? 7 : 0);
+    if (narrow) text(svg, m.l, y - 13, r.label, "axis-label");
+    else text(svg, m.l - 8, y + 4, r.label, "axis-label", "end");
     const parts = [[r.answerLow, "lowbar"], [r.answerHigh, "highbar"]];
     for (const [v, cls] of parts) {
       if (!ok(v)) continue;
@@ -43,10 +47,11 @@ export function tornado(container, rows, spec) {
   el("line", { x1: X(spec.base), x2: X(spec.base), y1: top - 6, y2: top + rows.length * rowH + 4, class: "base" }, svg);
   text(svg, X(spec.base), H - 8, `base ${f(spec.base)}`, "tick", "middle");
   const legend = el("g", { class: "legend" }, svg);
-  el("rect", { x: W - 290, y: 6, width: 12, height: 12, class: "lowbar" }, legend);
-  text(legend, W - 274, 16, spec.lowLabel || "input moved down", "tick");
-  el("rect", { x: W - 140, y: 6, width: 12, height: 12, class: "highbar" }, legend);
-  text(legend, W - 124, 16, spec.highLabel || "input moved up", "tick");
+  const lx = narrow ? 8 : W - 290, ly = narrow ? 24 : 6;
+  el("rect", { x: lx, y: ly, width: 12, height: 12, class: "lowbar" }, legend);
+  text(legend, lx + 16, ly + 10, spec.lowLabel || "input moved down", "tick");
+  el("rect", { x: lx + 150, y: ly, width: 12, height: 12, class: "highbar" }, legend);
+  text(legend, lx + 166, ly + 10, spec.highLabel || "input moved up", "tick");
   hits.ranked = true;
   Charts.readout(container, svg, W, H, hits, null);
   return svg;

@@ -2,6 +2,7 @@
 import { fmt } from "./format.js";
 import { $, renderCards, table, setNotes } from "./dom.js";
 import { state, common, engineTag, hwName, modelName } from "./state.js";
+import { sweep } from "./view_simulate_sweep.js";
 
 export const panel = {
   endpoint: "simulate",
@@ -17,6 +18,7 @@ export const panel = {
       ttft_ms: state.s_ttft, itl_ms: state.s_itl, seed: state.s_seed });
   },
   render: renderSimulate,
+  also: sweep,
 };
 
 // ---- simulate ----------------------------------------------------------------------------------------------------

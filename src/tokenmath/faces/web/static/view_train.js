@@ -25,7 +25,7 @@ export const panel = {
 
 // ---- training ----------------------------------------------------------------------------------------------------
 export function renderTrain(d, root) {
-  $(".title:not(.ot-title)", root).textContent = `Training ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware) || d.system}: ` +
+  $(".title:not(.ot-title)", root).textContent = `Training ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware || d.system)}: ` +
     `tp ${d.tp} pp ${d.pp} dp ${d.dp} ep ${d.ep} cp ${d.cp}`;
   const mb = d.memory_breakdown_bytes;
   const cards = [];

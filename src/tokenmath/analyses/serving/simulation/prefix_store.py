@@ -1,0 +1,113 @@
+"""The prefix cache of a simulated replica: which shared prefixes are held in HBM, who uses them, and which go when
+room is needed (issue 18 item 4 in `simulate`).
+
+Model (vLLM's automatic prefix caching and SGLang's RadixAttention, at the granularity of a prefix group):
+- a group's prefix becomes resident when the first request of the group finishes prefilling it; its tokens are
+  then held once, shared by every running request of the group (each finds `min(its prefix, the resident one)`
+  tokens cached and prefills the rest);
+- a resident prefix no running request uses is idle: it stays in HBM, in least-recently-used order, until room
+  is needed. In the shared pool (the default, as both engines do: cached blocks live among the free blocks) an idle
+  prefix is evicted, oldest first, before any running request is preempted or the queue waits for memory, so the
+  cache holds only memory nobody else needs at that moment; with a reserved share of the KV cache (`reserve`
+  tokens, a what-if: memory kept for the cache) the running requests get the rest, and a new prefix that does
+  not fit the reserve evicts idle ones oldest first, or is not kept when the in-use ones fill it.
+What it reports: the hit rate achieved (cached tokens over the prompt tokens of every admission, and the share of
+admissions of requests with a prefix that found it cached), evictions, and the tokens held over time (peak and
+time-weighted mean).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+
+class PrefixStore:
+    def __init__(self, reserve_tokens: int = 0):
+        self.reserve = int(reserve_tokens)       # 0: the shared pool
+        self.size: dict[int, int] = {}           # resident group -> tokens held
+        self.refs: dict[int, int] = {}           # resident group -> running requests using it
+        self.idle: OrderedDict[int, int] = OrderedDict()   # resident groups nobody uses, least recently used first
+        self.resident = 0                        # tokens held
+        self.admissions = self.with_prefix = self.hits = self.evictions = 0
+        self.prompt_tokens = self.hit_tokens = 0
+        self.area = 0.0                          # integral of resident tokens over time (token-seconds)
+        self.t = 0.0
+        self.peak = 0
+
+    @property
+    def pooled(self) -> bool:
+        """Whether the cache shares the running requests' pool (its tokens count in the KV held)."""
+        return self.reserve == 0
+
+    def _held(self, delta: int, now: float) -> None:
+        self.area += self.resident * (now - self.t)
+        self.t = now
+        self.resident += delta
+        if self.resident > self.peak:
+            self.peak = self.resident
+
+    def peek(self, g: int, want: int) -> int:
+        """Tokens of a prefix of `want` tokens in group g found cached now (0: not resident)."""
+        return min(want, self.size[g]) if g >= 0 and g in self.size else 0
+
+    def lookup(self, g: int, want: int, prompt: int) -> int:
+        """An admission of a prompt of `prompt` tokens whose first `want` are group g's: the tokens found cached
+        (the group is then in use)."""
+        self.admissions += 1
+        self.prompt_tokens += prompt
+        if g < 0:
+            return 0
+        self.with_prefix += 1
+        h = self.peek(g, want)
+        if h:
+            self.hits += 1
+            self.hit_tokens += h
+            self.refs[g] += 1
+            self.idle.pop(g, None)
+        return h
+
+    def insert(self, g: int, tokens: int, now: float) -> bool:
+        """A request of group g finished prefilling its `tokens`-token prefix: keep it (in use by that request);
+        False when the group is already resident, or a reserve full of prefixes in use has no room for it."""
+        if g in self.size or tokens <= 0:
+            return False
+        if not self.pooled:
+            if tokens > self.reserve:
+                return False
+            while self.idle and self.resident + tokens > self.reserve:
+                self._evict_oldest(now)
+            if self.resident + tokens > self.reserve:
+                return False
+        self.size[g] = tokens
+        self.refs[g] = 1
+        self._held(tokens, now)
+        return True
+
+    def release(self, g: int, now: float) -> None:
+        """A running request of group g left (finished or preempted)."""
+        self.refs[g] -= 1
+        if self.refs[g] == 0:
+            self.idle[g] = self.size[g]          # most recently used: evicted last
+
+    def _evict_oldest(self, now: float) -> int:
+        g, tokens = self.idle.popitem(last=False)
+        del self.size[g], self.refs[g]
+        self.evictions += 1
+        self._held(-tokens, now)
+        return tokens
+
+    def evict(self, amount: float, now: float) -> int:
+        """Free at least `amount` tokens of the shared pool by evicting idle prefixes, oldest first (as many as there
+        are); the tokens freed."""
+        freed = 0
+        while self.pooled and self.idle and freed < amount:
+            freed += self._evict_oldest(now)
+        return freed
+
+    def summary(self, end: float, kv_tokens: int) -> dict:
+        """What the run's cache did (fractions of the KV cache's kv_tokens)."""
+        self._held(0, end)
+        return {"reserve_tokens": self.reserve, "hit_rate_tokens": self.hit_tokens / max(self.prompt_tokens, 1),
+                "hit_rate_requests": self.hits / max(self.with_prefix, 1), "admissions": self.admissions,
+                "hits": self.hits, "evictions": self.evictions, "peak_tokens": self.peak,
+                "peak_fraction": self.peak / kv_tokens, "mean_fraction": self.area / max(end, 1e-12) / kv_tokens,
+                "resident_prefixes_at_end": len(self.size)}

@@ -1,0 +1,47 @@
+"""Terminal table for `tokenmath validate`'s held-out section on published throughput-vs-interactivity curves
+(analyses/calibration/interactivity.py), built from its result only."""
+from __future__ import annotations
+
+from tokenmath.faces.tables import add_id_column, print_table
+
+
+def interactivity_table(iv) -> None:
+    """Every point: measured and predicted throughput per GPU (the row's definition) at its tok/s/user, the ratio,
+    the best layout; then the median ratio by vendor, MoE/dense and engine. iv: InteractivityValidation."""
+    from rich.console import Console
+    from rich.table import Table
+    c = Console()
+    d = iv.to_dict()
+    rows, s = d["rows"], d["summary"]
+    num = lambda v: "-" if v is None else f"{v:,.0f}"                      # noqa: E731
+    t = Table(title="Held out: interactivity curves, not fitted (InferenceX pages; throughput per GPU at the "
+                    "stated tok/s/user, input + output tokens as published; envelope over layouts of 1-8 chips)")
+    add_id_column(t, "id", [r["id"] for r in rows])
+    for col in ("tok/s/user", "conc.", "measured", "predicted", "pred/meas", "pure roofline", "best layout"):
+        t.add_column(col, justify="left" if col == "best layout" else "right")
+    for r in rows:
+        fits = r["id"] not in s["does_not_fit"]
+        ratio = ("unreachable" if fits else "does not fit") if r["predicted"] is None else f"{r['ratio']:.2f}"
+        t.add_row(r["id"], f"{r['interactivity']:g}", "-" if r["concurrency"] is None else f"~{r['concurrency']}",
+                  num(r["measured"]), num(r["predicted"]), ratio, num(r["pure_roofline"]),
+                  (r["layout"] or "-").replace(" pp=1", "").replace(" dp=1", ""))
+    print_table(c, t)
+    fmt = lambda x: "-" if x is None else f"{x:.2f}"                       # noqa: E731
+    pct = lambda x: "-" if x is None else f"{x:.0%}"                        # noqa: E731
+    t2 = Table(title="Interactivity curves: median predicted / measured (> 1: tokenmath optimistic) and median "
+                     "|error|, reachable rows")
+    for col in ("group", "rows", "reachable", "median ratio", "median |error|"):
+        t2.add_column(col)
+    for grouping in ("vendor", "moe", "engine"):
+        for g, x in s[grouping].items():
+            t2.add_row(f"{grouping}: {g}", str(x["rows"]), str(x["reachable"]), fmt(x["median_ratio"]),
+                       pct(x["median_ape"]))
+    a = s["all"]
+    t2.add_row("all", str(a["rows"]), str(a["reachable"]), fmt(a["median_ratio"]), pct(a["median_ape"]))
+    c.print(t2)
+    c.print(f"interactivity rows: {s['unreachable']} not predicted ({len(s['does_not_fit'])} do not fit on 1-8 chips, "
+            f"the others too fast per user for any layout); predictions faster than the pure roofline: "
+            f"{len(s['faster_than_pure_roofline'])} (must be 0)")
+    if s["measured_beats_pure_roofline"]:
+        c.print("published points above one node's pure roofline (their sweep ran multi-node disaggregation or MTP, "
+                "which this envelope leaves out): " + ", ".join(s["measured_beats_pure_roofline"]))
