@@ -3,6 +3,7 @@
 #
 #     bash benchmarks/run.sh                 # prints the three reports
 #     BENCH_OUT=/tmp/bench bash benchmarks/run.sh   # also writes sweep_speed.json, vs_llm_analysis.json, startup.json
+#     BENCH_INSTRUCTIONS=1 bash benchmarks/run.sh   # also counts each start's instructions (needs valgrind)
 #
 # Creates, when missing: .venv with tokenmath (pip install -e .) and benchmarks/.venv-llm-analysis with
 # llm-analysis from the package registry (network needed once). Every timing runs pinned to one core (taskset -c 0,
@@ -28,4 +29,5 @@ echo "== 2. tokenmath vs llm-analysis: the same 1,000 configurations in one proc
 ${PIN[@]+"${PIN[@]}"} "$VENV/bin/python" benchmarks/vs_llm_analysis.py $(json vs_llm_analysis.json)
 echo
 echo "== 3. start-up of the command line (one core)"
-${PIN[@]+"${PIN[@]}"} "$VENV/bin/python" benchmarks/startup.py $(json startup.json)
+# BENCH_INSTRUCTIONS=1: also the instructions each start executes (valgrind), which other programs do not move
+${PIN[@]+"${PIN[@]}"} "$VENV/bin/python" benchmarks/startup.py $(json startup.json) ${BENCH_INSTRUCTIONS:+--instructions}

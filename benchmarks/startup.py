@@ -4,6 +4,7 @@
     python benchmarks/startup.py                 # 7 runs per command, the tokenmath next to this python
     python benchmarks/startup.py --runs 15 --json startup.json
     python benchmarks/startup.py --no-bytecode   # also count compiling every module from source on each start
+    python benchmarks/startup.py --instructions  # also the instructions each start executes (valgrind callgrind)
 
 Commands timed (each a new process, output discarded): `tokenmath --help`, `tokenmath infer` on a catalog model
 (the default table) and the same with --json. Target (issue 23): `tokenmath infer` with defaults in <= 0.2 s. Each figure is also given as a
@@ -15,6 +16,11 @@ then clears the variable for its children, so one warm-up run writes the __pycac
 an installed package would have, and the compiled methods of tokenmath's dataclasses that every later start reads
 from the user's cache folder (tokenmath/base/dataclass_cache.py; like the .pyc files, not written under
 PYTHONDONTWRITEBYTECODE). --no-bytecode keeps the variable and measures that slower case too.
+
+--instructions runs each command once more under valgrind's callgrind and prints the instructions it executed, with
+`python -c pass` and the lean `import numpy` of the napkin-math commands beside them: a count that another program
+sharing the machine does not move (the times above moved by up to 2x from minute to minute on the issue-23 VM), for
+comparing two versions of tokenmath; skipped when valgrind is not installed.
 
 It also checks that `tokenmath --help` and `tokenmath infer --json` import none of the heavy optional packages
 (rich, matplotlib, pandas, torch, transformers, web frameworks, tokenmath's own web server).
@@ -82,10 +88,23 @@ def heavy_imports(args, env) -> list[str]:
     return out.stdout.split()
 
 
+def instructions(cmd, env) -> int | None:
+    """Instructions executed by `cmd` (valgrind --tool=callgrind), or None without valgrind."""
+    import re
+    vg = shutil.which("valgrind")
+    if vg is None:
+        return None
+    out = subprocess.run([vg, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], capture_output=True,
+                         text=True, env=env)
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    return int(m.group(1)) if m else None
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=7, help="runs per command (median reported)")
     ap.add_argument("--no-bytecode", action="store_true", help="also time with PYTHONDONTWRITEBYTECODE=1")
+    ap.add_argument("--instructions", action="store_true", help="also count each start's instructions (valgrind)")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     a = ap.parse_args(argv)
     tm = tokenmath_cmd()
@@ -110,6 +129,18 @@ def main(argv=None):
             print(f"{name:26s} median {med:.3f} s  (min {min(walls):.3f}, max {max(walls):.3f}; CPU {cpu:.3f} s; "
                   f"{med / b:.1f} x python -c pass)  {'under' if med <= TARGET_S else 'OVER'} {TARGET_S} s by wall time, "
                   f"{'under' if cpu <= TARGET_S else 'OVER'} by CPU time")
+    if a.instructions:
+        lean = dict(env, OPENBLAS_NUM_THREADS="1")      # as faces/cli.py loads numpy for napkin-math commands
+        counts = {"python -c pass": instructions([sys.executable, "-c", "pass"], env),
+                  "python -c 'import numpy'": instructions([sys.executable, "-c", "import numpy"], lean)}
+        for name, args in COMMANDS.items():
+            counts[name] = instructions([*tm, *args], env)
+        if counts["python -c pass"] is None:
+            print("instructions: valgrind not found, skipped")
+        else:
+            for name, c in counts.items():
+                print(f"{name:26s} {c / 1e6:7.0f} M instructions (callgrind)")
+            out["instructions"] = counts
     for name in LEAN:
         mods = heavy_imports(COMMANDS[name], env)
         out.setdefault("heavy_imports", {})[name] = mods

@@ -72,9 +72,11 @@ def test_bad_configs_name_the_field(fixtures, patch, field):
 
 
 def test_unsupported_architecture_is_named(fixtures):
+    data = json.loads((fixtures / "gemma-4-26B-A4B.json").read_text())
+    data["model_type"] = "gemma9"        # Gemma 4 itself loads (tests/test_model_families_gemma4.py)
     with pytest.raises(InputError) as e:
-        get_model(str(fixtures / "gemma-4-26B-A4B.json"))
-    assert e.value.field == "model_type" and "gemma4" in str(e.value)
+        model_from_hf_config(data)
+    assert e.value.field == "model_type" and "gemma9" in str(e.value) and "gemma4" in str(e.value)
 
 
 def test_file_errors(tmp_path):

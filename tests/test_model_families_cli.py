@@ -12,7 +12,9 @@ NEW = ["qwen3-next-80b-a3b", "deepseek-v3.2", "llama-4-scout", "llama-4-maverick
        "nemotron-h-56b", "qwen3.5-35b-a3b", "kimi-linear-48b-a3b", "minimax-m1",
        "nemotron-3-nano-30b-a3b",
        # third round
-       "nemotron-4-340b", "granite-4.0-h-tiny", "granite-4.0-h-small"]
+       "nemotron-4-340b", "granite-4.0-h-tiny", "granite-4.0-h-small",
+       # Gemma 4: full layers shaped apart from the sliding ones, a MoE beside the MLP (26B A4B)
+       "gemma-4-26b-a4b", "gemma-4-31b"]
 ON8 = ["--hardware", "h200", "--chips", "8"]
 COMMANDS = {
     "infer": ON8 + ["--batch", "8", "--input-len", "4096", "--output-len", "256"],

@@ -208,7 +208,7 @@ def test_simulate_mirrors_python_api(server):
     assert status == 200
     r = simulate(engine="vllm", **q)         # the page's default engine
     assert {k: v for k, v in body.items() if k != "explain"} == json.loads(json.dumps(r.to_dict()))
-    # the CLI's text, with the chip and the model named as the page names them everywhere else (faces/web/names.py)
+    # the CLI's text, with the chip and the model named as the page names them everywhere else (faces/names.py)
     assert body["explain"] == explain_simulation(r).replace("llama-3.1-8b", "Llama 3.1 8B") \
         .replace("h100-sxm", "NVIDIA H100 SXM5 80GB")
     # what the panel draws: latency CDFs (non-decreasing in the quantile) and the queue over time

@@ -108,7 +108,7 @@ def test_derivations_name_the_chip_and_model_by_their_catalog_names(api, name, p
 
 
 def test_an_id_inside_a_longer_name_or_a_file_name_is_left_alone():
-    from tokenmath.faces.web.names import named
+    from tokenmath.faces.names import named
     d = named({"hardware": "h100-sxm", "model": "m", "explain": "on 8 x h100-sxm; h100-sxm-nvl; data/h100-sxm.toml; "
                "h100-sxm's hosts."}, lambda _id: None)
     assert d["explain"] == ("on 8 x NVIDIA H100 SXM5 80GB; h100-sxm-nvl; data/h100-sxm.toml; "

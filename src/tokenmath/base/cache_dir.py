@@ -1,5 +1,5 @@
 """Where tokenmath keeps what it derives once per machine and reuses on every start: the parsed catalogs
-(specs/catalog.py) and the compiled methods of its dataclasses (base/dataclass_cache.py)."""
+(specs/catalog.py)."""
 from __future__ import annotations
 
 import os

@@ -38,9 +38,9 @@ import numpy as np
 from tokenmath.specs.dtypes import DType
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.hardware import Hardware
-from tokenmath.specs.kv_cache import kv_main_values
+from tokenmath.specs.kv_cache import kv_full_values, kv_main_values
 from tokenmath.mapping.layout import Layout
-from tokenmath.specs.model import Model
+from tokenmath.specs.model import Model, full_layer_shapes
 from tokenmath.specs.params import count_params
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.attention_sharding import sharding_comm
@@ -90,14 +90,15 @@ def placed(lay: Layout, domain: int):
     return pl
 
 
-def pair_flops(m: Model, phase: str) -> float:
-    """FLOPs per (query token, attended key) pair in one layer (all heads)."""
+def pair_flops(m: Model, phase: str, local: bool = False) -> float:
+    """FLOPs per (query token, attended key) pair in one full layer (all heads); local: in one sliding / chunked
+    layer (the same unless the full layers have their own head size: Gemma 4)."""
     h = m.n_heads
     if m.is_mla:
         if phase == "decode":
             return 2.0 * h * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
         return 2.0 * h * (m.qk_nope_head_dim + m.qk_rope_head_dim) + 2.0 * h * m.v_head_dim
-    return 4.0 * h * m.hd
+    return 4.0 * h * (m.hd if local else m.hd_full)
 
 
 def _attn_io_width(m: Model, tp):
@@ -203,9 +204,12 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
                                          " (dp attention: replicated, on the rank's own sequences)"),
         weights=P.attn_per_layer * wb / ws, kind="gemm", key=wkey, M=Tp, shapes=op_shapes(m, "attn_proj", ws))
 
-    kvl = kv_main_values(m) * prec.kv.bytes
-    shard = lay.kv_shard(m)
-    qo = Ta * (m.n_heads * (m.v_head_dim if m.is_mla else m.hd)) * 2 * ab / hs
+    # full and local layers may differ in head size and KV heads (Gemma 4): each kind its own KV, q/o and pairs
+    kvl, kvl_loc = kv_full_values(m) * prec.kv.bytes, kv_main_values(m) * prec.kv.bytes
+    shard_loc = lay.kv_shard(m)
+    shard = lay.kv_shard(full_layer_shapes(m)) if m.has_full_shapes else shard_loc
+    qo = Ta * (m.n_heads * (m.v_head_dim if m.is_mla else m.hd_full)) * 2 * ab / hs
+    qo_loc = Ta * (m.n_heads * m.hd) * 2 * ab / hs if m.has_full_shapes else qo
     cp = pair_flops(m, phase)
     read_full, pairs_main = kv_read_full, pairs_full
     if m.is_sparse_attention:      # the indexer scores every cached token; attention reads the top-k it selects
@@ -218,20 +222,21 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     if has_cp:
         att_full = att_full / cpd
     fa = {"seq_len": np.asarray(new_tokens, float) / (cpd if has_cp else 1.0),
-          "head_dim": m.qk_nope_head_dim + m.qk_rope_head_dim if m.is_mla else m.hd}
+          "head_dim": m.qk_nope_head_dim + m.qk_rope_head_dim if m.is_mla else m.hd_full}
     add("attention", m.n_full_layers, att_full, kv_full + qo, pk_a,
         note="scores and values over the cached context (full layers)"
         + (f"; only the {m.index_topk} tokens the indexer selects" if m.is_sparse_attention else ""),
         kv=kv_full, kind="attention", **fa)
     if m.n_sliding_layers:
-        kv_loc = kvl * (np.asarray(kv_read_sliding) + new_tokens) * Sa / shard
-        att_loc = cp * np.asarray(pairs_sliding) * Sa / hs
+        kv_loc = kvl_loc * (np.asarray(kv_read_sliding) + new_tokens) * Sa / shard_loc
+        att_loc = pair_flops(m, phase, local=True) * np.asarray(pairs_sliding) * Sa / hs
         if has_cp:
             att_loc = att_loc / cpd
         what = "chunked-attention layers: within the current chunk of" if m.local_kind == "chunked" else \
             "sliding-window layers: over at most"
-        add("attention_local", m.n_sliding_layers, att_loc, kv_loc + qo, pk_a,
-            note=f"scores and values ({what} {m.sliding_window} tokens)", kv=kv_loc, kind="attention", **fa)
+        add("attention_local", m.n_sliding_layers, att_loc, kv_loc + qo_loc, pk_a,
+            note=f"scores and values ({what} {m.sliding_window} tokens)", kv=kv_loc, kind="attention",
+            **{**fa, "head_dim": fa["head_dim"] if m.is_mla else m.hd})
     if m.n_linear_layers:
         rc = recurrent.recurrent_op(m, phase, S, T, tp, wb, ab)
         add("recurrent", m.n_linear_layers, rc["flops"], rc["nbytes"], pk_w, note=rc["note"], weights=rc["weights"],

@@ -9,6 +9,10 @@ An op keeps its FLOPs and bytes; with a kernel model its time is
   tiles x splits fill the units, each slice keeping at least split_k_min_k of K. M is the tokens in the matmul
   (per expert for MoE): decode matmuls of a few rows pad to tile_m_small and stay bandwidth-bound (GEMV-like)
   until M* = the crossing of the two terms (`transition_m`).
+- depth K (`k_factor`): a GEMM with a short reduction spends more of each tile's time filling its pipeline and
+  writing its output; the compute fraction of its GEMM class is multiplied by a factor that falls with K, read in
+  log2 K from a measured sweep (data/kernels.toml [gemm_k_dependence]: fp8 only, tilelang on H800, 1 at K >= 8192
+  where the large-GEMM fractions were measured).
 - grouped GEMM (MoE): each expert's rows pad separately; the compute fraction is multiplied by a factor that
   falls with tokens per expert (DeepGEMM masked rows, data/kernels.toml [grouped_gemm]).
 - attention: prefill (causal) runs at the FlashAttention-3 fraction for its sequence length and head dim
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenmath.specs.kernels import KernelModel, kernels_per_op
+from tokenmath.specs.kernels import DTYPE_CLASS, KernelModel, kernels_per_op
 
 
 def gemm_utilization(M, N, K, compute_units, tile_m, tile_n, groups=1, split_k_min_k=256):
@@ -49,10 +53,21 @@ def tile_rows(km: KernelModel, M):
     return np.where(np.asarray(M, float) <= km.tile_m_small, km.tile_m_small, km.tile_m)
 
 
+def k_factor(km: KernelModel, compute_key: str, K):
+    """Multiplier (0, 1] on the compute fraction of a GEMM of reduction depth K at the dense peak `compute_key`:
+    the measured K sweep of its GEMM class (linear in log2 K between the points, held at the ends), 1.0 for a class
+    without one."""
+    f = km.k_factor.get(DTYPE_CLASS.get(compute_key, "bf16"))
+    if not f:
+        return 1.0
+    return np.minimum(_interp_log(K, km.k_points, f), 1.0)
+
+
 def gemm_fraction(km: KernelModel, compute_key: str, M, shapes, groups=1):
     """Fraction of the dense peak that an op made of the GEMMs `shapes` ((N, K) per chip, each over M rows)
     reaches: the large-GEMM fraction x the FLOP-weighted (harmonic) utilisation of its GEMMs, each with the tile
-    width (one of km.tile_n) that fills the chip best, as the library's heuristic picks it."""
+    width (one of km.tile_n) that fills the chip best, as the library's heuristic picks it, x its depth factor
+    (k_factor)."""
     if km.curve_rows:     # a machine's own measured curve in place of tile and wave quantization
         return km.gemm_fraction(compute_key) * measured_share(km, M, shapes)
     tm = tile_rows(km, M)
@@ -62,6 +77,7 @@ def gemm_fraction(km: KernelModel, compute_key: str, M, shapes, groups=1):
         u = 0.0
         for tn in km.tile_n:
             u = np.maximum(u, gemm_utilization(M, N, K, km.compute_units, tm, tn, groups, km.split_k_min_k))
+        u = u * k_factor(km, compute_key, K)
         w_sum, t_sum = w_sum + w, t_sum + w / u
     return km.gemm_fraction(compute_key) * w_sum / t_sum
 
@@ -125,10 +141,11 @@ def transition_m(km: KernelModel, N, K, peak_flops: float, bandwidth: float, com
                  w_bytes: float = 2.0, a_bytes: float = 2.0):
     """M* (rows) where a GEMM of N x K weights turns from bandwidth-bound (GEMV-like) to compute-bound, without tile
     padding: 2 M N K / (peak g) = (w N K + a M (K + N)) / (bw s)  =>  M* = (w N K / (bw s)) / (2 N K / (peak g) -
-    a (K + N) / (bw s)). inf where the streaming side always wins."""
+    a (K + N) / (bw s)), g = the large-GEMM fraction x k_factor(K). inf where the streaming side always wins."""
     N, K = np.asarray(N, float), np.asarray(K, float)
     bw = bandwidth * km.stream_bw
-    den = 2.0 * N * K / (peak_flops * km.gemm_fraction(compute_key)) - a_bytes * (K + N) / bw
+    g = km.gemm_fraction(compute_key) * k_factor(km, compute_key, K)
+    den = 2.0 * N * K / (peak_flops * g) - a_bytes * (K + N) / bw
     return np.where(den > 0, (w_bytes * N * K / bw) / np.where(den > 0, den, 1.0), np.inf)
 
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.specs.kv_cache import kv_bytes_per_sequence, state_bytes_per_sequence
+from tokenmath.specs.kv_cache import kv_bytes_full_layers, kv_bytes_per_sequence, state_bytes_per_sequence
 from tokenmath.mapping.layout import Layout
-from tokenmath.specs.model import Model
+from tokenmath.specs.model import Model, full_layer_shapes
 from tokenmath.specs.params import count_params
 from tokenmath.specs.serving_engines import EngineProfile
 
@@ -78,6 +78,9 @@ def held_per_sequence_per_chip(m: Model, lay: Layout, kv_bytes: float, context):
     state of hybrid models (constant in context) shards over the tp chips that split its heads; both over pp."""
     state = state_bytes_per_sequence(m)
     per_seq = (kv_bytes_per_sequence(m, context, kv_bytes) - state) / lay.kv_shard(m)
+    if m.has_full_shapes:   # Gemma 4: the full layers' fewer KV heads split over fewer chips (copies beyond them)
+        per_seq = per_seq + kv_bytes_full_layers(m, context, kv_bytes) * (
+            1.0 / lay.kv_shard(full_layer_shapes(m)) - 1.0 / lay.kv_shard(m))
     if state:
         # (batch / dp attention: counted whole per sequence on the ceil(S / tp) it holds, ~ S x state / tp)
         per_seq = per_seq + state / lay.attn_head_split()

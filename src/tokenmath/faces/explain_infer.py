@@ -7,6 +7,8 @@ from tokenmath.base import units as u
 from tokenmath.engine.attention_sharding import batch_alltoall_bytes, reshard_widths
 from tokenmath.engine.forward import ACT_BYTES, PassCost
 from tokenmath.engine.memory import seqs_per_group
+from tokenmath.faces.explain_kv import kv_kinds_terms
+from tokenmath.faces.names import name_ids
 from tokenmath.mapping.layout import attention_name
 from tokenmath.specs.kv_cache import (index_key_bytes, kv_main_values, kv_values_per_token_per_layer,
                                       state_bytes_per_sequence)
@@ -124,6 +126,8 @@ def explain_infer(r: InferResult) -> str:
     how = (f"(kv_lora {m.kv_lora_rank} + rope {m.qk_rope_head_dim})" if m.is_mla
            else f"2 x {m.kv_heads} KV heads x {m.hd}")
     per = f"{kvv} values x {m.n_attention_layers} layers x {prec.kv.bytes:g} B"
+    if m.has_full_shapes:
+        how, per = kv_kinds_terms(m, prec.kv.bytes)
     if m.is_sparse_attention:
         per = (f"({kv_main_values(m)} values x {prec.kv.bytes:g} B + index key {m.index_head_dim} x FP8 + scales "
                f"= {index_key_bytes(m):g} B) x {m.n_attention_layers} layers")
@@ -185,7 +189,7 @@ def explain_infer(r: InferResult) -> str:
         else:
             L.append("  no public price for this chip: costs are not computed")
     else:
-        L.append("Not served: " + "; ".join(r.advice))
+        L.append("Not served: " + "; ".join(name_ids(a, hw, m) for a in r.advice))
     for n in r.notes:
-        L.append(f"note: {n}")
+        L.append(f"note: {name_ids(n, hw, m)}")
     return "\n".join(L)

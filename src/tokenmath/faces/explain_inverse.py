@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from tokenmath.analyses.inverse.deduce import Deduction
 from tokenmath.base import units as u
+from tokenmath.faces.names import chip_label, model_label
 
 
 def explain_deduction(d: Deduction) -> str:
@@ -12,7 +13,7 @@ def explain_deduction(d: Deduction) -> str:
          + (f", >{o.long_threshold:,.0f} tokens: ${o.long_input_price:g}/${o.long_output_price:g}" if o.long_threshold else "")
          + (f", {o.output_speed:g} tokens/s per user" if o.output_speed else "")]
     L.append("1. One scenario at the priors' middles (a napkin inversion):")
-    L.append(f"  chip {sc['hardware']} at ${sc['usd_per_hour']:.3g}/h x cost factor {sc['cost_factor']:.2f}; margin "
+    L.append(f"  chip {chip_label(sc['hardware'])} at ${sc['usd_per_hour']:.3g}/h x cost factor {sc['cost_factor']:.2f}; margin "
              f"{sc['margin']:.0%}, utilization {sc['utilization']:.0%}: a token's price buys "
              f"price x (1 - m) x u / ($/chip-s) / cost_scale chip-seconds")
     cs = d.priors.cost_scale
@@ -46,7 +47,7 @@ def explain_deduction(d: Deduction) -> str:
     b = s["batch"]
     L.append(f"  decode batch: {b['median']:.0f} ({b['low']:.0f} - {b['high']:.0f}); P(decode memory-bound) = "
              f"{s['p_decode_memory_bound']:.0%}")
-    L.append("  hardware posterior: " + ", ".join(f"{k} {v:.0%}" for k, v in s["hardware_posterior"].items()))
+    L.append("  hardware posterior: " + ", ".join(f"{chip_label(k)} {v:.0%}" for k, v in s["hardware_posterior"].items()))
     return "\n".join(L)
 
 
@@ -77,7 +78,7 @@ def explain_api_deduction(r, explain: bool = False) -> str:
     and the posterior chart."""
     ev = r.evidence
     L = [f"{ev.model} ({ev.provider}): ${ev.input_price:g} in / ${ev.output_price:g} out per Mtok"
-         + (f"; the served architecture is {ev.catalog_id}: {r.true_active_params_b:.3g} B active, "
+         + (f"; the served architecture is {model_label(ev.catalog_id)}: {r.true_active_params_b:.3g} B active, "
             f"{r.true_total_params_b:.3g} B total" if r.true_active_params_b else "")]
     p0, s = r.price_only.summary, r.final.summary
     L.append(f"  price only:   active {_iv(p0['active_params_b'])}, x{r.price_only.width():.1f} wide")
@@ -90,12 +91,12 @@ def explain_api_deduction(r, explain: bool = False) -> str:
         L.append(f"  KV bytes per token: {u.bytes_(k['median'])} ({u.bytes_(k['low'])} - {u.bytes_(k['high'])})")
     b = s["batch"]
     chip = next(iter(s["hardware_posterior"].items()))
-    L.append(f"  decode batch: {b['median']:.0f} ({b['low']:.0f} - {b['high']:.0f}); likeliest chip {chip[0]} "
+    L.append(f"  decode batch: {b['median']:.0f} ({b['low']:.0f} - {b['high']:.0f}); likeliest chip {chip_label(chip[0])} "
              f"({chip[1]:.0%})" + (f"; replica {s['replica_chips']['median']:.0f} chips "
                                    f"({s['replica_chips']['low']:.0f} - {s['replica_chips']['high']:.0f})"
                                    if s.get("replica_chips") else ""))
     if ev.chips and not ev.usable_chips():
-        L.append(f"  known hardware {', '.join(ev.chips)} has no $/chip-hour in the catalog: not used")
+        L.append(f"  known hardware {', '.join(chip_label(c) for c in ev.chips)} has no $/chip-hour in the catalog: not used")
     if ev.sram and ev.speeds:
         L.append("  SRAM-based host: its speed is not a constraint (the HBM roofline does not describe it)")
     if not explain:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from tokenmath.base import units as u
+from tokenmath.faces.names import name_ids, system_label
 from tokenmath.analyses.serving.moe import MoeReport
 from tokenmath.analyses.serving.plan import Plan
 
@@ -41,8 +42,8 @@ def plan_text(p: Plan) -> str:
     su = p.setup
     hw = su.hardware
     b = p.best
-    L = [f"{su.model.name} on {p.chips} x {hw.chip or hw.id} ({hw.id}: {getattr(hw, 'domains', 1)} domain(s) of "
-         f"{hw.scaleup_domain}), {p.input_len:,} in / {p.output_len:,} out"]
+    L = [f"{su.model.name} on {p.chips} x {system_label(hw)}: {getattr(hw, 'domains', 1)} domain(s) of "
+         f"{hw.scaleup_domain}, {p.input_len:,} in / {p.output_len:,} out"]
     tg = []
     if p.targets["ttft_s"] is not None:
         tg.append(f"TTFT <= {p.targets['ttft_s'] * 1e3:g} ms")
@@ -75,7 +76,7 @@ def plan_text(p: Plan) -> str:
         L.append("")
         L.append(_disagg_text(d))
     for n_ in p.notes:
-        L.append(f"note: {n_}")
+        L.append(f"note: {name_ids(n_, hw, su.model)}")
     return "\n".join(L)
 
 
@@ -148,7 +149,7 @@ def moe_text(r: MoeReport) -> str:
     su = r.setup
     hw, m = su.hardware, su.model
     f, a, c = r.fit, r.all_to_all, r.capacity
-    L = [f"{m.name} on {r.chips} x {hw.chip} ({hw.id}, domains of {hw.scaleup_domain}): batch {r.batch}, "
+    L = [f"{m.name} on {r.chips} x {system_label(hw)}, domains of {hw.scaleup_domain}: batch {r.batch}, "
          f"context {r.context:,} ({r.input_len:,} in + {r.output_len:,} out)"]
     L.append(f"1. one domain ({f['domain_size']} chips, {u.bytes_(f['domain_usable_bytes'])} usable): experts "
              f"{u.bytes_(f['expert_weights_bytes'])} + other weights {u.bytes_(f['other_weights_bytes'])} + KV "
@@ -176,7 +177,7 @@ def moe_text(r: MoeReport) -> str:
     L.append("4. TP vs EP vs PP on the same chips and batch (ms/token = decode step; tok/s/chip includes prefill):")
     L.append(_moe_table(r))
     for n_ in r.notes:
-        L.append(f"note: {n_}")
+        L.append(f"note: {name_ids(n_, hw, m)}")
     return "\n".join(L)
 
 

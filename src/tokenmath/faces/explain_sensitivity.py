@@ -1,6 +1,8 @@
 """Text of `tokenmath sensitivity`: the ranked table, and under --explain how each row was made."""
 from __future__ import annotations
 
+from tokenmath.faces.names import chip_label, model_label, name_ids
+
 
 def _num(v) -> str:
     return "-" if v is None else f"{v:.4g}"
@@ -8,7 +10,7 @@ def _num(v) -> str:
 
 def sensitivity_text(r) -> str:
     pct = f"{r.delta:.0%}"
-    out = [f"{r.model} on {r.hardware} ({r.layout}, batch {r.batch:,}): {r.label} = {_num(r.base_answer)}",
+    out = [f"{model_label(r.model)} on {chip_label(r.hardware)} ({r.layout}, batch {r.batch:,}): {r.label} = {_num(r.base_answer)}",
            f"each input -{pct} / +{pct}, ranked by how far the answer moves:",
            f"  {'input':30} {'base':>10} {'low':>10} {'high':>10} {'answer at low':>14} {'at high':>10} {'swing':>9}"]
     for x in r.rows:
@@ -16,7 +18,7 @@ def sensitivity_text(r) -> str:
         out.append(f"  {x.name:30} {_num(x.base):>10} {_num(x.low):>10} {_num(x.high):>10} "
                    f"{_num(x.answer_low):>14} {_num(x.answer_high):>10} {share:>8.1%}" + (f"  ({x.note})" if x.note else ""))
     out.append("swing: |answer at high - answer at low| / base answer")
-    out += [f"note: {n}" for n in r.notes]
+    out += [f"note: {name_ids(n, r.model, r.hardware)}" for n in r.notes]
     return "\n".join(out)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tokenmath.base import units as u
 from tokenmath.engine.economics import HOURS_PER_YEAR, usd_per_s
+from tokenmath.faces.explain_kv import kv_kinds_terms
+from tokenmath.faces.names import chip_label, name_ids
 from tokenmath.specs.kv_cache import index_key_bytes, kv_main_values, recurrent_state_values
 from tokenmath.analyses.serving.context import Context
 from tokenmath.analyses.serving.fleet import Fleet
@@ -17,7 +19,7 @@ from tokenmath.analyses.serving.slowmode import SlowMode
 def explain_hyperbola(h: Hyperbola) -> str:
     su = h.setup
     m, hw = su.model, su.hardware
-    L = [f"Decode cost vs batch: {m.name} on {su.chips} x {hw.id}, context {h.context:,} tokens per sequence",
+    L = [f"Decode cost vs batch: {m.name} on {su.chips} x {chip_label(hw)}, context {h.context:,} tokens per sequence",
          f"  {su.engine_note}"]
     L.append(f"  batch 1: weight fetch {u.seconds(h.weight_fetch_s_b1)} of a {u.seconds(float(h.step_s[0]))} step "
              f"({h.weight_share[0]:.0%} of it); every sequence added shares that fetch")
@@ -49,7 +51,7 @@ def explain_hyperbola(h: Hyperbola) -> str:
 
 def explain_slowmode(s: SlowMode) -> str:
     kind = "per request" if s.per_request else "per output token"
-    L = [f"Slow mode for {s.setup.model.name} on {s.setup.hardware.id}: cheapest cost for a latency budget {kind}",
+    L = [f"Slow mode for {s.setup.model.name} on {chip_label(s.setup.hardware)}: cheapest cost for a latency budget {kind}",
          f"  {s.setup.engine_note}"]
     for r in s.rows:
         if r["feasible"]:
@@ -66,7 +68,7 @@ def explain_slowmode(s: SlowMode) -> str:
 
 def explain_pareto(p: Pareto) -> str:
     f = p.frontier
-    L = [f"Pareto frontier on {p.chips} x {p.setup.hardware.id} for {p.setup.model.name} "
+    L = [f"Pareto frontier on {p.chips} x {chip_label(p.setup.hardware)} for {p.setup.model.name} "
          f"({len(p.points)} feasible (layout, batch) points, {len(f)} on the frontier)", f"  {p.setup.engine_note}"]
     L.append("  per user: 1 / decode step; per chip: batch x output / (TTFT + output x step) / chips")
     if f:
@@ -124,7 +126,7 @@ def explain_prices(p: Prices) -> str:
     su = p.setup
     speed = (f", batch: the largest giving >= {p.min_tokens_per_s_per_user:g} tokens/s per user"
              if p.min_tokens_per_s_per_user is not None else "")
-    L = [f"Cost of input vs output tokens: {su.model.name} on {su.chips} x {su.hardware.id}{speed}"]
+    L = [f"Cost of input vs output tokens: {su.model.name} on {su.chips} x {chip_label(su.hardware)}{speed}"]
     for r in p.rows:
         if not r["fits"]:
             L.append(f"  context {r['input_len']:>7,}: " + r.get("reason", "does not fit at batch 1"))
@@ -142,7 +144,7 @@ def explain_prices(p: Prices) -> str:
              f"{p.cache_ttl_s:g} s in the cheapest tier that holds the batch's prompts and reloads them before their "
              f"prefill would finish: {names}")
     for n in p.notes:
-        L.append(f"  note: {n}")
+        L.append(f"  note: {name_ids(n, su.hardware, su.model)}")
     return "\n".join(L)
 
 
@@ -151,11 +153,13 @@ def explain_context(c: Context) -> str:
     m = su.model
     how = (f"MLA latent (kv_lora {m.kv_lora_rank} + rope {m.qk_rope_head_dim})" if m.is_mla
            else f"2 x {m.kv_heads} KV heads x {m.hd}")
-    L = [f"Context costs for {m.name} on {su.chips} x {su.hardware.id} ({su.precision.kv.name} KV)", f"  {su.engine_note}"]
+    L = [f"Context costs for {m.name} on {su.chips} x {chip_label(su.hardware)} ({su.precision.kv.name} KV)", f"  {su.engine_note}"]
     local = "chunked-attention layers keep only their current chunk of" if m.local_kind == "chunked" else \
         "sliding layers stop growing at"
     layers = f"{m.n_attention_layers} {'attention ' if m.n_linear_layers else ''}layers"
     per = f"{kv_main_values(m)} values x {layers} x {su.precision.kv.bytes:g} B"
+    if m.has_full_shapes:
+        how, per = kv_kinds_terms(m, su.precision.kv.bytes)
     if m.is_sparse_attention:
         per = (f"({kv_main_values(m)} values x {su.precision.kv.bytes:g} B + indexer key {m.index_head_dim} x FP8 "
                f"+ scales = {index_key_bytes(m):g} B) x {layers}")
@@ -198,7 +202,7 @@ def _context_design_lines(m, c: Context) -> list[str]:
 def explain_fleet(f: Fleet) -> str:
     r = f.result
     hw = f.setup.hardware
-    L = [f"Fleet for {r['demand_output_tokens_per_s']:,.3g} output tokens/s of {r['model']} on {r['hardware']} "
+    L = [f"Fleet for {r['demand_output_tokens_per_s']:,.3g} output tokens/s of {f.setup.model.name} on {chip_label(hw)} "
          f"(>= {r['min_tokens_per_s_per_user']:g} tok/s per user, {r['input_len']:,} in / {r['output_len']:,} out)",
          f"  {f.setup.engine_note}"]
     L.append(f"  replica: {r['replica_chips']} chips ({r['layout']}), batch {r['batch']}, "
@@ -218,7 +222,7 @@ def explain_price(p: PriceResult) -> str:
     r = p.result
     su = p.setup
     return "\n".join([
-        f"Serving {su.model.name} on {su.hardware.id} at >= {r['min_tokens_per_s_per_user']:g} tokens/s per user "
+        f"Serving {su.model.name} on {chip_label(su.hardware)} at >= {r['min_tokens_per_s_per_user']:g} tokens/s per user "
         f"({r['input_len']:,} in / {r['output_len']:,} out)",
         f"  {su.engine_note}",
         f"  cheapest layout meeting the target: {r['layout']} on {r['chips']} chips, batch {r['batch']}, "

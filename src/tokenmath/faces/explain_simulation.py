@@ -3,6 +3,7 @@ every number comes from the analysis results (simulation/result.py, load.py)."""
 from __future__ import annotations
 
 from tokenmath.base import units as u
+from tokenmath.faces.names import chip_label, model_label, name_ids
 
 
 def _pct(p, scale=1.0) -> str:
@@ -17,7 +18,8 @@ def _engine_name(r) -> str:
 def simulation_table(r) -> str:
     lay = r.layout
     lines = [
-        f"{r.model} on {r.chips} x {r.hardware} (tp={lay['tp']} pp={lay['pp']} ep={lay['ep']} dp={lay['dp']}), "
+        f"{model_label(r.model)} on {r.chips} x {chip_label(r.hardware)} (tp={lay['tp']} pp={lay['pp']} ep={lay['ep']} dp={lay['dp']}"
+        + (f" attn={lay['attention_sharding']}" if lay.get("attention_sharding") else "") + "), "
         f"{_engine_name(r)} scheduler ({r.policy})",
         f"workload: {r.workload_description}",
         f"replica: {r.budget_tokens:,} tokens per step, at most {r.max_running:,} running, KV cache "
@@ -30,7 +32,7 @@ def simulation_table(r) -> str:
     ]
     sp = r.speculation
     if sp:
-        what = f"{sp['k']} MTP token(s)" if sp["mtp"] else f"draft {sp['draft_model']}, k = {sp['k']}"
+        what = f"{sp['k']} MTP token(s)" if sp["mtp"] else f"draft {model_label(sp['draft_model'])}, k = {sp['k']}"
         lines.insert(3, f"speculative decoding: {what}, acceptance {sp['acceptance']:g} "
                         f"-> {sp['tokens_per_step']:.3f} tokens per verification step (Leviathan et al. 2023)")
     st = r.steady
@@ -59,7 +61,8 @@ def simulation_table(r) -> str:
                      f"{pc['hit_rate_requests']:.1%} of requests with a prefix; held at most "
                      f"{pc['peak_tokens']:,} tokens ({pc['peak_fraction']:.1%} of the KV cache, mean "
                      f"{pc['mean_fraction']:.1%}); evictions {pc['evictions']:,}")
-    lines += [f"note: {n}" for n in r.notes]
+    draft = sp["draft_model"] if sp and not sp["mtp"] else None
+    lines += [f"note: {name_ids(n, r.model, r.hardware, draft)}" for n in r.notes]
     return "\n".join(lines)
 
 
@@ -87,6 +90,11 @@ def explain_simulation(r) -> str:
     lines = [simulation_table(r), "", "How it was simulated",
              f"  scheduler: {r.policy_description} ({_engine_name(r)}); limits per scheduler x {groups} "
              f"attention group{'s' if groups > 1 else ''}",
+             *([f"  attention sharded by {lay['attention_sharding']} inside the TP group of {lay['tp']}: each rank holds "
+                f"its own sequences' whole KV (the KV cache above is {lay['tp']} ranks' worth), the fullest rank runs "
+                f"the attention core for ceil(S / {lay['tp']}) of a kernel's S sequences"
+                + ("; the attention projections replicated, on the rank's own sequences"
+                   if lay['attention_sharding'] == "dp" else "")] if lay.get("attention_sharding") else []),
              f"  each step's time: the engine's ops over the step's tokens (weights read once for every token in "
              f"it), attention per kernel (decodes, prompt chunks), plus the engine's launch and CPU costs; "
              f"efficiencies: {r.efficiency_source}",
@@ -97,7 +105,7 @@ def explain_simulation(r) -> str:
         lines += [f"  speculation: each decode verifies k + 1 = {sp['k'] + 1} tokens a step (a decode-form pass: "
                   f"weights read once for all of them, logits at every position, the i-th query also attends the i "
                   f"drafted tokens before it) after the draft's {sp['k']} steps "
-                  f"({'the MTP head' if sp['mtp'] else sp['draft_model']}), and gains E = (1 - a^(k+1)) / (1 - a) = "
+                  f"({'the MTP head' if sp['mtp'] else model_label(sp['draft_model'])}), and gains E = (1 - a^(k+1)) / (1 - a) = "
                   f"{sp['tokens_per_step']:.3f} tokens (the expectation, for every sequence); an inter-token gap "
                   f"is the time between verification steps, TPOT is per token"]
     lines += ["", "What bounded the steps"]

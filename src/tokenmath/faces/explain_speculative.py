@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmath.faces.names import model_label, name_ids
+
 
 def _ms(x) -> str:
     return f"{x * 1e3:.3g} ms"
@@ -14,7 +16,7 @@ def _usd(x) -> str:
 
 def speculative_text(r) -> str:
     s = r.spec
-    how = (f"MTP head x {s.k}" if s.mtp else f"draft {r.draft}, k = {s.k}")
+    how = (f"MTP head x {s.k}" if s.mtp else f"draft {model_label(r.draft)}, k = {s.k}")
     out = ["", f"speculative decoding ({how}, acceptance {s.acceptance:g}: {r.tokens_per_step:.3f} tokens per "
                f"verification step) on {r.layout}:",
            f"  {'batch':>7} {'tok/s/user plain':>17} {'speculative':>12} {'speedup':>8} "
@@ -27,7 +29,7 @@ def speculative_text(r) -> str:
         out.append(f"  {int(b):>7,} {1 / r.plain_step_s[i]:>17.1f} {1 / r.per_token_s[i]:>12.1f} "
                    f"{r.speedup[i]:>7.2f}x {_usd(None if plain_c is None else plain_c[i]):>17} "
                    f"{_usd(None if spec_c is None else spec_c[i]):>12}  {r.verify_bottleneck[i]}")
-    out += [f"note: {n}" for n in r.notes]
+    out += [f"note: {name_ids(n, r.model, r.hardware, r.draft)}" for n in r.notes]
     return "\n".join(out)
 
 
@@ -39,8 +41,8 @@ def explain_speculative(r) -> str:
         f"  expected tokens per step  E = (1 - a^(k+1)) / (1 - a) = (1 - {s.acceptance:g}^{s.k + 1}) / "
         f"(1 - {s.acceptance:g}) = {E:.4f}   (Leviathan et al. 2023, eq. 1)",
         f"  acceptance source: {s.acceptance_source}",
-        f"  draft: {s.k} decode steps of {r.draft}                 = {_ms(r.draft_s[i])}",
-        f"  verify: one pass of {r.model} over k + 1 = {s.k + 1} tokens per sequence = {_ms(r.verify_s[i])} "
+        f"  draft: {s.k} decode steps of {model_label(r.draft)}                 = {_ms(r.draft_s[i])}",
+        f"  verify: one pass of {model_label(r.model)} over k + 1 = {s.k + 1} tokens per sequence = {_ms(r.verify_s[i])} "
         f"(plain step {_ms(r.plain_step_s[i])}: the weights are read once for all {s.k + 1})",
         f"  per token: ({_ms(r.draft_s[i])} + {_ms(r.verify_s[i])}) / {E:.3f} = {_ms(r.per_token_s[i])} -> "
         f"{r.speedup[i]:.2f}x the plain step",
@@ -52,7 +54,7 @@ def explain_speculative(r) -> str:
 def grid_speculation_text(s) -> str:
     """The closing line of pareto, plan, fleet and slowmode when every point decodes with speculation."""
     from tokenmath.engine.speculative import expected_tokens
-    how = f"the model's MTP head x {s.k}" if s.mtp else f"draft {s.draft}, k = {s.k}"
+    how = f"the model's MTP head x {s.k}" if s.mtp else f"draft {model_label(s.draft)}, k = {s.k}"
     return (f"with speculative decoding ({how}, acceptance {s.acceptance:g}: "
             f"E = {float(expected_tokens(s.acceptance, s.k)):.3f} tokens per verification step) at every point: "
             "speeds and $/Mtok are per token, (engine host time + k draft steps + the verification pass) / E; the "

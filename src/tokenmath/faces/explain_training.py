@@ -13,6 +13,7 @@ from tokenmath.base.validators import finite
 from tokenmath.engine.economics import per_mtok
 from tokenmath.engine.train_memory import activation_bytes_per_layer, in_flight_layers
 from tokenmath.engine.train_step_result import matmul_params
+from tokenmath.faces.names import chip_label, name_ids
 from tokenmath.specs.params import count_params
 
 
@@ -160,9 +161,9 @@ def explain_train(r: TrainResult) -> str:
                    + "; energy = " + (f"{hw.tdp_w:g} W x {r.chips} x time = {r.energy_kwh:,.0f} kWh"
                                       if r.energy_kwh is not None else "n/a (no TDP)"))
     for a in r.advice:
-        out.append(f"advice: {a}")
+        out.append(f"advice: {name_ids(a, hw, m)}")
     for n_ in r.notes:
-        out.append(f"note: {n_}")
+        out.append(f"note: {name_ids(n_, hw, m)}")
     return "\n".join(out)
 
 
@@ -217,7 +218,7 @@ def explain_overtrain(r: OvertrainResult) -> str:
                          f"{f'{s.tp}x{s.pp}':>7} {s.batch:>6} {1 / s.decode_step_s:>10.1f} "
                          f"{s.usd_per_mtok_output:>10.4g} {s.usd_per_mtok_input:>10.4g} {fl:>14.4g}")
             else:
-                L.append(f"  {u.count(s.params):>9} {f'{s.n_layers}x{s.d_model}':>12}  cannot serve: {s.reason}")
+                L.append(f"  {u.count(s.params):>9} {f'{s.n_layers}x{s.d_model}':>12}  cannot serve: {name_ids(s.reason, hw)}")
     L.append("")
     L.append("4. Minimise total(N) = 6 N D(N) x $/FLOP + inference $" + (" + RL $" if r.rl is not None else "")
              + " over a log grid of N")
@@ -236,7 +237,7 @@ def explain_overtrain(r: OvertrainResult) -> str:
     if o.serving is not None and o.serving.feasible:
         s = o.serving
         L.append(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} ({u.count(s.params)} params) on "
-                 f"{s.chips} x {hw.id} (tp {s.tp}, pp {s.pp}) at batch {s.batch}: "
+                 f"{s.chips} x {chip_label(hw)} (tp {s.tp}, pp {s.pp}) at batch {s.batch}: "
                  f"{1 / s.decode_step_s:.1f} tokens/s per user, decode {s.bottleneck_decode}-bound")
     L.append("")
     L.append("5. As demand grows")
@@ -285,7 +286,7 @@ def explain_chinchilla(r: ChinchillaResult) -> str:
     if r.mode == "point":
         L.append(f"  vs compute-optimal at the same C: {r.loss - r.optimum_loss:+.4f}")
     if r.notes:
-        L += ["", *("note: " + n for n in r.notes)]
+        L += ["", *("note: " + name_ids(n) for n in r.notes)]
     return "\n".join(L)
 
 
@@ -298,7 +299,7 @@ def overtrain_text(r) -> str:
     def usd(x):
         return u.usd(x) if math.isfinite(x) else "n/a (cannot serve)"
     L.append(f"Over-training at loss {r.target_loss:.4f} (fit {r.fit.name!r}), {r.inference_tokens:.3g} inference"
-               f" + {r.rl_rollout_tokens:.3g} RL tokens, {r.hardware.id}, MFU {r.mfu:g}, inference "
+               f" + {r.rl_rollout_tokens:.3g} RL tokens, {chip_label(r.hardware)}, MFU {r.mfu:g}, inference "
                + ("2N FLOPs/token" if r.flop_only else f"from the engine at >= {r.min_tokens_per_s_per_user:g} tok/s/user"))
     L.append(f"  {'':<11} {'params':>8} {'tokens':>8} {'tok/param':>9} {'training':>12} {'inference':>12} {'total':>12}")
     for name, p in (("optimum", o), ("Chinchilla", c)):
@@ -310,7 +311,7 @@ def overtrain_text(r) -> str:
         L.extend(rl_lines(r))
     if o.serving is not None and o.serving.feasible:
         s = o.serving
-        L.append(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} on {s.chips} x {r.hardware.id}"
+        L.append(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} on {s.chips} x {chip_label(r.hardware)}"
                    f" at batch {s.batch}: {1 / s.decode_step_s:.1f} tok/s/user, "
                    f"${s.usd_per_mtok_output:.3g}/Mtok out, ${s.usd_per_mtok_input:.3g}/Mtok in")
     L.append("  as demand grows:")
@@ -320,7 +321,7 @@ def overtrain_text(r) -> str:
                    f" {row['tokens_per_param']:>7,.0f} tok/param, total {usd(row['total_usd'])}"
                    + (f", saving {100 * sv:.1f}%" if sv is not None else ""))
     for n in r.notes:
-        L.append(f"  note: {n}")
+        L.append(f"  note: {name_ids(n, r.hardware)}")
     return "\n".join(L)
 
 
@@ -334,14 +335,14 @@ def rl_lines(r) -> list[str]:
             f"  RL recipe: {rec.group_size} responses per prompt, prompts {rec.prompt_len:,} + responses "
             f"{rec.response_len:,} tokens, reference pass {'yes' if rec.reference else 'no'}, reward model "
             + (u.count(rec.reward_params) if rec.reward_params else "none (rule-based)")
-            + f", {rec.epochs:g} update epoch(s) [{rec.source}]"] + _rollout_serving(o, r.hardware.id)
+            + f", {rec.epochs:g} update epoch(s) [{rec.source}]"] + _rollout_serving(o, chip_label(r.hardware))
 
 
-def _rollout_serving(o, hw_id: str) -> list[str]:
+def _rollout_serving(o, chip: str) -> list[str]:
     s = o.rl_serving
     if s is None or not s.feasible:
         return []
-    return [f"  rollouts generated on {s.chips} x {hw_id} (tp {s.tp}, pp {s.pp}) at batch {s.batch} of at most "
+    return [f"  rollouts generated on {s.chips} x {chip} (tp {s.tp}, pp {s.pp}) at batch {s.batch} of at most "
             f"{s.max_batch} that fit: {1 / s.decode_step_s:.1f} tok/s per sequence, ${s.usd_per_mtok_output:.3g}/Mtok"]
 
 

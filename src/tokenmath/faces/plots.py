@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tokenmath.base.errors import InputError
+from tokenmath.faces.names import chip_label
 
 
 def pyplot():
@@ -57,7 +58,7 @@ def hyperbola_plot(h, path) -> str:
     ax2 = ax.twinx()
     ax2.plot(h.batch, h.step_s * 1e3, color="C1", alpha=0.7, label="step latency")
     ax2.set_ylabel("decode step latency (ms)", color="C1")
-    ax.set_title(f"{su.model.name} on {su.chips} x {su.hardware.id}, context {h.context:,}: "
+    ax.set_title(f"{su.model.name} on {su.chips} x {chip_label(su.hardware)}, context {h.context:,}: "
                  "weights are fetched once per step, so batching amortizes them", fontsize=9)
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
@@ -84,7 +85,7 @@ def pareto_plot(p, path) -> str:
     if getattr(p, "by_concurrency", None):
         from tokenmath.faces.plots_concurrency import concurrency_curves
         concurrency_curves(ax, p.by_concurrency, engine=p.setup.engine_dict.get("id", ""))
-    ax.set_title(f"{p.setup.model.name} on {p.chips} x {p.setup.hardware.id}: faster users cost throughput", fontsize=9)
+    ax.set_title(f"{p.setup.model.name} on {p.chips} x {chip_label(p.setup.hardware)}: faster users cost throughput", fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
@@ -111,7 +112,7 @@ def slowmode_plot(s, path) -> str:
     ax.set_xlabel("latency budget (ms " + ("per request)" if d["per_request"] else "per output token)"))
     ax.set_ylabel("cheapest cost ($ per million output tokens, whole request)" if key.startswith("cost")
                   else "chip-seconds per million output tokens")
-    ax.set_title(f"{s.setup.model.name} on {s.setup.hardware.id}: patience lowers cost only until the batch fills memory", fontsize=9)
+    ax.set_title(f"{s.setup.model.name} on {chip_label(s.setup.hardware)}: patience lowers cost only until the batch fills memory", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     return save_figure(fig, path)
 
@@ -131,7 +132,7 @@ def prices_plot(p, path) -> str:
     ax.set_yscale("log")
     ax.set_xlabel("context length (input tokens per request)")
     ax.set_ylabel(f"cost ({rows[0]['unit'] if rows else '$/Mtok'})")
-    ax.set_title(f"{p.setup.model.name} on {p.setup.chips} x {p.setup.hardware.id}: output tokens cost more "
+    ax.set_title(f"{p.setup.model.name} on {p.setup.chips} x {chip_label(p.setup.hardware)}: output tokens cost more "
                  "(labels: output/input ratio)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -152,7 +153,7 @@ def context_plot(c, path) -> str:
     ax.set_ylim(0, 1)
     ax.set_xlabel("context length (tokens per sequence)")
     ax.set_ylabel("fraction of decode step time")
-    ax.set_title(f"{c.setup.model.name} on {c.setup.chips} x {c.setup.hardware.id}, batch {c.batch}: "
+    ax.set_title(f"{c.setup.model.name} on {c.setup.chips} x {chip_label(c.setup.hardware)}, batch {c.batch}: "
                  "where long context starts to cost like the model", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)

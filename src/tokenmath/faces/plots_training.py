@@ -7,6 +7,7 @@ import numpy as np
 
 from tokenmath.analyses.training.overtrain import OvertrainResult
 from tokenmath.analyses.training.scaling_laws import ChinchillaResult, compute_optimal, loss
+from tokenmath.faces.names import chip_label
 from tokenmath.faces.plots import pyplot, save_figure
 
 
@@ -42,7 +43,7 @@ def plot_overtrain(r: OvertrainResult, path: str) -> str:
     ax.set_xlabel("model parameters N (billions)")
     ax.set_ylabel("cost (USD)")
     ax.set_title(f"loss {r.target_loss:.4f} ({r.fit.name} fit), {r.inference_tokens + r.rl_rollout_tokens:.3g} "
-                 f"inference tokens, {r.hardware.id}")
+                 f"inference tokens, {chip_label(r.hardware)}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return save_figure(fig, path)

@@ -76,10 +76,12 @@ def infer_table(r) -> None:
             rows.append(("energy per output token (at TDP)", f"{d['energy_j_per_output_token']:.3g} J"))
     click.echo(box_table(f"{r.model.name} on {r.chips} x {r.hardware.name}", ["quantity", "value"],
                          [list(x) for x in rows], right=(1,), styles=styles))
+    from tokenmath.faces.names import name_ids
     for a in d["advice"]:
+        a = name_ids(a, r.hardware, r.model)
         click.echo(click.style("advice:", fg="yellow") + wrapped("advice: ", a)[len("advice:"):])
     for n in d["notes"]:
-        click.echo(click.style(wrapped("note: ", n), dim=True))
+        click.echo(click.style(wrapped("note: ", name_ids(n, r.hardware, r.model)), dim=True))
     if not d["fits"]:
         click.echo(click.style("Does not fit: no speeds are reported for a configuration that cannot run.", fg="red"))
 
@@ -136,7 +138,8 @@ def hardware_table(as_json: bool) -> None:
 def hyperbola_table(h) -> None:
     from rich.table import Table
     d = h.to_dict()
-    t = Table(title=f"{h.setup.model.name} on {h.setup.chips} x {h.setup.hardware.id}: decode at context {h.context:,}"
+    from tokenmath.faces.names import chip_label
+    t = Table(title=f"{h.setup.model.name} on {h.setup.chips} x {chip_label(h.setup.hardware)}: decode at context {h.context:,}"
                     f" (engine: {d['engine']['name'] if d['engine']['id'] != 'none' else 'none'})")
     for col in ("batch", "step", "tok/s/user", "tok/s", "$/Mtok out (decode)", "weights", "KV", "bound"):
         t.add_column(col, justify="right")

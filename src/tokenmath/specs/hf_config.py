@@ -2,7 +2,7 @@
 
 Field names follow transformers' configuration classes (LlamaConfig, MixtralConfig, Qwen2/Qwen3(Moe)Config,
 DeepseekV3Config, GptOssConfig, Gemma2/Gemma3TextConfig, Phi3Config, GPT2Config); the 2025-26 families (Qwen3-Next,
-Llama 4, MiniMax-M2, GLM-4.5, Nemotron-H, Nemotron-4, Kimi Linear, MiniMax-M1, Granite 4.0) add their own fields in hf_families.py, DeepSeek-V3.2 its
+Llama 4, MiniMax-M2, GLM-4.5, Nemotron-H, Nemotron-4, Kimi Linear, MiniMax-M1, Granite 4.0, Gemma 4) add their own fields in hf_families.py, DeepSeek-V3.2 its
 sparse-attention indexer. Every bad or missing field is reported by its config.json key.
 """
 from __future__ import annotations
@@ -27,7 +27,8 @@ ARCH_TO_TYPE = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "M
                 "NemotronHForCausalLM": "nemotron_h", "NemotronForCausalLM": "nemotron",
                 "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe", "Qwen3_5ForConditionalGeneration": "qwen3_5",
                 "KimiLinearForCausalLM": "kimi_linear", "MiniMaxM1ForCausalLM": "minimax_m1",
-                "GraniteMoeHybridForCausalLM": "granitemoehybrid"}
+                "GraniteMoeHybridForCausalLM": "granitemoehybrid", "Gemma4ForConditionalGeneration": "gemma4",
+                "Gemma4ForCausalLM": "gemma4_text"}
 def _dtype(data: dict) -> tuple[str, str]:
     q = data.get("quantization_config")
     td = data.get("torch_dtype") or data.get("dtype") or "bfloat16"   # only a known string matters
@@ -58,16 +59,18 @@ def model_from_hf_config(data: dict, name: str = "config.json") -> Model:
     if not isinstance(mt, str):
         raise InputError("model_type", "missing or not a string", f"one of {', '.join(SUPPORTED)}")
     prefix = ""
-    if isinstance(data.get("text_config"), dict) and mt in ("gemma3", "llama4", "mistral3", "qwen3_5", "qwen3_5_moe"):
+    if isinstance(data.get("text_config"), dict) and mt in ("gemma3", "gemma4", "llama4", "mistral3", "qwen3_5",
+                                                                  "qwen3_5_moe"):
         inner = data["text_config"]
         data = {**inner, "quantization_config": data.get("quantization_config"),
                 "torch_dtype": inner.get("torch_dtype", data.get("torch_dtype"))}
         prefix = "text_config."
-        mt = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
+        mt = {"gemma3": "gemma3_text", "gemma4": "gemma4_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
               "qwen3_5_moe": "qwen3_5_moe_text"}.get(mt, mt)
     if mt not in SUPPORTED:
         raise InputError("model_type", f"unsupported model_type {show(mt)}",
-                         f"supported: {', '.join(SUPPORTED)}; wrapping a text_config: gemma3, llama4, qwen3_5, qwen3_5_moe")
+                         f"supported: {', '.join(SUPPORTED)}; wrapping a text_config: gemma3, gemma4, llama4, qwen3_5, "
+                         "qwen3_5_moe")
     c = ConfigFields(data, prefix)
     kw: dict = {"name": name}
     dt, edt = _dtype(data)

@@ -28,6 +28,13 @@ Field names follow transformers' configuration classes and the model repos' own 
   positional encoding unless position_embedding_type is "rope"); every layer has a SwiGLU shared MLP of
   shared_intermediate_size and, when num_local_experts > 0, a MoE of num_local_experts SwiGLU experts of
   intermediate_size (top num_experts_per_tok, router without bias).
+- gemma4_text (Gemma4TextConfig, transformers' modeling_gemma4.py; the text tower of gemma4 in text_config): Gemma 3's
+  sliding / full layers (layer_types, sliding_window) whose full layers have their own head size (global_head_dim)
+  and, with attention_k_eq_v, their own KV heads (num_global_key_value_heads) and no v_proj (V is the K
+  projection); a GeGLU MLP in every layer and, with enable_moe_block, a MoE of num_experts GeGLU experts of
+  moe_intermediate_size (top top_k_experts) beside it in every layer -- the MLP is then counted as a shared expert,
+  as Granite 4.0's shared MLP is. Refused: per-layer embeddings (hidden_size_per_layer_input > 0) and KV shared
+  across layers (num_kv_shared_layers > 0), the E2B / E4B sizes' features, which the Model does not represent.
 """
 from __future__ import annotations
 
@@ -35,7 +42,7 @@ from tokenmath.base.errors import InputError, show
 from tokenmath.specs.hf_fields import ConfigFields
 
 TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "llama4_text", "minimax_m2", "glm4_moe", "nemotron_h",
-         "nemotron", "kimi_linear", "minimax_m1", "granitemoehybrid")
+         "nemotron", "kimi_linear", "minimax_m1", "granitemoehybrid", "gemma4_text")
 # Chunk length of the chunked prefill scan of Gated DeltaNet: flash-linear-attention's chunk_gated_delta_rule works
 # on chunks of 64 tokens (fla/ops/gated_delta_rule/chunk.py, BT = 64), the kernel vLLM and SGLang call. Kimi Delta
 # Attention's chunked kernel (fla/ops/kda, the kernel the Kimi Linear README points to) uses the same chunk of 64.
@@ -241,9 +248,44 @@ def _granite_hybrid(data: dict, c: ConfigFields, kw: dict) -> None:
         kw["ffn_intermediate"] = shared
 
 
+def _gemma4(data: dict, c: ConfigFields, kw: dict) -> None:
+    n = kw["n_layers"]
+    if c.int("hidden_size_per_layer_input", 0, 0):
+        raise InputError(f"{c.prefix}hidden_size_per_layer_input", "per-layer embeddings (Gemma 4 E2B / E4B) are not "
+                         "modelled: a second embedding table of num_hidden_layers x this width per token and a gated "
+                         "projection in every layer", "0 (the 26B A4B and 31B sizes)")
+    if c.int("num_kv_shared_layers", 0, 0, n):
+        raise InputError(f"{c.prefix}num_kv_shared_layers", "layers that reuse an earlier layer's KV cache (Gemma 4 "
+                         "E2B / E4B) are not modelled: the KV bytes and the k/v projections would be counted for "
+                         "every layer", "0 (the 26B A4B and 31B sizes)")
+    if not isinstance(data.get("layer_types"), list):
+        # the published files list every layer's kind; no default pattern is guessed
+        raise InputError(f"{c.prefix}layer_types", "missing or not a list", 'one entry per layer: "sliding_attention" '
+                         'or "full_attention"')
+    c.int("sliding_window", None, 1)           # the local layers' window (read again with the layer kinds)
+    act = data.get("hidden_activation") or data.get("hidden_act") or "gelu_pytorch_tanh"
+    k_eq_v = c.bool("attention_k_eq_v", False)
+    kw.update(qk_norm=True, notes=f"GeGLU ({act if isinstance(act, str) else 'gelu'})", full_k_eq_v=k_eq_v)
+    if c.has("global_head_dim"):
+        kw["full_head_dim"] = c.int("global_head_dim", None, 1)
+    if k_eq_v and c.has("num_global_key_value_heads"):
+        # Gemma4TextAttention: num_global_key_value_heads only where attention_k_eq_v holds on a full layer
+        kw["full_kv_heads"] = g = c.int("num_global_key_value_heads", None, 1)
+        if kw["n_heads"] % g:
+            raise InputError(f"{c.prefix}num_global_key_value_heads", f"{kw['n_heads']} heads are not divisible "
+                             f"into {g} KV groups", "a divisor of num_attention_heads")
+    F = c.int("intermediate_size", None, 1)
+    if c.bool("enable_moe_block", False):
+        kw.update(n_experts=c.int("num_experts", None, 1), experts_per_token=c.int("top_k_experts", None, 1),
+                  moe_intermediate=c.int("moe_intermediate_size", None, 1), n_shared_experts=1, shared_intermediate=F,
+                  ffn_intermediate=0)
+    else:
+        kw["ffn_intermediate"] = F
+
+
 _FILL = {"qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next, "qwen3_5_moe_text": _qwen3_next, "llama4_text": _llama4, "minimax_m2": _minimax_m2, "glm4_moe": _glm4_moe,
          "nemotron_h": _nemotron_h, "nemotron": _nemotron, "kimi_linear": _kimi_linear, "minimax_m1": _minimax_m1,
-         "granitemoehybrid": _granite_hybrid}
+         "granitemoehybrid": _granite_hybrid, "gemma4_text": _gemma4}
 
 
 def fill(mt: str, data: dict, c: ConfigFields, kw: dict) -> None:

@@ -20,6 +20,7 @@ from tokenmath.base.errors import InputError
 CLASSES = ("nvidia-hopper", "nvidia-blackwell", "nvidia-ampere", "nvidia-ada-and-consumer", "amd-cdna2", "amd-cdna3",
            "amd-cdna4", "tpu", "apple", "generic")
 GENERIC = "generic"
+MEASURED_K_CLASS = "nvidia-hopper"   # the class the [gemm_k_dependence] sweep was measured on (H800)
 BY_CHIP = "by-chip"      # the kernel_class of by_chip(): resolved against the chip at pricing time
 FRACTIONS = ("stream_bw", "gemm_bf16", "gemm_fp8", "gemm_fp4", "attn_decode_bw", "attn_decode_flops",
              "attn_prefill_scale", "link_bw")
@@ -53,6 +54,10 @@ class KernelModel:
     fa_causal: tuple            # ... fraction of the dense bf16 peak, causal, rows x columns
     grouped_tokens: tuple       # grouped GEMM: tokens per expert
     grouped_factor: tuple       # ... multiplier on the GEMM compute fraction
+    # GEMM efficiency vs the reduction depth K ([gemm_k_dependence]): a GEMM class ("fp8") -> multipliers (<= 1) on
+    # its compute fraction at k_points; a class with no row has no K dependence
+    k_points: tuple = ()        # K (reduction length) of the measured points, increasing
+    k_factor: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     provenance: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))   # field -> "how: source"
     chip: str = ""              # the chip this model was resolved for ("" for a class or by_chip())
     # a machine that measured itself (`tokenmath measure`, measured_model): its GEMM efficiency by rows and shape,
@@ -92,6 +97,7 @@ class KernelModel:
                                               "small_kernel_fixed_s", "attn_decode_fixed_s", "attn_decode_bw",
                                               "attn_decode_flops", "attn_prefill_scale", "link_bw")}
         out["gemm"] = dict(self.gemm)
+        out["gemm_k_dependence"] = {"k": list(self.k_points), **{c: list(v) for c, v in self.k_factor.items()}}
         out["provenance"] = dict(self.provenance)
         if self.curve_rows:
             out.update(curve_rows=list(self.curve_rows), curve_elements=list(self.curve_elements),
@@ -175,6 +181,12 @@ def class_model(name: str) -> KernelModel:
         if not 0 <= vals[k] < 1e-3:
             _bad(f"classes.{name}.{k}", f"{vals[k]:g} is not a kernel's fixed time", "seconds in [0, 1e-3)")
     fa, gg = _data()["flash_attention"], _data()["grouped_gemm"]
+    k_points, k_factor, prov["gemm_k_dependence"] = _k_dependence(_data().get("gemm_k_dependence"))
+    if name not in _data().get("gemm_k_dependence", {}).get("classes", ()):
+        k_points, k_factor = (), MappingProxyType({})
+        prov["gemm_k_dependence"] = "assumed: no K dependence (no K sweep read for this class's matrix engines)"
+    elif k_factor and name != MEASURED_K_CLASS:     # the sweep was measured on one class only
+        prov["gemm_k_dependence"] = f"assumed-from-{MEASURED_K_CLASS}: {prov['gemm_k_dependence']}"
     return KernelModel(
         kernel_class=name, stream_bw=vals["stream_bw"],
         gemm=MappingProxyType({"bf16": vals["gemm_bf16"], "fp8": vals["gemm_fp8"], "fp4": vals["gemm_fp4"]}),
@@ -185,7 +197,28 @@ def class_model(name: str) -> KernelModel:
         fa_causal=tuple(tuple(float(x) for x in row) for row in fa["causal"]),
         grouped_tokens=tuple(float(x) for x in gg["tokens_per_expert"]),
         grouped_factor=tuple(float(x) for x in gg["factor"]),
-        provenance=MappingProxyType(prov))
+        k_points=k_points, k_factor=k_factor, provenance=MappingProxyType(prov))
+
+
+def _k_dependence(rec) -> tuple[tuple, MappingProxyType, str]:
+    """(K points, GEMM class -> factors, provenance) of the [gemm_k_dependence] table; none: no K dependence."""
+    if rec is None:
+        return (), MappingProxyType({}), "assumed: no K dependence (no [gemm_k_dependence] table)"
+    where = "gemm_k_dependence"
+    if not isinstance(rec, dict):
+        _bad(where, "not a table", "k = [increasing K], <gemm class> = [factors], how, src")
+    ks = _increasing(rec, "k", f"kernels.toml.{where}", False)
+    out = {}
+    for c in ("bf16", "fp8", "fp4"):
+        if c not in rec:
+            continue
+        v = rec[c]
+        if not (isinstance(v, list) and len(v) == len(ks) and all(
+                not isinstance(x, bool) and isinstance(x, (int, float)) and 0 < x <= 1 for x in v)):
+            _bad(f"{where}.{c}", f"{v!r} is not {len(ks)} fractions", "one factor in (0, 1] per K point")
+        out[c] = tuple(float(x) for x in v)
+    _, how = _entry(where, {**rec, "value": 0})
+    return ks, MappingProxyType(out), how
 
 
 @cache

@@ -7,6 +7,11 @@ DeepSeek Sparse Attention (DeepSeek-V3.2): the lightning indexer also caches one
 per token per layer, in FP8 with one float32 scale per 128 values whatever the KV dtype (DeepSeek-V3.2-Exp
 inference/model.py, `Indexer`: k_cache float8_e4m3fn [.., head_dim], k_scale_cache float32 [.., head_dim // 128]):
 128 + 4 = 132 bytes.
+Gemma 4: the full (global) layers have their own head size and KV heads (global_head_dim 512 and
+num_global_key_value_heads, against head_dim 256 and num_key_value_heads on the sliding layers), so the two kinds
+leave different bytes per token. With attention_k_eq_v the full layers have no v_proj, but V (v_norm of the K
+projection) and K (k_norm and RoPE of it) differ, and both transformers' Gemma4TextAttention and vLLM's
+Gemma4Attention cache K and V: 2 x kv heads x head dim there too.
 Sliding-window and chunked-attention layers keep at most `window` tokens (a chunked layer keeps only its current
 chunk: at most the chunk, which is what a server must reserve).
 Recurrent layers (Gated DeltaNet, Mamba-2, Kimi Delta Attention, lightning attention) keep no per-token cache: a fixed state per sequence, the same at any
@@ -25,10 +30,18 @@ STATE_BYTES = 2.0
 
 
 def kv_main_values(m: Model) -> int:
-    """Values per token per attention layer that attention reads (K and V, or the MLA latent + RoPE key)."""
+    """Values per token per attention layer that attention reads (K and V, or the MLA latent + RoPE key); a local
+    (sliding / chunked) layer's where the full layers are shaped apart (kv_full_values)."""
     if m.is_mla:
         return m.kv_lora_rank + m.qk_rope_head_dim
     return 2 * m.kv_heads * m.hd
+
+
+def kv_full_values(m: Model) -> int:
+    """Values per token per full-attention layer (K and V of its own KV heads and head size: Gemma 4)."""
+    if m.is_mla:
+        return kv_main_values(m)
+    return 2 * m.kv_heads_full * m.hd_full
 
 
 def index_values(m: Model) -> int:
@@ -45,18 +58,34 @@ def index_key_bytes(m: Model) -> float:
     return float(d + 4 * -(-d // INDEX_SCALE_BLOCK)) if d else 0.0
 
 
-def kv_values_per_token_per_layer(m: Model) -> int:
-    return kv_main_values(m) + index_values(m)
+def _mean_over_attention_layers(m: Model, full: float, local: float):
+    """The mean of a per-layer figure over the attention layers (the figure itself where both kinds agree)."""
+    if full == local:
+        return full
+    n_full, n_local = m.n_full_layers, m.n_sliding_layers
+    return (full * n_full + local * n_local) / max(n_full + n_local, 1)
+
+
+def kv_values_per_token_per_layer(m: Model):
+    """Values one token leaves per attention layer, the mean over the layers where the kinds differ (Gemma 4)."""
+    return _mean_over_attention_layers(m, kv_full_values(m) + index_values(m), kv_main_values(m) + index_values(m))
+
+
+def kv_layer_bytes(m: Model, kv_bytes: float) -> tuple[float, float]:
+    """(full layer, local layer) bytes one token leaves: K and V (or the MLA latent) at the KV dtype + index key."""
+    return kv_full_values(m) * kv_bytes + index_key_bytes(m), kv_main_values(m) * kv_bytes + index_key_bytes(m)
 
 
 def kv_bytes_per_token_per_layer(m: Model, kv_bytes: float) -> float:
-    """Bytes one token leaves in one attention layer: K and V (or the MLA latent) at the KV dtype, plus the index key."""
-    return kv_main_values(m) * kv_bytes + index_key_bytes(m)
+    """Bytes one token leaves in one attention layer: K and V (or the MLA latent) at the KV dtype, plus the index key
+    (the mean over the attention layers where full and local layers differ)."""
+    return _mean_over_attention_layers(m, *kv_layer_bytes(m, kv_bytes))
 
 
 def kv_bytes_per_token(m: Model, kv_bytes: float) -> float:
     """Bytes per token summed over the attention layers, at short context (every such layer holds the token)."""
-    return kv_bytes_per_token_per_layer(m, kv_bytes) * m.n_attention_layers
+    full, local = kv_layer_bytes(m, kv_bytes)
+    return full * m.n_full_layers + local * m.n_sliding_layers
 
 
 def recurrent_state_values(m: Model) -> tuple[int, int]:
@@ -89,25 +118,31 @@ def kv_bytes_per_sequence(m: Model, context, kv_bytes: float):
     """Bytes one sequence holds at `context` tokens (array-friendly): windows cap the sliding layers; recurrent
     layers add their fixed state."""
     context = np.asarray(context, dtype=float)
-    per_layer = kv_bytes_per_token_per_layer(m, kv_bytes)
-    held = m.n_full_layers * context
+    full, local = kv_layer_bytes(m, kv_bytes)
+    out = full * m.n_full_layers * context
     if m.n_sliding_layers:
-        held = held + m.n_sliding_layers * np.minimum(context, m.sliding_window)
-    out = per_layer * held
+        out = out + local * m.n_sliding_layers * np.minimum(context, m.sliding_window)
     if m.n_linear_layers:
         out = out + state_bytes_per_sequence(m)
     return out
+
+
+def kv_bytes_full_layers(m: Model, context, kv_bytes: float):
+    """The part of kv_bytes_per_sequence held by the full-attention layers (array-friendly): what splits over the
+    full layers' own KV heads where they have fewer than the local layers (Gemma 4)."""
+    return kv_layer_bytes(m, kv_bytes)[0] * m.n_full_layers * np.asarray(context, dtype=float)
 
 
 def context_holding(m: Model, nbytes: float, kv_bytes: float) -> float | None:
     """The context (tokens, real-valued) at which one sequence holds `nbytes` of KV: the inverse of
     kv_bytes_per_sequence, piecewise linear (all layers grow until the sliding window, then only the full layers).
     None where it never does (every layer sliding and nbytes above what the windows hold)."""
-    per_layer = kv_bytes_per_token_per_layer(m, kv_bytes)
-    token_layers = (float(nbytes) - state_bytes_per_sequence(m)) / per_layer   # tokens summed over the layers
+    full, local = kv_layer_bytes(m, kv_bytes)
+    held = float(nbytes) - state_bytes_per_sequence(m)
     n_full, n_sl, w = m.n_full_layers, m.n_sliding_layers, m.sliding_window
-    if n_sl and token_layers <= (n_full + n_sl) * w:
-        return token_layers / (n_full + n_sl)
+    per_token = full * n_full + local * n_sl          # bytes per token while every layer still grows
+    if n_sl and held <= per_token * w:
+        return held / per_token
     if not n_full:
         return None
-    return (token_layers - n_sl * w) / n_full
+    return (held - local * n_sl * w) / (full * n_full)

@@ -5,8 +5,8 @@ kv_cache.py, per-operation FLOPs and bytes in engine/ops.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from functools import cached_property
+from dataclasses import dataclass, fields, replace
+from functools import cache, cached_property
 
 from tokenmath.base.errors import InputError, show
 
@@ -55,6 +55,11 @@ class Model:
     v_head_dim: int = 0
     attn_output_gate: bool = False  # Qwen3-Next gated attention: q_proj also emits a sigmoid gate (h x head_dim)
     local_kind: str = "sliding"    # sliding | chunked (Llama 4: a layer attends its own chunk of sliding_window tokens)
+    # full (global) attention layers shaped apart from the local ones (Gemma 4: global_head_dim,
+    # num_global_key_value_heads, attention_k_eq_v); 0 / False: the same shapes as every attention layer
+    full_head_dim: int = 0         # 0 -> head_dim
+    full_kv_heads: int = 0         # 0 -> n_kv_heads
+    full_k_eq_v: bool = False      # no v_proj on full layers: V is the K projection (the cache still holds K and V)
     # recurrent (linear-attention / state-space) layers: the layers marked "linear" in attention_pattern
     linear_kind: str = ""          # gated_deltanet (Qwen3-Next) | mamba2 (Nemotron-H, Granite 4.0) | kda (Kimi Linear) | lightning (MiniMax-M1)
     linear_heads: int = 0          # value heads (GDN) / SSM heads (Mamba-2)
@@ -86,6 +91,21 @@ class Model:
     @property
     def hd(self) -> int:
         return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def hd_full(self) -> int:
+        """Head size of the full-attention layers (head_dim unless full_head_dim sets them apart: Gemma 4)."""
+        return self.full_head_dim or self.hd
+
+    @property
+    def kv_heads_full(self) -> int:
+        """KV heads of the full-attention layers (kv_heads unless full_kv_heads sets them apart: Gemma 4)."""
+        return self.full_kv_heads or self.kv_heads
+
+    @property
+    def has_full_shapes(self) -> bool:
+        """Whether the full-attention layers differ in shape from the local ones (Gemma 4)."""
+        return (self.hd_full, self.kv_heads_full, self.full_k_eq_v) != (self.hd, self.kv_heads, False)
 
     @property
     def is_moe(self) -> bool:
@@ -152,6 +172,9 @@ class Model:
             bits.append(f"MLA (kv_lora {self.kv_lora_rank} + rope {self.qk_rope_head_dim}), {self.n_heads} heads")
         else:
             bits.append(f"{self.n_heads} heads / {self.kv_heads} KV heads x {self.hd}")
+            if self.has_full_shapes:
+                bits.append(f"full layers {self.kv_heads_full} KV heads x {self.hd_full}"
+                            + (" (V = K projection)" if self.full_k_eq_v else ""))
         if self.is_moe:
             bits.append(f"MoE {self.n_experts} experts top-{self.experts_per_token}"
                         + (f" + {self.n_shared_experts} shared" if self.n_shared_experts else ""))
@@ -163,6 +186,17 @@ class Model:
         if self.is_sparse_attention:
             bits.append(f"sparse attention (indexer {self.index_heads} x {self.index_head_dim}, top-{self.index_topk})")
         return ", ".join(bits)
+
+
+@cache
+def full_layer_shapes(m: Model) -> Model:
+    """The model with every attention layer shaped as its full-attention layers are (their head size and KV heads,
+    Gemma 4), for rules written against head_dim / n_kv_heads (mapping.Layout.kv_shard: TP splits a full layer's
+    KV over that layer's own KV heads). The model itself where the layer kinds share their shapes."""
+    if not m.has_full_shapes:
+        return m
+    return replace(m, head_dim=m.hd_full, n_kv_heads=m.kv_heads_full, full_head_dim=0, full_kv_heads=0,
+                   full_k_eq_v=False)
 
 
 _INT_FIELDS = {f.name for f in fields(Model) if f.type in ("int",)}
@@ -186,6 +220,11 @@ def validate(m: Model, field_prefix: str = "model") -> Model:
             bad(name, f"{show(v)} is out of range", f"between {lo} and {hi:,}")
     if m.n_kv_heads and m.n_heads % m.n_kv_heads:
         bad("n_kv_heads", f"{m.n_heads} heads are not divisible into {m.n_kv_heads} KV groups", "a divisor of n_heads")
+    if m.full_kv_heads and m.n_heads % m.full_kv_heads:
+        bad("full_kv_heads", f"{m.n_heads} heads are not divisible into {m.full_kv_heads} KV groups",
+            "a divisor of n_heads")
+    if m.is_mla and (m.full_head_dim or m.full_kv_heads or m.full_k_eq_v):
+        bad("full_head_dim", "MLA layers have no per-kind head shapes", "0 (and full_kv_heads 0, full_k_eq_v false)")
     if m.attention not in ("gqa", "mla"):
         bad("attention", f"unknown kind {m.attention!r}", "gqa or mla")
     if m.is_mla and not (m.kv_lora_rank and m.qk_rope_head_dim and m.qk_nope_head_dim and m.v_head_dim):

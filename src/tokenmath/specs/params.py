@@ -16,7 +16,8 @@ from tokenmath.specs.model import Model
 @dataclass(frozen=True)
 class Params:
     """Parameter counts (values, not bytes) per component of one model, per layer and in total."""
-    attn_per_layer: float         # q, k, v, o (or the MLA projections) + their biases/norms, one layer
+    attn_per_layer: float         # q, k, v, o (or the MLA projections) + their biases/norms, one layer; the mean
+                                  # over the attention layers where full and local layers differ (Gemma 4)
     dense_ffn_per_layer: float    # one dense FFN block
     expert: float                 # one routed expert
     shared_per_moe_layer: float   # shared expert(s) in one MoE layer
@@ -34,6 +35,8 @@ class Params:
     linear_per_layer: float = 0.0  # one recurrent (GDN / Mamba-2) mixer: projections, conv, gates, norm
     n_linear_layers: int = 0
     index_per_layer: float = 0.0  # the sparse-attention indexer (inside attn_per_layer), one layer
+    attn_full_per_layer: float = 0.0   # one full-attention layer's projections (= attn_per_layer unless they differ)
+    attn_local_per_layer: float = 0.0  # one sliding / chunked layer's projections
 
     @property
     def attn(self) -> float:
@@ -115,28 +118,40 @@ def indexer_params(m: Model) -> float:
                  + m.d_model * m.index_heads)
 
 
+def _gqa_attention(m: Model, hd: int, kvh: int, k_eq_v: bool) -> float:
+    """One GQA layer: q (d x h hd), k and v (d x kvh hd each; no v with k_eq_v: Gemma 4's full layers take V from
+    the K projection, Gemma4TextAttention v_proj None), o (h hd x d), biases, q/k norms (hd each)."""
+    d, h = m.d_model, m.n_heads
+    kv_mats = 1 if k_eq_v else 2
+    attn = d * h * hd + kv_mats * d * kvh * hd + h * hd * d
+    if m.qkv_bias:
+        attn += h * hd + kv_mats * kvh * hd
+    if m.o_bias:
+        attn += d
+    if m.qk_norm:
+        attn += 2 * hd
+    if m.attn_output_gate:
+        attn += d * h * hd
+    return float(attn)
+
+
 @cache
 def count_params(m: Model) -> Params:
     d, h = m.d_model, m.n_heads
+    attn_full = attn_local = None
     if m.is_mla:
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         q = (d * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * h * qk) if m.q_lora_rank else d * h * qk
         kv = d * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank + m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
         attn = q + kv + h * m.v_head_dim * d
     else:
-        hd, kvh = m.hd, m.kv_heads
-        attn = d * h * hd + 2 * d * kvh * hd + h * hd * d
-        if m.qkv_bias:
-            attn += h * hd + 2 * kvh * hd
-        if m.o_bias:
-            attn += d
-        if m.qk_norm:
-            attn += 2 * hd
-        if m.attn_output_gate:
-            attn += d * h * hd
-    if m.attention_sinks:
-        attn += h
-    attn += indexer_params(m)
+        attn_local = _gqa_attention(m, m.hd, m.kv_heads, False)
+        attn_full = _gqa_attention(m, m.hd_full, m.kv_heads_full, m.full_k_eq_v)
+        n_full, n_attn = m.n_full_layers, max(m.n_attention_layers, 1)
+        # the mean over the attention layers: the op table's count x per-layer sum stays exact
+        attn = (attn_full * n_full + attn_local * (n_attn - n_full)) / n_attn if m.has_full_shapes else attn_local
+    extra = (h if m.attention_sinks else 0) + indexer_params(m)
+    attn += extra
     norm_w = 2 if m.norm == "layernorm" else 1
     embedding = m.vocab_size * d + (m.max_context * d if m.positional == "learned" else 0)
     return Params(
@@ -158,4 +173,6 @@ def count_params(m: Model) -> Params:
         linear_per_layer=linear_mixer_params(m),
         n_linear_layers=m.n_linear_layers,
         index_per_layer=indexer_params(m),
+        attn_full_per_layer=float(attn if attn_full is None else attn_full + extra),
+        attn_local_per_layer=float(attn if attn_local is None else attn_local + extra),
     )

@@ -15,7 +15,7 @@ import numpy as np
 
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg
-from tokenmath.mapping.layout import Layout
+from tokenmath.mapping.layout import ATTENTION_SHARDING, Layout
 from tokenmath.analyses.setup import Setup, fmt_layout
 from tokenmath.analyses.serving.simulation.replica import make_replica
 from tokenmath.analyses.serving.simulation.workload import parse_lengths
@@ -45,29 +45,38 @@ def concurrency_axis(concurrency, engine) -> tuple[int, ...]:
 
 def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, output_len: int,
           draft=None) -> tuple[list, list]:
-    """(points, notes): every layout (tp, pp, ep, dp) of `layouts` at every concurrency, each point a dict with
-    the layout, concurrency, tokens/s per user and per chip, TTFT, TPOT and what limits the running requests. A
-    layout whose KV cache cannot hold a request is left out, with a note. draft: a speculative.Draft (every
-    decode verifies k + 1 tokens after the draft's k steps; steady_state.py), None: plain decoding."""
+    """(points, notes): every layout (tp, pp, ep, dp[, attention sharding code]) of `layouts` at every concurrency,
+    each point a dict with the layout, concurrency, tokens/s per user and per chip, TTFT, TPOT and what limits the
+    running requests. A layout whose KV cache cannot hold a request, or that the simulator's replica does not model
+    (with a draft: pipeline stages, sparse attention), is left out, with a note. draft: a speculative.Draft (every
+    decode verifies k + 1 tokens after the draft's k steps; steady_state.py), None: plain decoding. A fifth element
+    (batch / dp attention) prices the replica's KV and steps as the layout shards attention (step_cost.py)."""
     if not concurrency:
         return [], []
     inp, out = parse_lengths(input_len, "input_len"), parse_lengths(output_len, "output_len")
-    pts, skipped = [], []
+    pts, skipped, refused = [], [], []
     for t in layouts:
         tp, pp, ep, dp = (int(v) for v in t[:4])
-        s = replace(su, layout=Layout(tp, pp, ep, dp))
+        attn = int(t[4]) if len(t) > 4 else 0
+        name = fmt_layout(tp, pp, ep, dp, attn)
+        s = replace(su, layout=Layout(tp, pp, ep, dp, attn=attn))
         try:
             rep = make_replica(s, draft)
         except InputError:
-            skipped.append(fmt_layout(tp, pp, ep, dp))
+            skipped.append(name)
             continue
         if inp.max + out.max + rep.block_tokens > rep.kv_tokens:
-            skipped.append(fmt_layout(tp, pp, ep, dp))
+            skipped.append(name)
             continue
-        cost = rep.cost(int(min(inp.max + out.max, rep.kv_tokens)), max(concurrency) + min(rep.budget, 1 << 20))
+        try:
+            cost = rep.cost(int(min(inp.max + out.max, rep.kv_tokens)), max(concurrency) + min(rep.budget, 1 << 20))
+        except InputError as e:
+            refused.append(f"{name} ({e.problem})")
+            continue
         for c in concurrency:
             p = closed_loop(rep, cost, c, inp, out)
-            pts.append({"layout": fmt_layout(tp, pp, ep, dp), "tp": tp, "pp": pp, "ep": ep, "dp": dp,
+            pts.append({"layout": name, "tp": tp, "pp": pp, "ep": ep, "dp": dp,
+                        **({"attention_sharding": ATTENTION_SHARDING[attn]} if attn else {}),
                         "concurrency": c, "output_tokens_per_s_per_user": finite(p.output_tokens_per_s_per_user),
                         "output_tokens_per_s_per_chip": finite(p.output_tokens_per_s_per_chip),
                         "output_tokens_per_s": finite(p.output_tokens_per_s), "ttft_s": finite(p.ttft_s),
@@ -78,4 +87,7 @@ def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, outp
         notes.append(f"by concurrency: {len(skipped)} layout{'s' if len(skipped) > 1 else ''} left out, their KV cache "
                      f"under the engine's memory fraction holds no {inp.max + out.max:,}-token request "
                      f"({', '.join(skipped[:3])}{', ...' if len(skipped) > 3 else ''})")
+    if refused:
+        notes.append(f"by concurrency: not traced, the simulator's replica does not model {'; '.join(refused[:3])}"
+                     + ("; ..." if len(refused) > 3 else ""))
     return pts, notes

@@ -75,7 +75,7 @@ def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, 
     wb = np.broadcast_to(np.asarray(sv.decode.weight_bytes, float), step.shape)
     fits = np.broadcast_to(np.asarray(sv.fits), step.shape)
     bw = hw.memory_bw * su.efficiency.memory_bw
-    if m.n_linear_layers or m.is_sparse_attention:
+    if m.n_linear_layers or m.is_sparse_attention or m.has_full_shapes:   # Gemma 4: kinds shard apart
         crossover = _crossover_scanned(su, batch)
     else:
         crossover = _crossover(m, pr.kv.bytes, float(curve_ctx[-1]), float(kvb[-1]), float(wb[-1]))

@@ -208,7 +208,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     prefix_hit: the cached share of every prompt (prefix caching, engine/prefix_cache.py; the static batch only:
     `simulate --prefix-hit` serves it under load).
     attention_sharding: heads (None, the default), batch or dp: how attention splits inside a TP group
-    (mapping/layout.py; the static batch only).
+    (mapping/layout.py; under load too: the steady state's and the simulator's replica follow it).
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
     input_len = int_arg(input_len, "input_len")
@@ -223,13 +223,11 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
         from tokenmath.analyses.serving.load import under_load
         load = under_load(model, hardware, input_len=input_len, output_len=output_len, concurrency=concurrency,
                           arrival_rate=arrival_rate, engine=engine, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp,
-                          weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency)
+                          weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
+                          attention_sharding=attention_sharding)
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve, cp=cp, engine=engine)
     if attention_sharding is not None:
-        if load is not None and attention_sharding != "heads":
-            raise InputError("attention_sharding", "given with --concurrency/--arrival-rate (the steady state "
-                             "shards attention by heads)", "the static batch (leave those out)")
         su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     m, hw, lay, prec, eff, reserve = su.model, su.hardware, su.layout, su.precision, su.efficiency, su.reserve
     eng = eff.engine

@@ -69,13 +69,13 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
            attention_sharding="heads") -> Pareto:
     """The static-batch frontier over batches and layouts; with a serving engine, also each layout's closed-loop
     steady state at each concurrency (default by_concurrency.DEFAULT_CONCURRENCY; () for none).
-    speculation: a speculative.Speculation (--draft/--mtp): every point decodes with it (no PP layouts, no
-    steady state by concurrency). attention_sharding: heads, batch or dp for every layout, or "any" (heads, and batch
+    speculation: a speculative.Speculation (--draft/--mtp): every point decodes with it, the steady state by
+    concurrency too (no PP layouts). attention_sharding: heads, batch or dp for every layout, or "any" (heads, and batch
     and dp where the head split replicates the KV cache: mapping/candidates.layouts_for)."""
     su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
     dr = resolve_draft(speculation, su0.model, su0.precision, weight_dtype, kv_dtype)
     if dr is not None:
-        allow_pp, concurrency = False, ()
+        allow_pp = False
     chips = int_arg(chips if chips is not None else su0.hardware.scaleup_domain, "chips", 1, MAX_SEARCH_CHIPS)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     cs = concurrency_axis(concurrency, su0.engine)
@@ -110,6 +110,6 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
     keep = frontier_mask(xs, ys) if pts else np.zeros(0, bool)
     front = sorted([p for p, k in zip(pts, keep) if k], key=lambda p: -p["output_tokens_per_s_per_user"])
     fitting = [t for t, any_ok in zip(g.layouts, ok.any(axis=1)) if any_ok]
-    by_c, notes = trace(su0, fitting, cs, input_len, output_len)
+    by_c, notes = trace(su0, fitting, cs, input_len, output_len, draft=dr)
     return Pareto(setup=su0, chips=chips, grid=g, points=pts, frontier=front, by_concurrency=flag_frontier(by_c),
                   by_concurrency_notes=notes, draft=dr)

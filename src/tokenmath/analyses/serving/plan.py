@@ -134,7 +134,7 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     """Cheapest layout and batch meeting the targets on `chips` chips of `system`, with the Pareto frontier; with a
     serving engine, also the best and runner-up layouts' closed-loop steady states at each concurrency (default
     by_concurrency.DEFAULT_CONCURRENCY; () for none). speculation: a speculative.Speculation (--draft/--mtp): every
-    point decodes with it (tensor/expert/data-parallel layouts only; no steady state by concurrency). prefix_hit: the
+    point decodes with it, the steady state by concurrency too (tensor/expert/data-parallel layouts only). prefix_hit: the
     cached share of every prompt (engine/prefix_cache.py): TTFT, the TTFT target and the costs count the rest.
     attention_sharding: "any" (search heads, and batch / dp where the head split replicates the KV cache:
     mapping/candidates.layouts_for) or one of heads, batch, dp for every layout."""
@@ -151,7 +151,7 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
     if dr is not None and disaggregated:
         raise InputError("disaggregated", "speculative decoding is modelled in a colocated replica",
                          "leave --disaggregated out, or --draft/--mtp")
-    cs = concurrency_axis(() if dr is not None else concurrency, su.engine)
+    cs = concurrency_axis(concurrency, su.engine)
     attn = attention_sharding if attention_sharding == SEARCH_ATTENTION else attention_code(attention_sharding)
     lays = layouts_for(m, n, allow_pp=dr is None, attention=attn)
     if not lays:
@@ -227,11 +227,9 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
                      "its cross-domain traffic runs on the scale-out link")
     disagg = (disaggregate(su, n, lays, g, B, input_len, output_len, ttft_s, tps_user, opts, best)
               if disaggregated else None)
-    traced = [g.layouts[i] for i in [li, *order]]
-    # the steady state shards attention by heads: a batch / dp layout is traced once, as its heads layout
-    by_c, c_notes = trace(su, list(dict.fromkeys(tuple(t[:4]) for t in traced)), cs, input_len, output_len)
-    if by_c and any(len(t) > 4 and t[4] for t in traced):
-        c_notes.append("by concurrency: the steady state shards attention by heads (batch / dp layouts traced as heads)")
+    traced = [tuple(int(v) for v in g.layouts[i]) for i in [li, *order]]
+    # each layout with its own attention sharding (the replica's KV and steps follow it) and its own draft
+    by_c, c_notes = trace(su, list(dict.fromkeys(traced)), cs, input_len, output_len, draft=dr)
     if by_c and (imb != 1.0 or ep_overlap or ep_comm != "bf16"):
         c_notes.append("by concurrency: the steady state prices EP as balanced, not overlapped, bf16 both ways")
     return Plan(setup=su, chips=n, input_len=input_len, output_len=output_len,

@@ -24,17 +24,20 @@ each decode takes k + 1 tokens of the step's budget; the step is the simulator's
 pass + the draft's k steps); TPOT = step x D / (E[O] - 1); the mean keys of a decode step are
 E[I] + E[R^2] / (2 E[R]) + (1 - A) / 2 with R = O - 1 (A = 1: the line above), and each running decode holds k
 look-ahead slots.
+Attention sharded over the batch (attention_sharding batch / dp): the replica's KV and step costs follow the layout
+(replica.py, step_cost.py); the formulas above are unchanged.
 The simulator agrees within 5% on throughput, TPOT and TTFT (tests/test_steady_state.py).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg
+from tokenmath.mapping.layout import attention_name, with_attention
 from tokenmath.analyses.setup import setup
 from tokenmath.analyses.serving.simulation.replica import make_replica
 from tokenmath.analyses.serving.simulation.scheduler import PrefillFirst, NoEvict
@@ -213,11 +216,14 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
 
 def steady_state(model="llama-3.1-8b", hardware="h100-sxm", *, concurrency=64, chips=None, tp=None, pp=None,
                  ep=None, dp=None, engine=DEFAULT_ENGINE, input_len=1024, output_len=256, weight_dtype=None,
-                 kv_dtype=None, efficiency=None, speculation=None) -> SteadyState:
+                 kv_dtype=None, efficiency=None, speculation=None, attention_sharding=None) -> SteadyState:
     """Closed-loop steady state at one concurrency or a list of them (each an integer >= 1). speculation: an
-    analyses.serving.speculative.Speculation (every decode verifies k + 1 tokens after the draft's k steps)."""
+    analyses.serving.speculative.Speculation (every decode verifies k + 1 tokens after the draft's k steps).
+    attention_sharding: heads (None), batch or dp inside the TP group (mapping/layout.py)."""
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE)
+    if attention_sharding is not None:
+        su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     cs = [concurrency] if np.ndim(concurrency) == 0 else list(concurrency)
     if not cs:
         raise InputError("concurrency", "no concurrency given", "an integer >= 1 or a list of them")
@@ -228,6 +234,7 @@ def steady_state(model="llama-3.1-8b", hardware="h100-sxm", *, concurrency=64, c
     cost = rep.cost(int(most), max(cs) + min(rep.budget, 1 << 20))     # any step up to the budget
     lay = su.layout
     return SteadyState(su.model.id, su.hardware.id, int(lay.chips),
-                       {"tp": int(lay.tp), "pp": int(lay.pp), "ep": int(lay.ep), "dp": int(lay.dp)},
+                       {"tp": int(lay.tp), "pp": int(lay.pp), "ep": int(lay.ep), "dp": int(lay.dp),
+                        **({"attention_sharding": attention_name(lay)} if lay.attn_by_batch else {})},
                        rep.engine.describe(), type(rep.policy()).name, inp, out,
                        tuple(closed_loop(rep, cost, c, inp, out) for c in cs))

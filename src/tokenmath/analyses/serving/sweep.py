@@ -261,7 +261,10 @@ def _fill(cols, codes, m, hw, prec, eff, reserve, sl, bshape, perm, box, decode_
     if decode_only:       # the prefill figures and bottleneck_prefill are constant columns (NaN, "")
         return
     ttft = put("ttft_s", sv.ttft_s)
-    out["output_tokens_per_s"][...] = b * lo / (ttft + lo * step)
+    # b * lo / (ttft + lo * step), the same operations in the same order, written into the column (no temporaries)
+    tps = np.multiply(lo, step, out=out["output_tokens_per_s"])
+    np.add(ttft, tps, out=tps)
+    np.divide(b * lo, tps, out=tps)
     if usd_s is not None:
         out["cost_per_mtok_input_usd"][...] = prefill_cost_per_mtok(usd_s, ttft, b, li)
     else:

@@ -1,7 +1,7 @@
 import click
 
-from tokenmath.faces.commands.common import (dtype_options, engine_option, guarded, layout_options, model_hardware,
-                                             positive, positive_float, with_plot)
+from tokenmath.faces.commands.common import (attention_option, dtype_options, engine_option, guarded, layout_options,
+                                             model_hardware, positive, positive_float, with_plot)
 from tokenmath.faces.commands.common import prefix_hit_option
 from tokenmath.faces.commands.speculation import grid_speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
@@ -29,6 +29,7 @@ LENGTH_HELP = 'Tokens, or "uniform:LO-HI", "lognormal:MEDIAN,SIGMA", "fit:TRACE"
               help="Goodput target: time per output token of a request (default 200).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the workload.")
 @prefix_hit_option
+@attention_option
 @click.option("--prefix-cache-share", type=float, metavar="SHARE",
               help="Share of the KV cache kept for cached prefixes (what-if; default: none kept, idle prefixes are "
                    "evicted least recently used first when running requests need the room).")
@@ -37,8 +38,8 @@ LENGTH_HELP = 'Tokens, or "uniform:LO-HI", "lognormal:MEDIAN,SIGMA", "fit:TRACE"
 @guarded
 @grid_speculation_options(footer=False)
 def simulate(model, hardware, chips, tp, pp, ep, dp, engine, concurrency, arrival_rate, burstiness, trace, requests,
-             input_len, output_len, ttft_ms, itl_ms, seed, prefix_hit, prefix_cache_share, weight_dtype, kv_dtype,
-             plot_file, as_json, explain, speculation=None):
+             input_len, output_len, ttft_ms, itl_ms, seed, prefix_hit, attention_sharding, prefix_cache_share,
+             weight_dtype, kv_dtype, plot_file, as_json, explain, speculation=None):
     """Simulate a serving engine step by step: throughput, TTFT/ITL percentiles, goodput, queue, KV."""
     from tokenmath.analyses.serving.simulation.simulate import simulate as run
     from tokenmath.faces.commands.common import plot_then_json
@@ -46,7 +47,8 @@ def simulate(model, hardware, chips, tp, pp, ep, dp, engine, concurrency, arriva
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, engine=engine, concurrency=concurrency,
             arrival_rate=arrival_rate, burstiness=burstiness, trace=trace, requests=requests, input_len=input_len,
             output_len=output_len, ttft_ms=ttft_ms, itl_ms=itl_ms, seed=seed, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, prefix_hit=prefix_hit, speculation=speculation, prefix_cache_share=prefix_cache_share)
+            kv_dtype=kv_dtype, prefix_hit=prefix_hit, speculation=speculation, prefix_cache_share=prefix_cache_share,
+            attention_sharding=attention_sharding)
 
     def plot(res, path):
         from tokenmath.faces.plots_simulation import simulation_plot

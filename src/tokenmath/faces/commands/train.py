@@ -144,10 +144,11 @@ def _table(r) -> None:
 
 def _search_table(r) -> None:
     from tokenmath.base import units as u
+    from tokenmath.faces.names import chip_label
     rows = [x.to_dict() for x in r.top]
     wide = any(d["ep"] > 1 or d["cp"] > 1 for d in rows)
     with_run = r.tokens is not None
-    click.echo(f"Fastest layouts: {r.model.name} on {r.chips} x {r.hardware.id} "
+    click.echo(f"Fastest layouts: {r.model.name} on {r.chips} x {chip_label(r.hardware)} "
                f"({r.fitting:,} of {r.evaluated:,} fit; ranked by step time)")
     head = (f"{'#':>2}  {'tp x pp x dp' + (' x ep x cp' if wide else ''):<{22 if wide else 14}}{'mb':>3} "
             f"{'recompute':<10}{'zero':>4} {'pipeline':<9}{'step':>9} {'MFU':>6} {'mem/chip':>9} {'bubble':>7}")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from tokenmath.base.errors import InputError, closest, unknown_name
 from tokenmath.faces.web.catalogs import hardware_json, models_json
 from tokenmath.faces.web.endpoints import Endpoint, dtype_choices, endpoint_table, fit_names
-from tokenmath.faces.web.names import named
+from tokenmath.faces.names import named
 from tokenmath.faces.web.params import coerce
 from tokenmath.faces.web.payload import dumps
 from tokenmath.faces.web.sensitivity import metric_labels, sensitivity_table

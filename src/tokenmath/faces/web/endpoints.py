@@ -14,7 +14,7 @@ from tokenmath.faces.web.charts import overtrain_chart, pareto_chart, roofline
 from tokenmath.faces.web.overrides import SET, chip, what_if
 from tokenmath.faces.web.params import Param
 from tokenmath.faces.web.simulation_sweep import SWEEP_PARAMS, simulate_sweep_response
-from tokenmath.faces.web.speculation import SPEC, speculative_part
+from tokenmath.faces.web.speculation import SPEC, spec_of, speculative_part
 
 if TYPE_CHECKING:
     from tokenmath.specs.efficiency import Efficiency
@@ -155,7 +155,7 @@ def simulate_response(model: ModelLookup, a: dict) -> dict:
     r = simulate(model(a["model"]), chip(a), **layout(a), engine=a["engine"], concurrency=a["concurrency"],
                  arrival_rate=a["arrival_rate"], burstiness=a["burstiness"], requests=a["requests"],
                  input_len=a["input_len"], output_len=a["output_len"], ttft_ms=a["ttft_ms"], itl_ms=a["itl_ms"],
-                 seed=a["seed"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+                 seed=a["seed"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], speculation=spec_of(a))
     d = r.to_dict()
     d.update(what_if(a))
     d["explain"] = explain_simulation(r)
@@ -298,7 +298,7 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
                    "completes (64 when neither this nor arrival_rate is given)", 1, 1_000_000),
              Param("arrival_rate", "float", None, "open loop: requests per second", 1e-6, 1e7),
              Param("burstiness", "float", 1.0, "open loop: gamma shape of the gaps (1 = Poisson)", 1e-3, 1e3),
-             *SIM_WORKLOAD, *D, SET),
+             *SIM_WORKLOAD, *D, SET, *SPEC),
             partial(simulate_response, model), "tokenmath.analyses.serving.simulation.simulate.simulate"),
         "simulate_sweep": Endpoint(
             (MODEL, HARDWARE, *LAYOUT, E, *SWEEP_PARAMS, *(p for p in SIM_WORKLOAD if p.name != "requests"), *D, SET),

@@ -1,4 +1,4 @@
-"""Speculative decoding on the web API's infer and hyperbola: the CLI's `--draft MODEL --spec-k K --acceptance A`
+"""Speculative decoding on the web API's infer, hyperbola and simulate: the CLI's `--draft MODEL --spec-k K --acceptance A`
 and `--mtp K` as the parameters draft, spec_k, acceptance and mtp. The answer gains `speculative`, the to_dict() of
 analyses.serving.speculative.speculative at the answer's batches, as the CLI's JSON does. No physics here."""
 from __future__ import annotations
@@ -17,17 +17,26 @@ def asked(a: dict) -> bool:
     return any(a.get(k) is not None for k in ("draft", "spec_k", "acceptance", "mtp"))
 
 
+def spec_of(a: dict):
+    """The request's analyses.serving.speculative.Speculation, or None when none was asked (the draft a catalog id,
+    never a path or an upload)."""
+    if not asked(a):
+        return None
+    from tokenmath.analyses.serving.speculative import speculation
+    from tokenmath.specs.model_catalog import catalog
+    draft = a.get("draft")
+    if draft is not None and draft.lower() not in catalog():
+        raise unknown_name("draft", draft, catalog())
+    return speculation(None if draft is None else draft.lower(), a.get("spec_k"), a.get("acceptance"), a.get("mtp"))
+
+
 def speculative_part(model, hardware, a: dict, batches, efficiency=None, *, context: int | None = None) -> dict:
     """{"speculative": the speculative decode beside a plain answer at `batches`} ({} when none was asked).
     `context`: a hyperbola's (every sequence holds that many tokens while it decodes, as the CLI reads it)."""
     if not asked(a):
         return {}
-    from tokenmath.analyses.serving.speculative import speculation, speculative
-    from tokenmath.specs.model_catalog import catalog
-    draft = a.get("draft")
-    if draft is not None and draft.lower() not in catalog():
-        raise unknown_name("draft", draft, catalog())        # never a path or an upload: a catalog id
-    spec = speculation(None if draft is None else draft.lower(), a.get("spec_k"), a.get("acceptance"), a.get("mtp"))
+    from tokenmath.analyses.serving.speculative import speculative
+    spec = spec_of(a)
     for name in ("pp", "cp"):
         if (a.get(name) or 1) > 1:
             raise InputError(name, "speculative decoding is modelled without pipeline or context parallelism",

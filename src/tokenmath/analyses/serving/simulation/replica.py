@@ -7,6 +7,11 @@ its fraction of the total, or of what the weights and one step's activations lea
 over the KV bytes of one token (all layers, this chip's shard), x the groups. With speculative decoding the draft's
 weights join the fixed bytes and its cache (one more sequence's worth per token: engine/speculative.draft_memory's
 terms) each token's bytes.
+Attention sharded over the batch (Layout.attn batch / dp, engine/memory.py): each of a TP group's tp ranks holds
+its own sequences' whole KV (kv_shard 1, no copies): a rank holds n tokens of its own, and the group tp x n
+(memory.max_batch's per-rank floor x attn_ranks). A separate draft's cache stays split by heads over the group (its
+own layout), so each of a rank's own tokens also carries tp tokens' worth of the draft's per-chip cache; an MTP
+head's cache follows the target's (whole, on the rank of its sequence).
 """
 from __future__ import annotations
 
@@ -64,14 +69,16 @@ def kv_capacity_tokens(su, draft=None) -> int:
                   + activations_per_chip(m, lay, chunk, chunk))
     # per token of context (a hybrid's fixed recurrent state per sequence is not in it)
     per_token = float(kv_bytes_per_token(m, prec.kv.bytes)) / (int(lay.pp) * float(lay.kv_shard(m)))
+    ranks = int(lay.attn_ranks())       # 1 under heads; tp under batch / dp: each rank holds its own sequences
     if draft is not None:
         # the draft's weights, and its cache: one token of a sequence per chip of the draft's layout (the MTP head
         # laid like the target; a separate draft on each attention group's tp chips)
         d, dp_ = draft.model, draft.precision
         fixed += float(draft_weights_per_chip(d, m, lay, dp_, draft.spec.mtp))
-        per_token += float(kv_per_chip(d, draft_layout(lay, draft.spec.mtp), dp_.kv.bytes, int(lay.dp * lay.ep), 1))
+        dkv = float(kv_per_chip(d, draft_layout(lay, draft.spec.mtp), dp_.kv.bytes, int(lay.dp * lay.ep), 1))
+        per_token += dkv if draft.spec.mtp or ranks == 1 else ranks * dkv
     usable = float(usable_bytes(hw.memory_bytes, su.reserve, fixed, eng))
-    return int(math.floor(max(usable - fixed, 0.0) / per_token)) * int(lay.dp * lay.ep)
+    return int(math.floor(max(usable - fixed, 0.0) / per_token)) * ranks * int(lay.dp * lay.ep)
 
 
 def make_replica(su, draft=None) -> Replica:

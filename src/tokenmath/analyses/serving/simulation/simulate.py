@@ -6,10 +6,13 @@ one engine), loop.py (the core loop), result.py (the metrics). This module wires
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import pos_float
+from tokenmath.mapping.layout import attention_name, with_attention
 from tokenmath.analyses.setup import setup
 from tokenmath.analyses.serving.simulation.loop import run
 from tokenmath.analyses.serving.simulation.replica import make_replica
@@ -33,7 +36,8 @@ TPOT_TARGET_S = 0.2
 def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=None, pp=None, ep=None, dp=None,
              engine=DEFAULT_ENGINE, concurrency=None, arrival_rate=None, burstiness=1.0, trace=None, requests=1000,
              input_len=1024, output_len=256, ttft_ms=None, itl_ms=None, seed=0, weight_dtype=None, kv_dtype=None,
-             efficiency=None, prefix_hit=None, speculation=None, prefix_cache_share=None) -> SimulationResult:
+             efficiency=None, prefix_hit=None, speculation=None, prefix_cache_share=None,
+             attention_sharding=None) -> SimulationResult:
     """Serve `requests` requests on one replica of `model` on `chips` x `hardware` with `engine`'s scheduler.
 
     Workload: concurrency (closed loop; 64 when nothing is given), arrival_rate (open loop, req/s; burstiness: the
@@ -45,9 +49,12 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
     speculation: an analyses.serving.speculative.Speculation (--draft/--spec-k/--acceptance or --mtp): every decode
     step verifies k + 1 tokens per sequence after the draft's k steps and yields E tokens per sequence on average
     (the expectation, not per-sequence draws: see state.py and docs/speculative.md); k = 0 is plain decoding.
+    attention_sharding: heads (None), batch or dp inside the TP group (mapping/layout.py; docs/attention-sharding.md).
     """
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE)
+    if attention_sharding is not None:
+        su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     ttft_t = TTFT_TARGET_S if ttft_ms is None else pos_float(ttft_ms, "ttft_ms", 0.0, 1e9) / 1e3
     itl_t = TPOT_TARGET_S if itl_ms is None else pos_float(itl_ms, "itl_ms", 0.0, 1e9) / 1e3
     wl = make_workload(concurrency=concurrency, arrival_rate=arrival_rate, burstiness=burstiness, trace=trace,
@@ -139,7 +146,8 @@ def _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t) -> Simulatio
                          "the arrival rate is above what this replica serves")
     return SimulationResult(
         model=m.id, hardware=su.hardware.id, chips=int(lay.chips),
-        layout={"tp": int(lay.tp), "pp": int(lay.pp), "ep": int(lay.ep), "dp": int(lay.dp)},
+        layout={"tp": int(lay.tp), "pp": int(lay.pp), "ep": int(lay.ep), "dp": int(lay.dp),
+                **({"attention_sharding": attention_name(lay)} if lay.attn_by_batch else {})},
         engine=eng.describe(), policy=type(rep.policy()).name, policy_description=type(rep.policy()).describe,
         workload=wl.to_dict(), workload_description=wl.describe(), efficiency_source=su.efficiency.source,
         memory_bw=float(su.hardware.memory_bw),

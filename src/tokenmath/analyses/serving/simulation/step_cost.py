@@ -35,6 +35,13 @@ per step (as speculative_decode does). Not with pipeline parallelism or sparse a
 Layout: a step splits evenly over the dp x ep attention groups (one scheduler each; limits are per group), and with
 pp stages over M = min(pp, sequences per group) micro-batches, each pass followed by pp - 1 hand-offs (as
 static_batch does for decode). Context parallelism is not simulated.
+Attention sharded over the batch (Layout.attn batch / dp; engine/forward.py): the fullest rank of a TP group runs the
+core for ceil(S / tp) of a kernel's S sequences, whole heads, its own KV. The tables' pair and cached-token slopes
+are one sequence's (seqs = 1: whole heads, whole KV), so each kernel's pairs and reads are scaled by
+share(S) = ceil(S / tp) / S, S its decodes (the decode table's constant terms are tabulated at S itself) or its
+chunks (whose new tokens scale too: the chunk table is tabulated at one sequence); dp's replicated projections in a
+mixed step run on ceil(s / tp) of the step's s sequences (their op re-read at share(s) x the tokens). As forward_pass
+prices the same step (`direct`); heads keeps share = 1 and the arithmetic of before.
 """
 from __future__ import annotations
 
@@ -71,6 +78,8 @@ class StepCost(SpeculativeSteps):
         self.groups = int(lay.dp * lay.ep)
         self.pp = int(lay.pp)
         self.tp = int(lay.tp)
+        self.by_batch = bool(lay.attn_by_batch)          # attention sharded over the batch (batch / dp)
+        self.dp_attn = self.by_batch and int(lay.attn) == 2  # dp: the projections replicated, on a rank's sequences
         self.window = int(m.sliding_window) if m.n_sliding_layers else 0
         self.topk = int(m.index_topk) if m.is_sparse_attention else 0
         # probes of the main attention stay under the top-k cap (above it the engine reads only k tokens)
@@ -119,6 +128,8 @@ class StepCost(SpeculativeSteps):
                 tab["ix"] = (ix.count, as_floats(c1, grid.shape), as_floats(np.broadcast_to(ix.memory_s, grid.shape), grid.shape),
                              as_floats((np.broadcast_to(pc.ops["indexer"].compute_s, grid.shape) - c1) / PROBE, grid.shape),
                              (pk.ops["indexer"].memory_s.item() - float(np.asarray(ix.memory_s).flat[1])) / PROBE)
+            if phase == "prefill" and self.dp_attn:    # the replicated projections at t tokens on one sequence
+                tab["ap"] = as_floats(np.broadcast_to(p.ops["attn_proj"].total_s, grid.shape), grid.shape)
             self.t[phase] = tab
         self.lm = as_floats(self._pass("decode", one, 1.0, 0.0, 0.0).ops["lm_head"].total_s, grid.shape)
         if self.k1 > 1:
@@ -127,7 +138,8 @@ class StepCost(SpeculativeSteps):
         # decode steps at n sequences (one group, one stage, no window): t(keys) = base + nf max(c0 + a keys,
         # m0' + b keys), the per-n constants read off the same tables
         dt = self.t["decode"]
-        self.lines = self.groups == 1 and self.pp == 1 and not self.window and not self.topk and self.k1 == 1
+        self.lines = (self.groups == 1 and self.pp == 1 and not self.window and not self.topk and self.k1 == 1
+                      and not self.by_batch)
         if self.lines:
             nf, a, b = dt["nf"], dt["alpha"][0], dt["beta"]
             self.line = (nf * a, nf * b, [g + lm for g, lm in zip(dt["g"], self.lm)],
@@ -142,6 +154,26 @@ class StepCost(SpeculativeSteps):
         return forward_pass(su.model, su.hardware, su.layout, su.precision, su.efficiency, phase=phase,
                             seqs=np.asarray(seqs, float), new_tokens=np.asarray(new_tokens, float),
                             pairs_full=pairs, pairs_sliding=pairs, kv_read_full=kv_read, kv_read_sliding=kv_read)
+
+    def share(self, seqs: float) -> float:
+        """Share of a kernel's `seqs` sequences whose attention the fullest rank runs: ceil(S / tp) / S under batch
+        or dp attention (one sequence's slopes x this x the totals = ceil(S / tp) sequences' work), 1 under heads."""
+        if not self.by_batch or seqs <= 0:
+            return 1.0
+        return float(np.ceil(seqs / self.tp)) / seqs
+
+    def _proj_fix(self, tab, x: float, seqs: float) -> float:
+        """dp attention in a mixed step: the replicated projections the prefill table prices at all x tokens (one
+        sequence), re-read at the x share(seqs) tokens of the fullest rank's ceil(seqs / tp) sequences."""
+        if not self.dp_attn or "ap" not in tab:
+            return 0.0
+        ap = tab["ap"]
+        y = x * self.share(seqs)
+
+        def at(v):
+            i = int(v)
+            return ap[i] + (v - i) * (ap[i + 1] - ap[i])
+        return at(y) - at(x)
 
     def split(self, seqs: float) -> float:
         """Passes a step's work is divided by: attention groups x pipeline micro-batches."""
@@ -181,19 +213,28 @@ class StepCost(SpeculativeSteps):
         j = int(y)
         lm = self.lm
         t += lm[j] + (y - j) * (lm[j + 1] - lm[j]) if y != j else lm[j]
+        if t_p > 0 and self.dp_attn:
+            t += self._proj_fix(tab, x, y)
         if n_d:
             dt = self.t["decode"]
+            sh = self.share(n_d / d) if self.by_batch else 1.0
             main = min(keys / n_d, self.topk) * n_d / d if self.topk else keys / d
-            t += self._attention(dt, n_d / d, n_d / d, main, main - n_d / d,
-                                 min(keys / n_d, self.window) * n_d / d if self.window else 0.0)
+            sl = min(keys / n_d, self.window) * n_d / d if self.window else 0.0
+            if sh != 1.0:
+                t += self._attention(dt, n_d / d, n_d / d, main * sh, (main - n_d / d) * sh, sl * sh,
+                                     (sl - n_d / d) * sh)
+            else:
+                t += self._attention(dt, n_d / d, n_d / d, main, main - n_d / d, sl)
             if "ix" in dt:
-                t += self._indexer(dt["ix"], n_d / d, keys / d, keys / d - n_d / d)
+                t += self._indexer(dt["ix"], n_d / d, keys / d * sh, (keys / d - n_d / d) * sh)
         if t_p > 0:
             seq = t_p / l_p
+            sh = self.share(l_p / d) if self.by_batch else 1.0
             main = pairs * capped_share(read / l_p, seq, self.topk) if self.topk else pairs
-            t += self._attention(tab, t_p / d, seq, main / d, read / d, pairs_sl / d, read_sl / d)
+            t += self._attention(tab, t_p / d * sh, seq, main / d * sh, read / d * sh, pairs_sl / d * sh,
+                                 read_sl / d * sh)
             if "ix" in tab:
-                t += self._indexer(tab["ix"], t_p / d, pairs / d, read / d, seq)
+                t += self._indexer(tab["ix"], t_p / d * sh, pairs / d * sh, read / d * sh, seq)
         if self.engine is None:
             return t
         launch = tab["launch"][min(int(n_d / d) if t_p <= 0 else i, self.size - 1)]

@@ -94,9 +94,13 @@ class SpeculativeSteps:
         if self.window:
             _, b, _, e = chunk_geometry(kq - 1.0, k1, self.window)
             vp_sl, vr_sl = b * n_d, e * n_d
-        t += self._attention(v, n_d / d, 0, vp / d, (keys - n_d) / d, vp_sl / d, vr_sl / d)
+        sh = self.share(n_d / d)        # batch / dp attention: the fullest rank's share (step_cost.py); 1 under heads
+        t += self._attention(v, n_d / d, 0, vp / d * sh, (keys - n_d) / d * sh, vp_sl / d * sh, vr_sl / d * sh)
         if t_p > 0:
-            t += self._attention(tab, t_p / d, t_p / l_p, pairs / d, read / d, pairs_sl / d, read_sl / d)
+            t += self._proj_fix(tab, x, seqs / d)
+            sh = self.share(l_p / d)
+            t += self._attention(tab, t_p / d * sh, t_p / l_p, pairs / d * sh, read / d * sh, pairs_sl / d * sh,
+                                 read_sl / d * sh)
         t += self._draft(n_d / d, kq)
         if self.engine is None:
             return t

@@ -1,21 +1,22 @@
 // Simulate (/api/simulate): latency percentiles, goodput, queue and KV occupancy over time. No physics here.
 import { fmt } from "./format.js";
 import { $, renderCards, table, setNotes } from "./dom.js";
-import { state, common, engineTag, hwName, modelName } from "./state.js";
+import { state, common, engineTag, hwName, modelName, speculation } from "./state.js";
 import { sweep } from "./view_simulate_sweep.js";
+import { SPEC_FIELDS, drafter } from "./view_overview.js";
 
 export const panel = {
   endpoint: "simulate",
   fields: { concurrency: "s_concurrency", arrival_rate: "s_rate", burstiness: "s_burstiness",
             requests: "s_requests", input_len: "s_input", output_len: "s_output", ttft_ms: "s_ttft",
-            itl_ms: "s_itl", seed: "s_seed" },
+            itl_ms: "s_itl", seed: "s_seed", ...SPEC_FIELDS },
   params: () => {
     const open = state.s_mode === "open";
     return Object.assign(common(), {
       concurrency: open ? "" : state.s_concurrency, arrival_rate: open ? state.s_rate : "",
       burstiness: open ? state.s_burstiness : "", requests: state.s_requests,
       input_len: state.s_input || state.input_len, output_len: state.s_output || state.output_len,
-      ttft_ms: state.s_ttft, itl_ms: state.s_itl, seed: state.s_seed });
+      ttft_ms: state.s_ttft, itl_ms: state.s_itl, seed: state.s_seed }, speculation());
   },
   render: renderSimulate,
   also: sweep,
@@ -48,6 +49,11 @@ export function renderSimulate(d, root) {
     { key: "queue", label: "queue", value: `at most ${fmt.int(d.queue_max)} waiting`, cls: d.queue_grows ? "bad" : "",
       sub: `mean ${fmt.num(d.queue_mean)}; KV cache peak ${fmt.pct(d.kv_peak_fraction)}; ${fmt.int(d.preemptions)} preemptions` +
         (d.queue_grows ? "; it grows: arrivals outpace the replica" : ""), why: { hl: /queue|preempt/ } },
+    // speculative decoding (the sidebar's drafts): every decode step verifies k + 1 tokens and gains E on average
+    ...(d.speculation ? [{ key: "spec", label: "speculative decoding",
+      value: `${fmt.num(d.speculation.tokens_per_step)} tokens per step`,
+      sub: `${drafter(d.speculation)}; each decode step verifies ${d.speculation.k + 1} tokens per sequence`,
+      why: { hl: /speculative|verif/ } }] : []),
   ], d.explain);
   setNotes($(".notes", root), (d.notes || []).map((a) => ["note", "note: " + Words.web(a)]));
   const c = d.cdf || { q: [] };
