@@ -40,8 +40,10 @@ def test_heads_is_bit_identical_to_before():
         (3021.4861339400336, 0.09297849800443887, 0.04216476817323803)]
     ss = steady_state("deepseek-v3", "h200", chips=8, tp=8, concurrency=[1, 64], weight_dtype="fp8")
     assert [(p.output_tokens_per_s, p.ttft_s, p.tpot_s) for p in ss.points] == [
-        (139.02384078492608, 0.04053111977562043, 0.007062165441046579),
-        (2278.6643056290122, 0.04718472554964595, 0.028011734959196486)]
+        # re-recorded when the fp8 layers gained their activation-quantize and MoE permute ops (physics, not this
+        # test's subject: engine/activation_ops.py); the heads path itself is unchanged
+        (138.7006974252076, 0.04396319865748814, 0.0070655301729215785),
+        (2194.5990425804425, 0.051702719306260886, 0.029074109463653023)]
     kw = dict(chips=2, tp=2, concurrency=16, requests=200, input_len=512, output_len=64)
     r = tokenmath.simulate("llama-3.1-8b", "h100-sxm", **kw)
     assert (r.output_tokens_per_s, r.ttft_s.mean, r.tpot_s.mean, r.itl_s.p99) == (

@@ -90,7 +90,9 @@ def test_search_finds_a_layout_at_least_as_fast_as_every_published_one():
         best = search(run["model"], run["hardware"], chips=run["chips"], seq_len=kw["seq_len"],
                       global_batch_tokens=kw["global_batch_tokens"], cp=kw["cp"], dtype=kw["dtype"],
                       balanced=kw["balanced"], flash=kw["flash"], dropout=kw["dropout"], tp_overlap=kw["tp_overlap"],
-                      pp_overlap=kw["pp_overlap"], top=1).top[0]
+                      pp_overlap=kw["pp_overlap"], ep_comm=kw["ep_comm"], ep_overlap=kw["ep_overlap"],
+                      act=kw["act"], adam_bytes=kw["adam_bytes"], grad_bytes=kw["grad_bytes"],
+                      dualpipe=kw["dualpipe"], reserve=kw["reserve"], top=1).top[0]
         assert float(best.step.step_time_s) <= float(pub.step.step_time_s) * (1 + 1e-9), run["id"]
         checked += 1
     assert checked >= 20

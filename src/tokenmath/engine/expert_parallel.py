@@ -133,7 +133,8 @@ def moe_layer_compute_s(ops: dict, n_layers: int):
     """Per-occurrence time of the non-communication work of one MoE layer (what a second micro-batch overlaps),
     from a pass's ops (forward.PassCost.ops)."""
     t = 0.0
-    for name in ("attn_proj", "norms", "router", "experts", "shared_experts"):
+    for name in ("attn_proj", "act_quant", "norms", "router", "topk", "moe_quant", "moe_permute", "experts",
+                 "moe_down_quant", "moe_unpermute", "shared_experts"):
         if name in ops:
             t = t + ops[name].time_s
     att = 0.0

@@ -17,6 +17,8 @@ Every quantity is per chip and broadcasts over numpy arrays (batch, context, tp,
                 engine/attention_sharding.py): the core runs S_a = ceil(S / tp) whole sequences per rank (KV not
                 split, not copied); dp also runs the projections on S_a sequences with replicated weights
   ep_alltoall   dispatch + combine per MoE layer over tp x ep chips
+  act_quant, moe_quant, moe_down_quant, moe_permute, moe_unpermute, topk: memory-bound ops of quantized and MoE
+                layers (bytes only, engine/activation_ops.py: which quantizes engines fuse away, which stand alone)
 
 T = tokens per attention group (S sequences x new tokens each); T_st = the tokens of the sequences the stage's ep
 groups actually hold (stage_seqs x new tokens: B at one replica, not ceil(B/ep) x ep; engine/expert_parallel.py).
@@ -42,7 +44,7 @@ from tokenmath.specs.kv_cache import kv_full_values, kv_main_values
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model, full_layer_shapes
 from tokenmath.specs.params import count_params
-from tokenmath.engine import collectives as coll
+from tokenmath.engine import activation_ops as aq, collectives as coll
 from tokenmath.engine.attention_sharding import sharding_comm
 from tokenmath.engine import expert_parallel as xp
 from tokenmath.engine.attended import decode_context, prefill_pairs  # noqa: F401  (callers import them from here)
@@ -203,6 +205,10 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         note="q, k, v, o projections" + ("" if not np.any(np.asarray(lay.attn) == 2) else
                                          " (dp attention: replicated, on the rank's own sequences)"),
         weights=P.attn_per_layer * wb / ws, kind="gemm", key=wkey, M=Tp, shapes=op_shapes(m, "attn_proj", ws))
+    qw = aq.activation_bytes(prec.weight, hw)     # 0: the matmuls run at 16 bits, nothing to quantize
+    if qw:
+        add("act_quant", m.n_attention_layers, 0.0, aq.attn_quant_bytes(m, Tp, ws, qw), pk_a, kind="stream",
+            note="quantize the attention output for the o projection (engine/activation_ops.py)")
 
     # full and local layers may differ in head size and KV heads (Gemma 4): each kind its own KV, q/o and pairs
     kvl, kvl_loc = kv_full_values(m) * prec.kv.bytes, kv_main_values(m) * prec.kv.bytes
@@ -260,12 +266,27 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
             note="expert gate (replicated)", weights=P.router_per_moe_layer * wb, kind="gemm", key=wkey, M=T,
             shapes=op_shapes(m, "router", 1))
         share = lay.expert_share(m)     # 1/ep, or ceil(E/ep)/E on the fullest rank when ep does not divide E
+        # router -> top-k -> quantize -> permute -> grouped GEMMs (-> quantize the down input) -> unpermute
+        rows = Tst * k * share      # (token, expert) rows this rank's experts receive
+        add("topk", P.n_moe_layers, 0.0, aq.topk_bytes(m, T, ab), pk_a, note="router top-k over the logits",
+            kind="stream")
+        qe = aq.activation_bytes(prec.expert, hw)     # 0: the experts multiply at 16 bits
+        if qe:
+            add("moe_quant", P.n_moe_layers, 0.0, aq.moe_quant_bytes(m, T, qe), pk_a, kind="stream",
+                note="quantize the experts' input")
+        add("moe_permute", P.n_moe_layers, 0.0, aq.permute_bytes(m, rows, qe or ab), pk_a, kind="stream",
+            note="gather each expert's tokens (T k rows of d)")
         add("experts", P.n_moe_layers, 2 * Tst * k * P.expert * share / tp,
             touched * P.expert * eb * share / tp + Tst * k * (2 * d + 2 * Fe / tp) * ab * share, pk_e,
             note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts"
             + (f" (busiest EP rank: {float(ep_imbalance):g} x the mean tokens)" if ep_imbalance != 1.0 else ""),
             weights=touched * P.expert * eb * share / tp, kind="grouped", key=ekey, M=Tst * k / touched,
             groups=touched * share, shapes=op_shapes(m, "experts", tp))
+        if qe and not aq.down_quant_fused(prec.expert, hw):
+            add("moe_down_quant", P.n_moe_layers, 0.0, aq.moe_down_quant_bytes(m, rows, tp, qe), pk_a,
+                kind="stream", note="quantize the experts' down-projection input")
+        add("moe_unpermute", P.n_moe_layers, 0.0, aq.unpermute_bytes(m, rows, ab), pk_a, kind="stream",
+            note="scatter back: weighted sum of each token's k expert outputs")
         if P.shared_per_moe_layer:
             Fs = m.shared_width
             add("shared_experts", P.n_moe_layers, 2 * P.shared_per_moe_layer * T / tp,

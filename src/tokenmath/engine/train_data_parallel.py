@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.train_memory import ADAM_STATE_BYTES, WEIGHT_BYTES
+from tokenmath.engine.train_memory import WEIGHT_BYTES
+from tokenmath.engine.train_memory_recipe import ADAM_STATE_BYTES
 from tokenmath.specs.hardware import Hardware
 
 

@@ -25,6 +25,8 @@
   head each take one layer slot, so ranks hold ceil((n_layers + 2)/pp) slots and the first and last one fewer layer.
   The last stage holds one micro-batch plus the fp32 logits, 4 s b V / t (Korthikanti et al. 2022 Sec. 4.1).
   fits: total <= HBM x (1 - RESERVE_FRACTION) (engine.memory).
+  A MemoryRecipe (engine/train_memory_recipe.py) changes the bytes per stored value: FP8 GEMM inputs (Transformer
+  Engine), DeepSeek-V3's recomputation and FP8 caching, BF16 Adam moments, DualPipe's two stages per rank.
 
 Layout fields as in engine/train_step.py (chips = tp x cp x ep x dp x pp). All inputs broadcast (numpy). Bytes.
 """
@@ -35,13 +37,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.engine.memory import RESERVE_FRACTION
+from tokenmath.engine.train_memory_recipe import (
+    DEFAULT_RECIPE,
+    E5M6_BYTES,
+    MemoryRecipe,
+    linear_input_bytes,
+)
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "interleaved", "zb-h1")
-ADAM_STATE_BYTES = 12.0       # fp32 master weight + first and second moments (ZeRO Sec. 3.1)
 WEIGHT_BYTES = 2.0            # bf16 working weights
 GRAD_BYTES = 2.0              # bf16 gradients (the 16 B/param accounting); 4.0 for fp32 main grads
 LOGIT_BYTES = 4.0             # fp32 logits kept for the cross-entropy (Korthikanti et al. 2022 Sec. 4.1)
@@ -135,7 +142,7 @@ def in_flight_layers(m: Model, pp, micro_batches, schedule="1f1b", virtual_stage
 
 
 def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recompute="none", flash=False,
-                               dropout=True):
+                               dropout=True, act: str = "bf16"):
     """Stored activation bytes of one layer for one micro-batch on one chip (Korthikanti et al. 2022, Sec. 4),
     averaged over the model's layers (dense / MoE, full / sliding attention).
 
@@ -152,6 +159,10 @@ def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recom
     Everything / tp (tensor + sequence parallel). selective drops the score term; full keeps the layer input
     2sbh / tp only. dropout=False removes the three masks (sbh each: attention output, MLP output, scores);
     flash=True replaces the score term by the fp32 log-sum-exp 4asb (FlashAttention stores no scores).
+    act (engine/train_memory_recipe.py): "fp8" stores the GEMM-only inputs at 1 B (QKV input h, FFN input h or
+    each dispatched copy h, FFN second-GEMM input F); "deepseek-v3" also drops the norms' outputs (the QKV / MLA
+    down-projection and FFN inputs) and MLA's up-projected Q, K, V (recomputed), keeps the out-projection input in
+    E5M6 (1.5 B) and, in MoE layers, only the SwiGLU inputs in FP8 (2F: its output is recomputed).
     """
     rc = recompute_code(recompute)
     L = np.asarray(seq_len, float)
@@ -170,19 +181,26 @@ def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recom
         k = v = m.kv_heads * m.hd
         latent = 0
     mask = 1.0 if dropout else 0.0
-    attn_lin = 2 * (h + q + k + v + o + latent) + mask * h       # values per token (bytes)
+    li = linear_input_bytes(act)                                  # a GEMM-only input, bytes per value
+    ds = act == "deepseek-v3"
+    x_in = 0.0 if ds else li                                      # a norm's output feeding a GEMM
+    qkv = 0.0 if (ds and m.is_mla) else 2.0 * (q + k + v)         # MLA up-projections recomputed (DeepSeek-V3)
+    attn_lin = x_in * h + qkv + 2.0 * latent + (E5M6_BYTES if ds else 2.0) * o + mask * h   # bytes per token
     norms = 4 * h
 
-    def mlp(width):
-        return (6 if m.ffn_gated else 4) * width
+    def mlp(width, moe_layer=False):
+        if ds and moe_layer:
+            return 2.0 * width                                    # gate and up outputs in FP8, SwiGLU recomputed
+        return (4 + li if m.ffn_gated else 2 + li) * width        # gate/up (or fc1 out) bf16 + second-GEMM input
 
     P = count_params(m)
-    dense = (2 + mask) * h + mlp(m.ffn_intermediate) if P.n_dense_layers else 0.0
+    dense = (x_in + mask) * h + mlp(m.ffn_intermediate) if P.n_dense_layers else 0.0
     moe = 0.0
     if P.n_moe_layers:
-        moe = (2 + mask) * h + m.experts_per_token * (2 * h + mlp(m.moe_intermediate))
+        # the router reads the layer's normed input in bf16 (DeepSeek-V3 recomputes that norm)
+        moe = ((0.0 if ds else 2.0) + mask) * h + m.experts_per_token * (li * h + mlp(m.moe_intermediate, True))
         if m.shared_width:
-            moe += mlp(m.shared_width)
+            moe += mlp(m.shared_width, True)
     ffn_avg = (P.n_dense_layers * dense + P.n_moe_layers * moe) / m.n_layers
     linear = s * b * (attn_lin + ffn_avg + norms)                  # bytes
     keys_full = L
@@ -198,9 +216,10 @@ def activation_bytes_per_layer(m: Model, seq_len, micro_batch, tp=1, cp=1, recom
 def train_memory(m: Model, hw_memory_bytes: float, lay: Layout, *, seq_len, micro_batch, micro_batches,
                  recompute="selective", zero=1, reserve: float = RESERVE_FRACTION,
                  grad_bytes: float = GRAD_BYTES, schedule="1f1b", virtual_stages=1, balanced=False,
-                 flash=False, dropout=True) -> TrainMemory:
+                 flash=False, dropout=True, recipe: MemoryRecipe = DEFAULT_RECIPE) -> TrainMemory:
     """Memory per chip on the worst pipeline stage (the larger of the first and the last). schedule, virtual_stages,
-    balanced: the pipeline (in_flight_layers); flash, dropout: the activation terms (activation_bytes_per_layer)."""
+    balanced: the pipeline (in_flight_layers); flash, dropout: the activation terms (activation_bytes_per_layer);
+    recipe: activation storage, Adam's bytes and DualPipe (engine/train_memory_recipe.py)."""
     P = count_params(m)
     tp, pp, dp, ep, cp = (np.asarray(x, float) for x in (lay.tp, lay.pp, lay.dp, lay.ep, lay.cp))
     z = np.asarray(zero, dtype=np.int64)
@@ -215,14 +234,14 @@ def train_memory(m: Model, hw_memory_bytes: float, lay: Layout, *, seq_len, micr
         ne_c, e_c = ne / tp, e_stage / (tp * ep)
         wts = WEIGHT_BYTES * (ne_c / np.where(z >= 3, g_ne, 1.0) + e_c / np.where(z >= 3, g_e, 1.0))
         grd = grad_bytes * (ne_c / np.where(z >= 2, g_ne, 1.0) + e_c / np.where(z >= 2, g_e, 1.0))
-        opt = ADAM_STATE_BYTES * (ne_c / np.where(z >= 1, g_ne, 1.0) + e_c / np.where(z >= 1, g_e, 1.0))
+        opt = recipe.adam_bytes * (ne_c / np.where(z >= 1, g_ne, 1.0) + e_c / np.where(z >= 1, g_e, 1.0))
         return wts, grd, opt
 
     # ZeRO-3 prefetch: two layers' weights gathered whole (per tp shard) at a time
     layer_params = (layers_ne + P.experts_total / ep) / m.n_layers
     buffers = np.where(z >= 3, 2.0 * WEIGHT_BYTES * layer_params / tp, 0.0)
 
-    per_layer = activation_bytes_per_layer(m, L, b, tp, cp, rc, flash, dropout)
+    per_layer = activation_bytes_per_layer(m, L, b, tp, cp, rc, flash, dropout, recipe.act)
     held = in_flight_layers(m, pp, mb, schedule, virtual_stages, balanced)
     _, layers_edge = stage_layers(m, pp, balanced)
     logits = LOGIT_BYTES * b * (L / cp) * m.vocab_size / tp
@@ -233,6 +252,14 @@ def train_memory(m: Model, hw_memory_bytes: float, lay: Layout, *, seq_len, micr
     w2, g2, o2 = states(last_ne)
     t1 = w1 + g1 + o1 + act_first
     t2 = w2 + g2 + o2 + act_last
+    if recipe.dualpipe:
+        # DualPipe: rank 0 holds stage 0 and stage pp-1 (weights and gradients of both; each stage's optimizer
+        # shard over twice the ranks) and PP + 1 micro-batches of a stage's layers (report Table 2), plus the logits
+        two = pp > 1
+        w1, g1, o1 = np.where(two, w1 + w2, w1), np.where(two, g1 + g2, g1), np.where(two, (o1 + o2) / 2.0, o1)
+        act_first = np.where(two, np.minimum(mb, pp + 1.0) * stage_layers(m, pp, balanced)[0] * per_layer + logits,
+                             act_first)
+        t1, t2 = w1 + g1 + o1 + act_first, 0.0 * t2
     pick = t1 >= t2
     shape = np.broadcast(t1, t2, buffers).shape
 

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmath.engine.activation_ops import quantize_bytes
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
+
+FP8_BYTES = 1.0     # Transformer Engine's FP8 tensors: one byte per value, one fp32 scale per tensor (negligible)
 
 
 def unfused_attention_bytes(m: Model, seq_len, tokens_per_chip, tp, dropout: bool):
@@ -64,4 +67,5 @@ def fp8_cast_bytes(m: Model, tokens_per_chip, tp):
     """(forward, backward) HBM bytes of FP8 cast-transposes, all layers, one micro-batch on one chip."""
     w_in, w_out = fp8_gemm_widths(m)
     T = np.asarray(tokens_per_chip, float) * m.n_layers / np.asarray(tp, float)
-    return 4.0 * w_in * T, 4.0 * w_out * T
+    # read 2 B, write the 1-B value and its transpose: 4 B per element (the serving quantize's formula, one home)
+    return quantize_bytes(w_in * T, FP8_BYTES, transpose=True), quantize_bytes(w_out * T, FP8_BYTES, transpose=True)

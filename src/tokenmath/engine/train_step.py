@@ -112,6 +112,7 @@ from tokenmath.engine.train_memory import (
     stage_params,
     train_memory,
 )
+from tokenmath.engine.train_memory_recipe import DEFAULT_RECIPE, MemoryRecipe
 from tokenmath.mapping.layout import Layout, train_layout
 from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import DEFAULT, Efficiency
@@ -123,7 +124,9 @@ from tokenmath.specs.params import count_params
 
 ZERO_STAGES = (0, 1, 2, 3)
 TRAIN_DTYPES = ("bf16", "fp8")
-LAYER_OPS_EXCLUDED = ("embed", "lm_head", "tp_allreduce", "ep_alltoall", "norms")  # norms: train_elementwise
+# norms: train_elementwise; act_quant, moe_quant, moe_down_quant: the FP8 cast-transposes below (train_overheads.py)
+LAYER_OPS_EXCLUDED = ("embed", "lm_head", "tp_allreduce", "ep_alltoall", "norms", "act_quant", "moe_quant",
+                      "moe_down_quant")
 TP_OVERLAP_GEMMS = ("attn_proj", "ffn", "shared_experts", "experts")
 ATTN_CORE_OPS = ("attention", "attention_local")
 DUALPIPE_COMM_SMS = 20      # SMs DeepSeek-V3's all-to-all kernels take (arXiv 2412.19437 Sec. 3.2.2)
@@ -134,7 +137,7 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
                eff: Efficiency = DEFAULT, reserve: float = RESERVE_FRACTION,
                grad_bytes: float = GRAD_BYTES, schedule="1f1b", virtual_stages=1, balanced=False, flash=True,
                dropout=False, tp_overlap=False, pp_overlap=False, ep_comm: str = "bf16",
-               ep_overlap=False) -> TrainStep:
+               ep_overlap=False, recipe: MemoryRecipe = DEFAULT_RECIPE) -> TrainStep:
     """Cost of one training step (see the module docstring for every term). Inputs are assumed checked
     (analyses.train does it); arrays broadcast. schedule '1f1b' | 'interleaved' | 'zb-h1' (or codes 0/1/2) with
     virtual_stages v (interleaved only); balanced: Llama 3's stage balancing; flash / dropout: the activation terms
@@ -336,7 +339,7 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     # ---- memory ---------------------------------------------------------------------------------------------
     mem = train_memory(m, hw.memory_bytes, train_layout(tp, pp, dp, ep, cp), seq_len=L, micro_batch=b,
                        micro_batches=mb, recompute=rc, zero=z, reserve=reserve, grad_bytes=grad_bytes, schedule=sc,
-                       virtual_stages=v, balanced=bal, flash=flash, dropout=dropout)
+                       virtual_stages=v, balanced=bal, flash=flash, dropout=dropout, recipe=recipe)
 
     return TrainStep(
         micro_batches=mb, tokens_per_step=G,

@@ -11,7 +11,7 @@ from tokenmath.analyses.training.train import TrainResult
 from tokenmath.base import units as u
 from tokenmath.base.validators import finite
 from tokenmath.engine.economics import per_mtok
-from tokenmath.engine.train_memory import activation_bytes_per_layer, in_flight_layers
+from tokenmath.engine.train_memory import activation_bytes_per_layer, in_flight_layers, stage_layers
 from tokenmath.engine.train_step_result import matmul_params
 from tokenmath.faces.names import chip_label, name_ids
 from tokenmath.specs.params import count_params
@@ -132,22 +132,33 @@ def explain_train(r: TrainResult) -> str:
     out.append("")
     mem = s.memory
     out.append("6. Memory per chip (worst pipeline stage)")
-    out.append(f"  model states: 2 B weights + {f(T['grad_bytes']):g} B grads + 12 B Adam (fp32 master, m, v) per param"
-               f" over tp x pp" + (" (experts also over ep)" if m.is_moe else "")
+    rec = r.recipe
+    adam = "fp32 master, m, v" if rec.adam_bytes == 12 else ("fp32 master, bf16 m, v" if rec.adam_bytes == 8 else "")
+    out.append(f"  model states: 2 B weights + {f(T['grad_bytes']):g} B grads + {rec.adam_bytes:g} B Adam"
+               + (f" ({adam})" if adam else "") + " per param over tp x pp" + (" (experts also over ep)" if m.is_moe else "")
                + f", ZeRO-{r.zero}: weights {u.bytes_(f(mem.weights))}, gradients {u.bytes_(f(mem.gradients))},"
                f" optimizer {u.bytes_(f(mem.optimizer))}"
-               + (f", gather buffers {u.bytes_(f(mem.buffers))}" if r.zero == 3 else ""))
-    per_layer = f(activation_bytes_per_layer(m, L, b, tp, cp, r.recompute, r.flash, r.dropout))
+               + (f", gather buffers {u.bytes_(f(mem.buffers))}" if r.zero == 3 else "")
+               + ("; DualPipe: the first and the last stage on one rank, each stage's optimizer over 2 x dp"
+                  if rec.dualpipe and pp > 1 else ""))
+    per_layer = f(activation_bytes_per_layer(m, L, b, tp, cp, r.recompute, r.flash, r.dropout, rec.act))
     k = 34 if r.dropout else 32
     scores = "4as/h lse" if r.flash else ("5as/h" if r.dropout else "2as/h")
     form = {"none": f"sbh({k} + {scores})/t", "selective": f"{k} sbh/t", "full": "2 sbh/t"}[r.recompute]
     held = f(in_flight_layers(m, pp, mb, r.schedule, r.virtual_stages, r.balanced))
+    sched = r.schedule
+    if rec.dualpipe and pp > 1:
+        held = min(f(mb), pp + 1.0) * f(stage_layers(m, pp, r.balanced)[0])
+        sched = "DualPipe, PP + 1 micro-batches of a stage"
+    store = {"bf16": "", "fp8": ", FP8 GEMM inputs (Transformer Engine)",
+             "deepseek-v3": ", DeepSeek-V3: norms and MLA up-projections recomputed, FP8 caching"}[rec.act]
     out.append(f"  activations (Korthikanti et al. 2022, {form} for a GPT-shaped layer"
-               + (", no dropout masks" if not r.dropout else "") + (", FlashAttention" if r.flash else "")
+               + (", no dropout masks" if not r.dropout else "") + (", FlashAttention" if r.flash else "") + store
                + f"): {u.bytes_(per_layer)} per layer per micro-batch x {held:,.0f} layer-micro-batches in flight on "
-               f"the first rank ({r.schedule}" + (", balanced stages" if r.balanced else "") + ")"
-               " (+ fp32 logits on the last stage)"
-               f" = {u.bytes_(f(mem.activations))}")
+               f"the first rank ({sched}" + (", balanced stages" if r.balanced else "") + ")"
+               + (" (+ fp32 logits: the last stage is on this rank)" if rec.dualpipe and pp > 1
+                  else " (+ fp32 logits on the last stage)")
+               + f" = {u.bytes_(f(mem.activations))}")
     out.append(f"  total {u.bytes_(f(mem.total))} of {u.bytes_(mem.usable)} usable -> "
                f"{'fits' if r.fits else 'DOES NOT FIT'}")
     if r.tokens is not None and r.fits:

@@ -19,11 +19,12 @@ import numpy as np
 
 from tokenmath.base import units as u
 from tokenmath.base.errors import InputError
-from tokenmath.base.validators import finite, int_arg
+from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.engine.economics import chip_hours
 from tokenmath.engine.expert_parallel import EP_COMM
 from tokenmath.engine.memory import RESERVE_FRACTION
-from tokenmath.engine.train_memory import RECOMPUTE, SCHEDULES, train_memory
+from tokenmath.engine.train_memory import GRAD_BYTES, RECOMPUTE, SCHEDULES, train_memory
+from tokenmath.engine.train_memory_recipe import ACT_STORAGE, ADAM_STATE_BYTES, DEFAULT_RECIPE, MemoryRecipe
 from tokenmath.engine.train_step import TRAIN_DTYPES, ZERO_STAGES, train_step
 from tokenmath.engine.train_step_result import TrainStep, matmul_params
 from tokenmath.mapping.layout import Layout, make_train_layout, train_layout
@@ -66,6 +67,8 @@ class TrainResult:
     pp_overlap: bool = False          # interleaved schedule's p2p hand-offs behind the chunks (overlap_p2p_comm)
     ep_comm: str = "bf16"             # EP all-to-all transport (engine/expert_parallel.EP_COMM)
     ep_overlap: bool = False          # DualPipe's overlap of the all-to-all with the paired micro-batch
+    recipe: MemoryRecipe = DEFAULT_RECIPE  # activation storage, Adam bytes, DualPipe (engine/train_memory_recipe.py)
+    grad_bytes: float = GRAD_BYTES    # bytes per gradient (2 bf16, 4 fp32)
 
     # ---- headline figures (None when the configuration does not fit) ---------------------------------------
     @property
@@ -125,7 +128,7 @@ class TrainResult:
             "recompute": self.recompute, "zero": self.zero, "dtype": self.dtype, "overlap": self.overlap,
             "schedule": self.schedule, "virtual_stages": self.virtual_stages, "balanced_stages": self.balanced,
             "tp_comm_overlap": self.tp_overlap, "pp_comm_overlap": self.pp_overlap, "ep_comm": self.ep_comm,
-            "ep_overlap": self.ep_overlap,
+            "ep_overlap": self.ep_overlap, "memory_recipe": self.recipe.to_dict(), "grad_bytes": self.grad_bytes,
             "params_total": P.total, "params_active": P.active, "params_matmul": matmul_params(self.model),
             "fits": bool(self.fits),
             "step_time_s": ok(s.step_time_s), "step_floor_s": ok(s.floor_s),
@@ -198,7 +201,8 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
           global_batch_tokens=4_194_304, micro_batch=1, recompute="selective", zero=1, dtype="bf16", tokens=None,
           overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, schedule="1f1b",
           virtual_stages=None, balanced=False, flash=True, dropout=False, tp_overlap=False,
-          pp_overlap=False, ep_comm="bf16", ep_overlap=False) -> TrainResult:
+          pp_overlap=False, ep_comm="bf16", ep_overlap=False, act=None, adam_bytes=None, grad_bytes=None,
+          dualpipe=False) -> TrainResult:
     """One training step of `global_batch_tokens` tokens (sequences of `seq_len`) on a layout of
     chips = tp x pp x dp x ep x cp; with `tokens`, the whole run (time, chip-hours, $, kWh).
 
@@ -211,6 +215,9 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     pp_overlap: the interleaved schedule's point-to-point hand-offs overlapped with the chunks (Megatron
     overlap_p2p_comm; no effect without an interleaved pipeline); ep_comm: the EP all-to-all's transport (bf16, fp8,
     deepep); ep_overlap: DualPipe's overlap of the all-to-all with compute (MoE with ep > 1).
+    Memory recipe (engine/train_memory_recipe.py): act 'bf16' | 'fp8' | 'deepseek-v3' (default: 'fp8' when
+    dtype is fp8, Transformer Engine's FP8 GEMM inputs, else 'bf16'); adam_bytes per parameter (12; 8 with BF16
+    moments); grad_bytes (2 bf16; 4 fp32); dualpipe: DualPipe's two stages per rank and PP + 1 micro-batches.
     Seconds, bytes, USD, kWh. A layout that fits with no recomputation at this ZeRO stage raises InputError
     naming what would fit; one that fits only with another recomputation returns fits=False with advice.
     """
@@ -229,6 +236,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     schedule = choice_arg(schedule, "schedule", SCHEDULES)
     ep_comm = choice_arg(ep_comm, "ep_comm", EP_COMM)
     tokens = tokens_arg(tokens)
+    recipe, grad_bytes = memory_recipe(dtype, act, adam_bytes, grad_bytes, dualpipe)
     lay = make_train_layout(m, hw, chips, tp, pp, dp, ep, cp)
     v = _virtual_stages(m, lay, schedule, virtual_stages, bool(balanced))
     if seq_len % int(lay.cp):
@@ -247,21 +255,31 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     kw = dict(seq_len=seq_len, micro_batch=micro_batch, global_batch_tokens=gbt, dtype=dtype, overlap=overlap,
               eff=eff, reserve=reserve, schedule=schedule, virtual_stages=v, balanced=bool(balanced),
               flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap), pp_overlap=bool(pp_overlap),
-              ep_comm=ep_comm, ep_overlap=bool(ep_overlap))
+              ep_comm=ep_comm, ep_overlap=bool(ep_overlap), recipe=recipe, grad_bytes=grad_bytes)
     step = train_step(m, hw, lay, recompute=recompute, zero=zero, **kw)
     fits = bool(step.memory.fits)
     advice = [] if fits else _fit_advice(m, hw, lay, zero, recompute, kw)
     if m.is_moe:
         notes.append("MoE: experts assumed evenly loaded; the all-to-all carries top-k copies of every token")
     if dtype == "fp8":
-        notes.append("fp8: matmuls at the fp8 peak with fp8 weights read; master weights, optimizer and "
-                     "activations stay in bf16/fp32 (no fp8 weight cache counted in memory)")
+        notes.append("fp8: matmuls at the fp8 peak with fp8 weights read; master weights and optimizer stay in "
+                     f"bf16/fp32, activations stored as '{recipe.act}' (no fp8 weight cache counted in memory)")
     return TrainResult(model=m, hardware=hw, layout=lay, seq_len=seq_len, global_batch_tokens=gbt,
                        micro_batch=micro_batch, recompute=recompute, zero=zero, dtype=dtype, overlap=overlap,
                        schedule=schedule, virtual_stages=v, balanced=bool(balanced),
                        efficiency=eff, step=step, fits=fits, tokens=tokens, advice=advice, notes=notes,
                        flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap),
-                       pp_overlap=bool(pp_overlap), ep_comm=ep_comm, ep_overlap=bool(ep_overlap))
+                       pp_overlap=bool(pp_overlap), ep_comm=ep_comm, ep_overlap=bool(ep_overlap), recipe=recipe,
+                       grad_bytes=grad_bytes)
+
+
+def memory_recipe(dtype, act=None, adam_bytes=None, grad_bytes=None, dualpipe=False) -> tuple[MemoryRecipe, float]:
+    """Checked (MemoryRecipe, grad_bytes): act defaults to 'fp8' (Transformer Engine's FP8 GEMM inputs) for an fp8
+    run and 'bf16' otherwise; Adam 12 B and bf16 gradients 2 B per parameter unless given."""
+    act = choice_arg(act or ("fp8" if dtype == "fp8" else "bf16"), "act", ACT_STORAGE)
+    adam_bytes = ADAM_STATE_BYTES if adam_bytes is None else pos_float(adam_bytes, "adam_bytes", 0.0, 64.0)
+    grad_bytes = GRAD_BYTES if grad_bytes is None else pos_float(grad_bytes, "grad_bytes", 0.0, 8.0)
+    return MemoryRecipe(act=act, adam_bytes=adam_bytes, dualpipe=bool(dualpipe)), grad_bytes
 
 
 def _virtual_stages(m, lay, schedule, v, balanced) -> int:
@@ -318,7 +336,8 @@ def _chips_needed(m, hw, lay, kw) -> str:
     mb = G / (L * b * dps * int(lay.ep))
     mem = train_memory(m, hw.memory_bytes, tl, seq_len=L, micro_batch=b, micro_batches=mb, recompute="full", zero=3,
                        reserve=kw["reserve"], schedule=kw["schedule"], virtual_stages=kw["virtual_stages"],
-                       balanced=kw["balanced"], flash=kw["flash"], dropout=kw["dropout"])
+                       balanced=kw["balanced"], flash=kw["flash"], dropout=kw["dropout"], recipe=kw["recipe"],
+                       grad_bytes=kw["grad_bytes"])
     ok = np.nonzero(mem.total <= mem.usable)[0]
     base = int(lay.tp) * int(lay.pp) * int(lay.ep) * int(lay.cp)
     if len(ok):

@@ -18,6 +18,7 @@ from tokenmath.analyses.training.train import (
     MAX_BATCH_TOKENS,
     TrainResult,
     choice_arg,
+    memory_recipe,
     tokens_arg,
     train,
     train_system,
@@ -38,7 +39,6 @@ from tokenmath.specs.model_catalog import get_model
 
 SEARCH_MICRO_BATCHES = (1, 2, 4, 8)
 SEARCH_ZERO = (1, 2, 3)
-SEARCH_VIRTUAL = (2, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,11 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
            overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, top: int = 10,
            micro_batches=SEARCH_MICRO_BATCHES, recomputes=RECOMPUTE, zeros=SEARCH_ZERO, balanced=False,
            flash=True, dropout=False, tp_overlap=False, pp_overlap=False, ep_comm="bf16",
-           ep_overlap=False) -> SearchResult:
+           ep_overlap=False, act=None, adam_bytes=None, grad_bytes=None, dualpipe=False) -> SearchResult:
     """The fastest layouts of `chips` chips that fit, best first (ranked by step time: at a fixed global batch
     that is time to train). TP: divisors of the heads (splitting or evenly replicating the KV heads) up to the
     scale-up domain; PP: divisors of the chips up to the layers; EP (MoE): divisors of the experts; DP: the rest;
-    cp fixed.
+    cp fixed. act, adam_bytes, grad_bytes, dualpipe: the memory recipe (analyses.training.train.memory_recipe).
     Every candidate is evaluated in one vectorized engine call."""
     m = get_model(model)
     hw = train_system(system, chips)
@@ -80,6 +80,7 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     dtype = choice_arg(dtype, "dtype", TRAIN_DTYPES)
     ep_comm = choice_arg(ep_comm, "ep_comm", EP_COMM)
     tokens = tokens_arg(tokens)
+    recipe, grad_b = memory_recipe(dtype, act, adam_bytes, grad_bytes, dualpipe)
     if seq_len % c:
         raise InputError("cp", f"cp={c} does not split the {seq_len}-token sequence evenly", f"a divisor of {seq_len}")
     if n > hw.scaleup_domain and hw.scaleout_bw is None:
@@ -93,8 +94,10 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     rows = []
     for t in tps:
         for p in pps:
-            scheds = [(0, 1)] if p == 1 else [(0, 1), (2, 1)] + [
-                (1, v) for v in SEARCH_VIRTUAL if -(-(m.n_layers + (2 if balanced else 0)) // p) % v == 0]
+            # interleaved: every number of virtual stages that splits a stage's layers evenly (NeMo ran Nemotron-4
+            # 340B at pp 8 with 12 virtual stages, one layer each)
+            per_stage = -(-(m.n_layers + (2 if balanced else 0)) // p)
+            scheds = [(0, 1)] if p == 1 else [(0, 1), (2, 1)] + [(1, v) for v in divisors(per_stage) if v > 1]
             for e in eps:
                 if n % (t * p * e * c):
                     continue
@@ -115,7 +118,7 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     st = train_step(m, hw, lay, seq_len=seq_len, micro_batch=a[4], global_batch_tokens=gbt, recompute=a[5],
                     zero=a[6], dtype=dtype, overlap=overlap, eff=eff, reserve=reserve, schedule=a[7],
                     virtual_stages=a[8], balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap,
-                    pp_overlap=pp_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap)
+                    pp_overlap=pp_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, recipe=recipe, grad_bytes=grad_b)
     fit = np.asarray(st.memory.total <= st.memory.usable)
     idx = np.nonzero(fit)[0]
     if not len(idx):
@@ -129,7 +132,8 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
                   zero=int(a[6][i]), dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, reserve=reserve,
                   schedule=SCHEDULES[a[7][i]], virtual_stages=int(a[8][i]) if a[7][i] == 1 else None,
                   balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap, pp_overlap=pp_overlap,
-                  ep_comm=ep_comm, ep_overlap=ep_overlap)
+                  ep_comm=ep_comm, ep_overlap=ep_overlap, act=recipe.act, adam_bytes=recipe.adam_bytes,
+                  grad_bytes=grad_b, dualpipe=recipe.dualpipe)
             for i in order]
     notes = [f"{len(rows):,} layouts evaluated in one vectorized call; {len(idx):,} fit"]
     if c > 1:

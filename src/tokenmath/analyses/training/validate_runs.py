@@ -13,8 +13,13 @@ the prediction itself, all metrics being proportional to throughput at a fixed c
 TFLOP/s figures that include recomputation (Megatron's Eq. 3) are compared with the executed FLOP/s (HFU basis).
 A run whose recipe overlapped its TP collectives with the GEMMs (tp_comm_overlap, with the script that says so) is
 predicted with that overlap; "tp-overlap" in its layout; likewise pp_comm_overlap (Megatron overlap_p2p_comm,
-"pp-overlap"). Recomputation "unstated": the least recomputation that fits (none, then selective, then full), what a tuned run
+"pp-overlap"). A run's published memory recipe (act_storage, adam_bytes, grad_bytes, dualpipe; each with its source
+in the data file) goes to train() as is; fp8 runs store Transformer Engine's FP8 GEMM inputs by default.
+Recomputation "unstated": the least recomputation that fits (none, then selective, then full), what a tuned run
 would pick; the row says which was used.
+Memory: a published run trained, so it fit in its chips' HBM: it is checked against the whole HBM (PUBLISHED_RESERVE
+= 0), not against the planning margin that `train` keeps by default (engine/train_memory.RESERVE_FRACTION, vLLM's
+serving default, for which no training source was found). The margin is for sizing a run not yet run.
 """
 from __future__ import annotations
 
@@ -108,16 +113,21 @@ def load_runs() -> list[dict]:
     return list(shipped("training_runs.toml").get("run", []))
 
 
+PUBLISHED_RESERVE = 0.0     # a run that trained fit its HBM (see the module docstring)
+
+
 def _kw(run: dict, recompute: str) -> dict:
     seq = int(run["seq_len"])
-    return dict(chips=run["chips"], tp=run.get("tp"), pp=run.get("pp"), dp=run.get("dp"), ep=run.get("ep"),
+    return dict(reserve=PUBLISHED_RESERVE, chips=run["chips"], tp=run.get("tp"), pp=run.get("pp"), dp=run.get("dp"), ep=run.get("ep"),
                 cp=run.get("cp"), seq_len=seq, global_batch_tokens=int(run["global_batch_seqs"]) * seq,
                 micro_batch=run.get("micro_batch", 1), recompute=recompute, zero=run.get("zero", 1),
                 dtype=run.get("dtype", "bf16"), tokens=run.get("tokens"), schedule=run.get("schedule", "1f1b"),
                 virtual_stages=run.get("virtual_stages"), balanced=run.get("balanced", False),
                 flash=run.get("flash", True), dropout=run.get("dropout", False),
                 tp_overlap=run.get("tp_comm_overlap", False), pp_overlap=run.get("pp_comm_overlap", False),
-                ep_comm=run.get("ep_comm", "bf16"), ep_overlap=run.get("ep_overlap", False))
+                ep_comm=run.get("ep_comm", "bf16"), ep_overlap=run.get("ep_overlap", False),
+                act=run.get("act_storage"), adam_bytes=run.get("adam_bytes"), grad_bytes=run.get("grad_bytes"),
+                dualpipe=run.get("dualpipe", False))
 
 
 def predict_run(run: dict) -> RunCheck:
@@ -156,7 +166,9 @@ def predict_run(run: dict) -> RunCheck:
     if not r.fits:
         return RunCheck(**base, predicted=None, measured_mfu=None, predicted_mfu=None, recompute=r.recompute,
                         fits=False, memory_bytes=float(mem.total), usable_bytes=float(mem.usable),
-                        note="does not fit in the training memory model")
+                        note=f"does not fit in the training memory model: {mem.total / 1e9:.1f} GB per chip of "
+                             f"{mem.usable / 1e9:.1f} GB of HBM (a run that trained fit: the model's memory misses a "
+                             f"saving it used)")
     bf16 = r.hardware.peak_flops("bf16")
     mfu = float(r.step.mfu) * r.step.peak_flops / bf16
     m = run["metric"]

@@ -39,6 +39,13 @@ DEFAULT_CHIPS = 8
 @click.option("--pp-comm-overlap", is_flag=True,
               help="Overlap the interleaved schedule's point-to-point hand-offs with the chunks' compute (Megatron "
                    "overlap_p2p_comm).")
+@click.option("--act-storage", type=click.Choice(["bf16", "fp8", "deepseek-v3"]),
+              help="How activations are stored: bf16; fp8 (Transformer Engine keeps the FP8 GEMM inputs, the default "
+                   "with --dtype fp8); deepseek-v3 (its norm / MLA up-projection recompute and FP8 caching).")
+@click.option("--adam-bytes", type=float, help="Optimizer bytes per parameter (default 12: fp32 master + moments; "
+                                                "8 with BF16 moments, DeepSeek-V3).")
+@click.option("--grad-bytes", type=float, help="Gradient bytes per parameter (default 2, bf16; 4 for fp32).")
+@click.option("--dualpipe", is_flag=True, help="DualPipe's memory: two stages per rank, PP + 1 micro-batches.")
 @click.option("--tokens", type=float, help="Training tokens: adds time, chip-hours, cost and energy of the run.")
 @click.option("--overlap/--no-overlap", default=True, show_default=True,
               help="Overlap data-parallel communication with backward compute.")
@@ -51,7 +58,7 @@ DEFAULT_CHIPS = 8
 @guarded
 def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, recompute, zero, dtype,
           schedule, virtual_stages, balanced_stages, tp_comm_overlap, pp_comm_overlap, ep_overlap, ep_comm, tokens,
-          overlap, peak, do_search, as_json, explain):
+          overlap, peak, do_search, as_json, explain, act_storage, adam_bytes, grad_bytes, dualpipe):
     """Training step time, MFU, memory per chip, and the time/cost/energy of a run; --search ranks layouts."""
     from tokenmath.analyses.training.train import train as run
     from tokenmath.analyses.training.train_search import search
@@ -59,13 +66,14 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
     from tokenmath.faces.explain_training import explain_train
     from tokenmath.specs.efficiency import PEAK
     eff = PEAK if peak else None
+    mem = dict(act=act_storage, adam_bytes=adam_bytes, grad_bytes=grad_bytes, dualpipe=dualpipe)
     if chips is None and dp is None:
         chips = DEFAULT_CHIPS
     if do_search:
         r = search(model, system, chips=chips if chips is not None else _product(tp, pp, dp, ep, cp),
                    seq_len=seq_len, global_batch_tokens=global_batch_tokens, cp=cp, dtype=dtype, tokens=tokens,
                    overlap=overlap, efficiency=eff, balanced=balanced_stages, tp_overlap=tp_comm_overlap,
-                   pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap)
+                   pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, **mem)
         if as_json:
             emit_json(r.to_dict())
         else:
@@ -77,7 +85,7 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
             global_batch_tokens=global_batch_tokens, micro_batch=micro_batch, recompute=recompute, zero=int(zero),
             dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, schedule=schedule,
             virtual_stages=virtual_stages, balanced=balanced_stages, tp_overlap=tp_comm_overlap,
-            pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap)
+            pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, **mem)
     if as_json:
         emit_json(r.to_dict())
     elif explain:

@@ -129,7 +129,9 @@ class StepCost(SpeculativeSteps):
                              as_floats((np.broadcast_to(pc.ops["indexer"].compute_s, grid.shape) - c1) / PROBE, grid.shape),
                              (pk.ops["indexer"].memory_s.item() - float(np.asarray(ix.memory_s).flat[1])) / PROBE)
             if phase == "prefill" and self.dp_attn:    # the replicated projections at t tokens on one sequence
-                tab["ap"] = as_floats(np.broadcast_to(p.ops["attn_proj"].total_s, grid.shape), grid.shape)
+                # (with the quantize of their o-projection input, which runs on the same tokens)
+                ap = p.ops["attn_proj"].total_s + (p.ops["act_quant"].total_s if "act_quant" in p.ops else 0.0)
+                tab["ap"] = as_floats(np.broadcast_to(ap, grid.shape), grid.shape)
             self.t[phase] = tab
         self.lm = as_floats(self._pass("decode", one, 1.0, 0.0, 0.0).ops["lm_head"].total_s, grid.shape)
         if self.k1 > 1:
