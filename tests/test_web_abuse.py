@@ -27,15 +27,6 @@ HUGE = "9" * 400                   # a JSON number of 400 digits (~1e400: no flo
 LATENCY_BOUND_S = 1.0              # issue 15, item 15: a normal request is answered within 1 s during a flood
 
 
-@pytest.fixture(scope="module")
-def server():
-    srv, thread = start_in_thread("127.0.0.1", 0)
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join(5)
-
-
 def request(srv, method, path, body=None, headers=None, timeout=30):
     host, port = srv.server_address[:2]
     conn = http.client.HTTPConnection(host, port, timeout=timeout)

@@ -9,17 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tokenmath.faces.web.server import start_in_thread
 from tokenmath.faces.web.uploads import UPLOAD_MAX_BYTES
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv, thread = start_in_thread("127.0.0.1", 0)
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join(5)
 
 
 def request(server, method, path, body=None, headers=None, params=None):

@@ -9,20 +9,10 @@ import pytest
 
 from tokenmath.analyses.serving.simulation.simulate import simulate
 from tokenmath.analyses.serving.speculative import speculation
-from tokenmath.faces.web.server import start_in_thread
 
 from test_web_api import assert_error, get_json
 
 STATIC = Path(__file__).resolve().parents[1] / "src" / "tokenmath" / "faces" / "web" / "static"
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv, thread = start_in_thread("127.0.0.1", 0)
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join(5)
 
 
 BASE = {"model": "llama-3.1-8b", "hardware": "h100-sxm", "concurrency": 8, "requests": 200, "input_len": 512,

@@ -5,29 +5,11 @@ The sweep is the simulator run once per concurrency or arrival rate: each point 
 /api/simulate gives at that load (same replica, workload, seed and requests), so the web adds no physics."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tokenmath.base.errors import InputError
-from tokenmath.faces.web.api import Api
 from tokenmath.faces.web.simulation_sweep import MAX_SWEEP_POINTS, MAX_SWEEP_REQUESTS
 
-
-@pytest.fixture(scope="module")
-def api():
-    return Api()
-
-
-def call(api, name, **params):
-    return json.loads(api.call(name, {k: str(v) for k, v in params.items()}))
-
-
-def refused(api, name, field, **params):
-    with pytest.raises(InputError) as e:
-        api.call(name, {k: str(v) for k, v in params.items()})
-    assert e.value.field == field, (e.value.field, str(e.value))
-    return str(e.value)
+from web_calls import call, refused
 
 
 def test_each_point_is_the_simulation_at_that_concurrency(api):

@@ -7,24 +7,7 @@ import json
 
 import pytest
 
-from tokenmath.faces.web.api import Api
-from tokenmath.base.errors import InputError
-
-
-@pytest.fixture(scope="module")
-def api():
-    return Api()
-
-
-def call(api, name, **params):
-    return json.loads(api.call(name, {k: str(v) for k, v in params.items()}))
-
-
-def refused(api, name, field, **params):
-    with pytest.raises(InputError) as e:
-        api.call(name, {k: str(v) for k, v in params.items()})
-    assert e.value.field == field, (e.value.field, str(e.value))
-    return str(e.value)
+from web_calls import call, refused
 
 
 # ---- set: what-if hardware ----------------------------------------------------------------------------------------
