@@ -29,10 +29,9 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg, known_keys, pos_float
 from tokenmath.specs.efficiency import DEFAULT, PEAK
 from tokenmath.mapping.candidates import layouts_for
-from tokenmath.mapping.layout import Layout
-from tokenmath.analyses.setup import fmt_layout, setup
+from tokenmath.analyses.setup import setup
 from tokenmath.analyses.calibration.labels import is_moe, vendor_of
-from tokenmath.analyses.serving.simulation.replica import make_replica
+from tokenmath.analyses.serving.by_concurrency import layout_replica
 from tokenmath.analyses.serving.simulation.workload import parse_lengths
 from tokenmath.analyses.serving.steady_state import DEFAULT_ENGINE, closed_loop
 
@@ -154,17 +153,13 @@ def curves(model: str, hardware: str, weight_dtype, kv_dtype, input_len: int, ou
             tp, pp, ep, dp = (int(v) for v in t[:4])
             if dp > 1 or pp > 1:
                 continue
-            s = replace(su0, layout=Layout(tp, pp, ep, dp))
-            try:
-                rep = make_replica(s)
-            except InputError:
-                skipped.append(fmt_layout(tp, pp, ep, dp))
+            # the same replica and step tables as by_concurrency.trace builds for a sweep up to MAX_CONCURRENCY
+            name, rep, cost, problem = layout_replica(su0, t[:4], inp, out, MAX_CONCURRENCY)
+            if problem:
+                raise InputError("layout", f"{name}: {problem}", "a layout the simulator's replica models")
+            if rep is None:
+                skipped.append(name)
                 continue
-            if inp.max + out.max + rep.block_tokens > rep.kv_tokens:
-                skipped.append(fmt_layout(tp, pp, ep, dp))
-                continue
-            # the same step tables as by_concurrency.trace builds for a sweep up to MAX_CONCURRENCY
-            cost = rep.cost(int(min(inp.max + out.max, rep.kv_tokens)), MAX_CONCURRENCY + min(rep.budget, 1 << 20))
             cs, xs, ys = [], [], []
             c = 1
             while c <= MAX_CONCURRENCY:
@@ -179,7 +174,7 @@ def curves(model: str, hardware: str, weight_dtype, kv_dtype, input_len: int, ou
                     break
                 c *= 2
             if cs:
-                found.append(Curve(fmt_layout(tp, pp, ep, dp), int(s.layout.chips), tuple(cs), tuple(xs), tuple(ys)))
+                found.append(Curve(name, tp * pp * ep * dp, tuple(cs), tuple(xs), tuple(ys)))
     notes = (f"{len(skipped)} layouts hold no {inp.max + out.max:,}-token request ({', '.join(skipped[:3])}"
              f"{', ...' if len(skipped) > 3 else ''})",) if skipped else ()
     return tuple(found), notes

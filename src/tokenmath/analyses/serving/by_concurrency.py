@@ -43,6 +43,27 @@ def concurrency_axis(concurrency, engine) -> tuple[int, ...]:
     return tuple(cs)
 
 
+def layout_replica(su: Setup, t, inp, out, max_concurrency: int, draft=None):
+    """(name, replica, step cost tables, refusal) of layout t = (tp, pp, ep, dp[, attention sharding code]) on setup
+    `su`, for closed loops of up to `max_concurrency` users with lengths inp / out (parsed workload lengths):
+    replica and tables None when the replica does not model the layout or its KV cache holds no whole request;
+    refusal: the problem when the step tables are refused (InputError from the replica's cost), else None."""
+    tp, pp, ep, dp = (int(v) for v in t[:4])
+    attn = int(t[4]) if len(t) > 4 else 0
+    name = fmt_layout(tp, pp, ep, dp, attn)
+    try:
+        rep = make_replica(replace(su, layout=Layout(tp, pp, ep, dp, attn=attn)), draft)
+    except InputError:
+        return name, None, None, None
+    if inp.max + out.max + rep.block_tokens > rep.kv_tokens:
+        return name, None, None, None
+    try:
+        cost = rep.cost(int(min(inp.max + out.max, rep.kv_tokens)), max_concurrency + min(rep.budget, 1 << 20))
+    except InputError as e:
+        return name, None, None, e.problem
+    return name, rep, cost, None
+
+
 def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, output_len: int,
           draft=None) -> tuple[list, list]:
     """(points, notes): every layout (tp, pp, ep, dp[, attention sharding code]) of `layouts` at every concurrency,
@@ -58,20 +79,12 @@ def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, outp
     for t in layouts:
         tp, pp, ep, dp = (int(v) for v in t[:4])
         attn = int(t[4]) if len(t) > 4 else 0
-        name = fmt_layout(tp, pp, ep, dp, attn)
-        s = replace(su, layout=Layout(tp, pp, ep, dp, attn=attn))
-        try:
-            rep = make_replica(s, draft)
-        except InputError:
-            skipped.append(name)
+        name, rep, cost, problem = layout_replica(su, t, inp, out, max(concurrency), draft)
+        if problem:
+            refused.append(f"{name} ({problem})")
             continue
-        if inp.max + out.max + rep.block_tokens > rep.kv_tokens:
+        if rep is None:
             skipped.append(name)
-            continue
-        try:
-            cost = rep.cost(int(min(inp.max + out.max, rep.kv_tokens)), max(concurrency) + min(rep.budget, 1 << 20))
-        except InputError as e:
-            refused.append(f"{name} ({e.problem})")
             continue
         for c in concurrency:
             p = closed_loop(rep, cost, c, inp, out)
