@@ -78,6 +78,8 @@ def gemm_fraction(km: KernelModel, compute_key: str, M, shapes, groups=1):
         for tn in km.tile_n:
             u = np.maximum(u, gemm_utilization(M, N, K, km.compute_units, tm, tn, groups, km.split_k_min_k))
         u = u * k_factor(km, compute_key, K)
+        if km.gemv_max_m:     # a matrix-vector kernel computes only the rows it has (no tile padding)
+            u = np.where(np.asarray(M, float) <= km.gemv_max_m, 1.0, u)
         w_sum, t_sum = w_sum + w, t_sum + w / u
     return km.gemm_fraction(compute_key) * w_sum / t_sum
 
@@ -182,6 +184,18 @@ def op_shapes(m, name: str, tp) -> tuple:
 
 def op_rates(km: KernelModel, hw, name: str, phase: str, kind: str, *, key: str = "bf16", M=1.0, shapes=(),
              groups=None, seq_len=None, head_dim=None):
+    """(achieved FLOP/s, achieved B/s, t0 in s) of one occurrence of op `name` on chip `hw`: _rates x the model's
+    residual scales (KernelModel.compute_scale, bw_scale; 1.0 unless fitted), which never touch t0 or a
+    collective (whose time is in comm_s)."""
+    pk, bw, t0 = _rates(km, hw, name, phase, kind, key=key, M=M, shapes=shapes, groups=groups, seq_len=seq_len,
+                        head_dim=head_dim)
+    if kind == "comm" or (km.compute_scale == 1.0 and km.bw_scale == 1.0):
+        return pk, bw, t0
+    return pk * km.compute_scale, bw * km.bw_scale, t0
+
+
+def _rates(km: KernelModel, hw, name: str, phase: str, kind: str, *, key: str = "bf16", M=1.0, shapes=(),
+           groups=None, seq_len=None, head_dim=None):
     """(achieved FLOP/s, achieved B/s, t0 in s) of one occurrence of op `name` on chip `hw`.
     kind: "gemm" (M rows over `shapes`), "grouped" (M rows per expert, `groups` experts), "attention" (decode:
     streaming KV; prefill: FlashAttention-3 at seq_len, head_dim), "stream" (elementwise), "comm" (no fixed time:

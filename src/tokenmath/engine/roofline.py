@@ -25,6 +25,20 @@ def kernel_op_time(flops, nbytes, peak_flops, bandwidth, fixed_s=0.0):
     return np.maximum(compute, memory), compute, memory
 
 
+def retime_kernels(pass_cost, compute_scale, bw_scale):
+    """Time of a kernel-model pass (Efficiency.kernels set) re-timed with its compute and bandwidth fractions
+    multiplied by compute_scale and bw_scale (arrays broadcast, each in (0, 1]): sum over ops of count x
+    max(t0 + (compute - t0) / compute_scale, t0 + (memory - t0) / bw_scale, communication). The same time the
+    engine gives with KernelModel.compute_scale / bw_scale set (engine/kernels.op_rates), without re-running it."""
+    cs, bs = np.asarray(compute_scale, float), np.asarray(bw_scale, float)
+    t = 0.0
+    for op in pass_cost.ops.values():
+        t0 = op.fixed_s
+        work = np.maximum(t0 + (op.compute_s - t0) / cs, t0 + (op.memory_s - t0) / bs)
+        t = t + op.count * np.maximum(work, op.comm_s)
+    return t
+
+
 def retime(pass_cost, flops_eff, bw_eff):
     """Time of a pass evaluated at 100% of peak FLOP/s and bandwidth, re-timed at other achievable fractions
     (arrays broadcast): sum over ops of count x max(compute / flops_eff, memory / bw_eff, communication).

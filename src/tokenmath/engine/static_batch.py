@@ -65,6 +65,7 @@ class BatchCost:
     prefill_chunks: np.ndarray | float = 1.0    # prefill steps per micro-batch (chunked prefill)
     running_cap: float = np.inf                 # sequences one attention group runs at once (inf: no cap)
     runs_at_once: np.ndarray | bool = True      # the busiest group's sequences are within running_cap
+    prefill_launch_s: np.ndarray | float = 0.0  # CPU launch time of one eager prefill step (0 without an engine), s
 
     @property
     def fits(self):
@@ -200,14 +201,15 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
         chunks = np.maximum(np.ceil(prefill_tokens / chunk_tokens(hw.memory_bytes, eng)), 1.0)
         if np.any(chunks > 1):
             pre = chunked_prefill(m, hw, lay, prec, eff, s, input_len, chunks, **opts)
+    pre_launch = 0.0
     if decode_only:
         ttft = np.nan
     elif eng is None:
         ttft = (micro + pp - 1) / pp * (pre.time_s + fixed)
     else:
         launch_s = launch_time_s(eff, hw)
-        chunk_step, _ = engine_step(eng, pre.time_s + fixed, kernels_of(pre), prefill_tokens / chunks, launch_s, tp,
-                                    cpu_seqs=s)
+        chunk_step, pre_launch = engine_step(eng, pre.time_s + fixed, kernels_of(pre), prefill_tokens / chunks,
+                                             launch_s, tp, cpu_seqs=s)
         ttft = (micro + pp - 1) / pp * chunks * chunk_step
     if np.any(pp > 1):
         crosses = placed(lay, hw.scaleup_domain).replica.domains > 1     # some hand-off leaves the domain
@@ -232,8 +234,39 @@ def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effic
         return x if x.shape == shape else np.broadcast_to(x, shape)
     extra = {} if eng is None else dict(
         engine=eng, decode_device_s=b(device), decode_launch_s=b(launch), prefill_chunks=b(chunks), running_cap=cap,
+        prefill_launch_s=b(pre_launch),
         runs_at_once=np.broadcast_to(np.asarray(at_once, bool), shape))
     return BatchCost(batch=b(batch), seqs_per_microbatch=b(s), stage_seqs=b(stage), microbatches=b(micro),
                      prefill=pre, decode=dec,
                      ttft_s=b(ttft), decode_step_s=b(step), pp_p2p_s=b(p2p), decode_floor_s=b(floor), memory=mem,
                      max_batch=np.broadcast_to(bmax, shape), **extra)
+
+
+def retimed(sv: BatchCost, n_layers: int, pp, compute_scale=1.0, bw_scale=1.0, layer_overhead_s=0.0,
+            step_cpu_s=0.0, step_cpu_per_seq_s=0.0):
+    """(ttft_s, decode_step_s) of a batch served by serve_batch with a kernel model and no per-layer overhead or
+    per-step CPU time, as serve_batch would give them with KernelModel.compute_scale / bw_scale, Efficiency
+    .layer_overhead_s and the engine's step_cpu_s / step_cpu_per_seq_s set to these values (arrays broadcast), without
+    re-running the engine: each pass re-timed by roofline.retime_kernels, the fixed time per layer added, the
+    engine's host side (launch, CPU work, overlap) applied as engine_step does. What `tokenmath validate` searches
+    when it fits those values; tests check it against a full run."""
+    from tokenmath.engine.roofline import retime_kernels
+    fixed = n_layers * np.asarray(layer_overhead_s, float)
+    pp = np.asarray(pp, float)
+    fill = (sv.microbatches + pp - 1) / pp
+    dec = retime_kernels(sv.decode, compute_scale, bw_scale) + fixed
+    if np.any(pp > 1):
+        dec = dec + sv.pp_p2p_s
+    pre = None if sv.prefill is None else retime_kernels(sv.prefill, compute_scale, bw_scale) + fixed
+    eng = sv.engine
+    if eng is None:
+        return (np.nan if pre is None else fill * pre), dec
+
+    def host(device, launch, seqs):
+        dev = np.maximum(device, launch)
+        cpu = np.asarray(step_cpu_s, float) + np.asarray(step_cpu_per_seq_s, float) * np.asarray(seqs, float)
+        return np.maximum(dev, cpu) if eng.overlap_scheduling else dev + cpu
+    s = sv.seqs_per_microbatch
+    step = host(dec, sv.decode_launch_s, s)
+    ttft = np.nan if pre is None else fill * sv.prefill_chunks * host(pre, sv.prefill_launch_s, s)
+    return ttft, step

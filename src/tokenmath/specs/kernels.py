@@ -66,6 +66,14 @@ class KernelModel:
     curve_elements: tuple = ()  # N x K (weight elements) of each measured shape, increasing
     curve_efficiency: tuple = ()   # [row][shape]: share (0, 1] of max(FLOPs / peak, bytes / bandwidth) reached
     measured_on: str = ""       # when and how the curve was measured ("" for a catalog class)
+    # matrix-vector path: GEMMs of at most this many token rows run as matrix-vector kernels that compute only the
+    # useful rows (no tile padding of the token dimension); 0: none, every GEMM pads to tile_m_small
+    gemv_max_m: int = 0
+    # bounded residuals of a serving stack on top of the sourced constants (tokenmath validate fits them, per chip
+    # family, data/calibration.toml [physics]): every compute fraction x compute_scale, every bandwidth fraction x
+    # bw_scale, both in (0, 1] so no op gets faster than the microbenchmark ceiling (1.0: the constants as read)
+    compute_scale: float = 1.0
+    bw_scale: float = 1.0
 
     def gemm_fraction(self, compute_key: str) -> float:
         """The large-GEMM fraction for matmuls at the dense peak `compute_key` (Hardware.flops_key)."""
@@ -181,6 +189,12 @@ def class_model(name: str) -> KernelModel:
         if not 0 <= vals[k] < 1e-3:
             _bad(f"classes.{name}.{k}", f"{vals[k]:g} is not a kernel's fixed time", "seconds in [0, 1e-3)")
     fa, gg = _data()["flash_attention"], _data()["grouped_gemm"]
+    gemv = 0
+    if "gemv_max_m" in rec:
+        g, prov["gemv_max_m"] = _entry(f"classes.{name}.gemv_max_m", rec["gemv_max_m"])
+        if g < 0 or g != int(g):
+            _bad(f"classes.{name}.gemv_max_m", f"{g:g} is not a number of rows", "an integer >= 0")
+        gemv = int(g)
     k_points, k_factor, prov["gemm_k_dependence"] = _k_dependence(_data().get("gemm_k_dependence"))
     if name not in _data().get("gemm_k_dependence", {}).get("classes", ()):
         k_points, k_factor = (), MappingProxyType({})
@@ -197,7 +211,7 @@ def class_model(name: str) -> KernelModel:
         fa_causal=tuple(tuple(float(x) for x in row) for row in fa["causal"]),
         grouped_tokens=tuple(float(x) for x in gg["tokens_per_expert"]),
         grouped_factor=tuple(float(x) for x in gg["factor"]),
-        k_points=k_points, k_factor=k_factor, provenance=MappingProxyType(prov))
+        k_points=k_points, k_factor=k_factor, provenance=MappingProxyType(prov), gemv_max_m=gemv)
 
 
 def _k_dependence(rec) -> tuple[tuple, MappingProxyType, str]:

@@ -24,7 +24,10 @@ from tokenmath.base.errors import InputError
 from tokenmath.specs.efficiency import Efficiency
 
 SCOPES = ("all", "family", "engine", "engine_family", "hardware")
-FAST_TERMS = ("flops", "memory_bw", "layer_overhead_s", "step_s", "train_flops")
+FAST_TERMS = ("flops", "memory_bw", "layer_overhead_s", "step_s", "train_flops",
+              # the physics model's (engine/static_batch.retimed): residual scales on the kernel model's fractions
+              # and the serving engine's per-step CPU work
+              "kernel_flops", "kernel_bw", "step_cpu_s", "step_cpu_per_seq_s")
 MIN_ROWS = 6          # a group gets its own value only with this many rows ...
 MIN_SOURCES = 2       # ... from this many sources; else it takes the next scope's value
 LINK_EFF = 0.8        # link efficiency is not fitted (NCCL bus bandwidth, see specs/efficiency.py)
@@ -124,6 +127,11 @@ class CalibrationModel:
     description: str
 
     @property
+    def kernel_retimed(self) -> bool:
+        """The physics set: its terms re-time a kernel-model batch (engine/static_batch.retimed)."""
+        return any(p.enters in ("kernel_flops", "kernel_bw", "step_cpu_s", "step_cpu_per_seq_s") for p in self.params)
+
+    @property
     def retimed(self) -> bool:
         """flops / memory_bw re-time the pass from its pure-roofline cost, so the base must be the peak."""
         return any(p.enters in ("flops", "memory_bw") for p in self.params)
@@ -137,37 +145,59 @@ FLAT_MODEL = CalibrationModel("flat", FLAT, _peak_with_link,
                               "flat fractions of peak FLOP/s and bandwidth + a time per layer per pass, per family")
 
 
-def physics_model() -> CalibrationModel | None:
-    """The issue-16 set, once the engine provides it: the chip class's kernel model (specs.efficiency
-    .kernel_default_for) and the row's serving-engine profile (specs.serving_engines) run the engine; what stays
-    fitted is the engine's per-step CPU time per (engine, chip family), bounded by STEP_CPU_BOUNDS_S, and its part
-    per running sequence per engine, bounded by STEP_CPU_PER_SEQ_BOUNDS_S. None until both exist."""
-    from tokenmath.specs import efficiency as eff_mod
+# the physics set (issue 16): the sourced kernel model of each chip class (specs/kernels.py) and the row's
+# serving-engine profile run the engine; what stays fitted are bounded residuals, each one a physical quantity
+RESIDUAL_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+GAP_GRID_S = (0.0, 2.5e-6, 5e-6, 10e-6, 20e-6, 40e-6)
+
+
+def _physics_params():
     from tokenmath.specs import serving_engines as se
-    if not hasattr(eff_mod, "kernel_default_for") or not hasattr(se, "STEP_CPU_BOUNDS_S"):
-        return None
-    from dataclasses import replace
     lo, hi = se.STEP_CPU_BOUNDS_S
-    grid = tuple(sorted({lo, *(x for x in (0.25e-3, 0.5e-3, 1e-3, 2e-3, 3e-3) if lo < x < hi), hi}))
-    # the engine adds it to a step, or hides it behind the device time with overlap scheduling: re-run the engine
+    cpu = tuple(sorted({lo, *(x for x in (0.25e-3, 0.5e-3, 1e-3, 2e-3, 3e-3) if lo < x < hi), hi}))
     plo, phi = se.STEP_CPU_PER_SEQ_BOUNDS_S
     per_seq = tuple(sorted({plo, *(x for x in (5e-6, 10e-6, 20e-6, 30e-6) if plo < x < phi), phi}))
-    params = (FittedParameter("step_cpu_s", "inference", (lo, hi), grid, ("engine_family", "engine", "all"), lo,
-                              "seconds of CPU work per engine step", "specs.serving_engines.STEP_CPU_BOUNDS_S",
-                              "efficiency", set=lambda eff, v: eff if eff.engine is None else
-                              replace(eff, engine=replace(eff.engine, step_cpu_s=v))),
-              # the part that grows with the running sequences: fitted per engine, in turn with step_cpu_s
-              FittedParameter("step_cpu_per_seq_s", "inference", (plo, phi), per_seq, ("engine", "all"), plo,
-                              "seconds of CPU work per running sequence per step",
-                              "specs.serving_engines.STEP_CPU_PER_SEQ_BOUNDS_S (assumed ceiling)",
-                              "efficiency", set=lambda eff, v: eff if eff.engine is None else
-                              replace(eff, engine=replace(eff.engine, step_cpu_per_seq_s=v))),
-              *[p for p in FLAT if p.applies == "training"])
+    return (
+        FittedParameter("compute_scale", "inference", (0.4, 1.0), RESIDUAL_GRID, ("engine_family", "family", "all"), 1.0,
+                        "multiplier on every compute fraction of the chip class's kernel model",
+                        "at most 1: no serving stack's kernels beat the microbenchmark ceilings the model holds; "
+                        "0.4: below any tuned engine's large GEMMs", "kernel_flops"),
+        FittedParameter("bw_scale", "inference", (0.4, 1.0), RESIDUAL_GRID, ("engine_family", "family", "all"), 1.0,
+                        "multiplier on every bandwidth fraction of the chip class's kernel model",
+                        "at most 1: no decode kernel streams faster than the measured streaming fraction; 0.4: "
+                        "below any published decode kernel's bandwidth utilisation", "kernel_bw"),
+        FittedParameter("layer_overhead_s", "inference", (GAP_GRID_S[0], GAP_GRID_S[-1]), GAP_GRID_S,
+                        ("engine", "all"), 0.0, "seconds per layer per forward pass beyond the kernels' own fixed "
+                        "times", "gaps between a layer's kernels (synchronisation, unfused glue): 0 to a few "
+                        "launches' worth; the kernels' fixed times are already in the kernel model", "layer_overhead_s"),
+        FittedParameter("step_cpu_s", "inference", (lo, hi), cpu, ("engine", "all"), lo,
+                        "seconds of CPU work per engine step", "specs.serving_engines.STEP_CPU_BOUNDS_S",
+                        "step_cpu_s"),
+        FittedParameter("step_cpu_per_seq_s", "inference", (plo, phi), per_seq, ("engine", "all"), plo,
+                        "seconds of CPU work per running sequence per step",
+                        "specs.serving_engines.STEP_CPU_PER_SEQ_BOUNDS_S (assumed ceiling)", "step_cpu_per_seq_s"),
+        *[p for p in FLAT if p.applies == "training"])
 
-    def base(row: dict) -> Efficiency:
-        from tokenmath.analyses.calibration.labels import engine_of
-        eng = engine_of(row)      # engines without a profile (gpt-fast, Gaudi, NxD, JAX): the engine-free step
-        prof = se.get_engine(eng) if eng in se.engine_ids() else None
-        return replace(eff_mod.kernel_default_for(row["hardware"]), engine=prof)
-    return CalibrationModel("physics", params, base,
-                            "kernel model of the chip class + the serving engine's profile; step_cpu_s, step_cpu_per_seq_s fitted")
+
+def physics_base(row: dict) -> Efficiency:
+    """The efficiency a measurement row runs at before the physics set's fitted terms: its chip's kernel model and
+    its serving engine's profile with no per-step CPU time (engines without a profile, e.g. gpt-fast, Gaudi, NxD,
+    JAX: the engine-free step)."""
+    from dataclasses import replace
+    from tokenmath.analyses.calibration.labels import engine_of
+    from tokenmath.specs import efficiency as eff_mod
+    from tokenmath.specs import serving_engines as se
+    eng = engine_of(row)
+    prof = se.get_engine(eng) if eng in se.engine_ids() else None
+    if prof is not None:
+        prof = replace(prof, step_cpu_s=0.0, step_cpu_per_seq_s=0.0)
+    return replace(eff_mod.kernel_default_for(row["hardware"]), engine=prof)
+
+
+def physics_model() -> CalibrationModel:
+    """The issue-16 set: the kernel model of the chip class (specs.efficiency.kernel_default_for) and the row's
+    serving-engine profile run the engine once per row; the fitted residuals (compute and bandwidth scales per chip
+    family, a per-layer gap and the per-step CPU work per engine) re-time it (engine/static_batch.retimed)."""
+    return CalibrationModel("physics", _physics_params(), physics_base,
+                            "kernel model of the chip class + the serving engine's profile; bounded residuals "
+                            "(compute and bandwidth scales per family, layer gap and CPU per step per engine)")

@@ -22,6 +22,9 @@ THROUGHPUT = {"output_tokens_per_s", "output_tokens_per_s_per_user", "decode_tok
               "total_tokens_per_s", "tokens_per_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu"}
 # the value a term takes when a model does not fit it: the pure roofline's
 NEUTRAL = {"flops": 1.0, "memory_bw": 1.0, "layer_overhead_s": 0.0, "step_s": 0.0}
+# ... and the physics set's: the kernel model as sourced, no gap, no CPU work
+KERNEL_NEUTRAL = {"kernel_flops": 1.0, "kernel_bw": 1.0, "layer_overhead_s": 0.0, "step_cpu_s": 0.0,
+                  "step_cpu_per_seq_s": 0.0}
 
 
 @dataclass
@@ -149,6 +152,12 @@ class _InferenceEvaluator:
 
     def __call__(self, values: dict) -> np.ndarray:
         r = self.result(values)
+        if self.model.kernel_retimed:       # the physics set: re-time the kernel-model batch as the engine would
+            from tokenmath.engine.static_batch import retimed
+            v = {k: np.asarray(values.get(k, d), float) for k, d in KERNEL_NEUTRAL.items()}
+            ttft, step = retimed(r.batch_cost, self.layers, r.layout.pp, v["kernel_flops"], v["kernel_bw"],
+                                 v["layer_overhead_s"], v["step_cpu_s"], v["step_cpu_per_seq_s"])
+            return np.asarray(self.f(ttft, step), float)
         term = {k: np.asarray(values.get(k, v), float) for k, v in NEUTRAL.items()}
         ov = term["layer_overhead_s"] * self.layers
         fill = r.ttft_s / float(np.asarray(r.prefill.time_s))        # (M + pp - 1) / pp pipeline fill

@@ -6,7 +6,7 @@ and derives the user-facing figures (throughput, $/Mtok, J/token). Its --explain
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from tokenmath.engine.forward import PassCost, Precision
 from tokenmath.engine.prefix_cache import hit_rate
 from tokenmath.engine.memory import (Memory, activations_per_chip, chunk_tokens, max_batch, usable_bytes,
                                      weight_bytes_total, weights_per_chip)
-from tokenmath.engine.static_batch import kernels_of, serve_batch
+from tokenmath.engine.static_batch import BatchCost, kernels_of, serve_batch
 from tokenmath.mapping.layout import Layout, attention_name, with_attention
 from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import Efficiency
@@ -75,6 +75,7 @@ class InferResult:
     prefix_hit: float = 0.0                          # cached share of every prompt (engine/prefix_cache.py)
     ttft_uncached_s: float | None = None             # the TTFT without the cache (prefix_hit > 0 only), s
     prefill_s: float | None = None                   # under load: the running batch's prefill time (chip time), s
+    batch_cost: BatchCost | None = field(default=None, repr=False, compare=False)   # the engine's whole answer
 
     @property
     def engine(self) -> EngineProfile | None:
@@ -266,7 +267,8 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
                  output_len=output_len, params_total=P.total, params_active=P.active,
                  weights_bytes=weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
                  kv_bytes_per_token=kv_bytes_per_token(m, prec.kv.bytes), memory=sv.memory, fits=fits,
-                 prefill=pre, decode=sv.decode, max_batch=bmax, prefix_hit=hit, ttft_uncached_s=ttft0)
+                 prefill=pre, decode=sv.decode, max_batch=bmax, prefix_hit=hit, ttft_uncached_s=ttft0,
+                 batch_cost=sv)
     if eng is not None:
         cap = float(sv.running_cap)
         sizes.update(decode_device_s=_scalar(sv.decode_device_s), decode_launch_s=_scalar(sv.decode_launch_s),
