@@ -15,7 +15,7 @@ from tokenmath.engine import kernels as K
 from tokenmath.engine.forward import forward_pass
 from tokenmath.engine.roofline import op_time
 from tokenmath.engine.static_batch import serve_batch
-from tokenmath.specs.efficiency import DEFAULT, PEAK, Efficiency, default_for, kernel_default_for
+from tokenmath.specs.efficiency import DEFAULT, PEAK, Efficiency, calibrated, default_for, kernel_default_for
 from tokenmath.specs.hardware import get_hardware
 from tokenmath.specs.kernels import CLASSES, by_chip, class_model, kernel_class, kernel_model, resolve
 from tokenmath.specs.systems import get_system
@@ -207,7 +207,11 @@ def test_flat_efficiencies_unchanged_and_kernels_counted():
         assert np.array_equal(op.compute_s, c) and np.array_equal(op.memory_s, m) and op.fixed_s == 0.0
     # 80 layers x (attn_proj 2 + attention 3 + norms 2 + ffn 3) + embed 1 + lm_head 1 + 160 all-reduces = 962
     assert sv.decode.kernels == 80 * (2 + 3 + 2 + 3) + 1 + 1 + 160 == 962
-    assert default_for("h100-sxm").kernels is None            # the calibrated default: untouched (flat fit)
+    # the shipped default is the kernel model of the chip's class with its fitted residuals (<= 1: never above
+    # the sourced ceilings); the flat fit stays one call away
+    d = default_for("h100-sxm")
+    assert d.kernels.kernel_class == "nvidia-hopper" and 0 < d.kernels.bw_scale <= 1 and 0 < d.kernels.compute_scale <= 1
+    assert calibrated("h100-sxm").kernels is None
 
 
 def test_kernel_model_op_times_by_hand():

@@ -16,7 +16,7 @@ from tokenmath.engine import kernels as K
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.local.hardware_file import to_toml
 from tokenmath.local.model_configs import model_from_config
-from tokenmath.specs.efficiency import PEAK, calibrated, default_for
+from tokenmath.specs.efficiency import PEAK, calibrated, default_for, physics_calibrated
 from tokenmath.specs.hardware import get_hardware
 from tokenmath.specs.kernels import by_chip, class_model, kernel_model, resolve
 
@@ -157,11 +157,11 @@ def test_a_file_without_the_section_behaves_as_before(tmp_path):
     rec = {k: v for k, v in REC.items() if k != "kernels"}
     hw = get_hardware(_file(tmp_path, rec))
     assert hw.kernels is None
-    assert default_for(hw) == calibrated(hw)                           # the calibrated flat default, as before
+    assert default_for(hw) == physics_calibrated(hw)    # the calibrated default of any chip without a measured curve
     assert kernel_model(hw).kernel_class == "generic"
     m = model_from_config(CFG, "one-layer")
     a = infer(m, hw, batch=4, input_len=64, output_len=8, weight_dtype="fp32")
-    b = infer(m, hw, batch=4, input_len=64, output_len=8, weight_dtype="fp32", efficiency=calibrated(hw))
+    b = infer(m, hw, batch=4, input_len=64, output_len=8, weight_dtype="fp32", efficiency=physics_calibrated(hw))
     assert float(a.decode_step_s) == float(b.decode_step_s)
 
 

@@ -116,7 +116,12 @@ def test_vendor_and_engine_labels():
     assert [vendor_of(h) for h in ("h100-sxm", "mi300x", "tpu-v5e", "gaudi3", "trn2", "apple-m2-ultra")] == \
         ["nvidia", "amd", "google", "intel", "aws", "apple"]
     assert engine_of({"engine": "NVIDIA NIM 1.8.0 for Llama-3.3-70B-Instruct (TensorRT-LLM)"}) == "tensorrt-llm"
-    assert engine_of({"engine": "vLLM 0.6.7.dev (rocm/vllm-dev:20250112 image)"}) == "vllm"
+    # vLLM before 0.8.0 (V1 engine the default from 2025-03-18) is its own group: the vllm profile describes V1
+    assert engine_of({"engine": "vLLM 0.6.7.dev (rocm/vllm-dev:20250112 image)"}) == "vllm-v0"
+    assert engine_of({"engine": "vLLM 0.7.4.dev181+gf35f8e22 (nightly)"}) == "vllm-v0"
+    assert engine_of({"engine": "vLLM (benchmark_latency.py)", "date": "2024"}) == "vllm-v0"
+    assert engine_of({"engine": "vLLM 0.10.1 (V1)", "date": "2025-08-01"}) == "vllm"
+    assert engine_of({"engine": "vLLM", "date": "2025-06-01"}) == "vllm"
     assert engine_of({"engine": "NxD Inference + Neuron vLLM fork"}) == "neuron"      # not vLLM on a GPU
     assert engine_of({"engine": "llama.cpp (Metal)"}) == "llama.cpp"
     assert engine_of({"source": "Narayanan et al. 2021, arXiv 2104.04473"}) == "megatron"
@@ -203,14 +208,17 @@ def test_cli_json_plot_and_text(tmp_path, monkeypatch):
     res = CliRunner().invoke(cli, ["validate", "--json", "--plot", str(png)])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
-    assert {"summary", "parameters", "calibration", "declared", "counts", "rows", "physics"} <= set(d)
+    assert {"summary", "parameters", "calibration", "declared", "counts", "rows", "flat"} <= set(d)
+    assert d["summary"]["model"] == "physics" and d["flat"]["summary"]["model"] == "flat"
     assert d["summary"]["faster_than_pure_roofline"]["count"] == 0
-    assert {p["name"] for p in d["declared"]} >= {"flops", "memory_bw", "layer_overhead_s", "train_flops"}
+    assert {p["name"] for p in d["declared"]} >= {"compute_scale", "bw_scale", "layer_overhead_s", "step_cpu_s",
+                                                  "train_flops"}
+    assert {p["name"] for p in d["flat"]["declared"]} >= {"flops", "memory_bw", "layer_overhead_s", "train_flops"}
     assert all(("physics_missing" in p) == bool(p["at_edge"]) for p in d["parameters"])
     assert png.stat().st_size > 10_000
-    # the issue-16 model, once the engine provides it: the same summary, and never faster than the pure roofline
-    assert d["physics"] is None or d["physics"]["summary"]["faster_than_pure_roofline"]["count"] == 0
-    monkeypatch.setattr(mod, "validate_physics", lambda rows=None: None)     # the text of one model is enough here
+    # the flat set it is compared with: the same summary, and never faster than the pure roofline
+    assert d["flat"]["summary"]["faster_than_pure_roofline"]["count"] == 0
+    monkeypatch.setattr(mod, "validate_flat", lambda rows=None: mod.validate(rows))   # one model's text is enough
     res = CliRunner().invoke(cli, ["validate"], terminal_width=200)
     assert res.exit_code == 0, res.output
     for text in ("LORO", "LOVO", "by regime", "by chip vendor", "MoE / dense",
@@ -219,16 +227,34 @@ def test_cli_json_plot_and_text(tmp_path, monkeypatch):
 
 
 def test_write_calibration_keeps_what_specs_efficiency_reads(tmp_path, v):
+    from tokenmath.analyses.calibration.validate import validate_flat
+    from tokenmath.specs.efficiency import PHYSICS_SCOPES
+    flat = validate_flat()
     path = tmp_path / "cal.toml"
-    write_calibration(v, str(path))
+    write_calibration(v, str(path), flat=flat)
     cal = tomllib.loads(path.read_text())
     assert "tokenmath validate" in path.read_text().splitlines()[0]
-    for key in ("rows", "fitted", "heldout_median_ape", "roofline_median_ape"):
+    for key in ("rows", "fitted", "heldout_median_ape", "roofline_median_ape", "flat_heldout_median_ape"):
         assert key in cal
+    assert cal["model"] == "physics"
     assert cal["family"]["_all"].keys() == {"flops", "memory_bw", "layer_overhead_s"}
-    assert cal["family"] == v.calibration_table()
-    for p in cal["parameter"]:
+    assert cal["family"] == flat.calibration_table()
+    # the physics records specs.efficiency.physics_values reads: every fitted inference value, scopes as declared
+    names = {p["name"] for p in cal["physics"]}
+    assert names >= set(PHYSICS_SCOPES) and {(p["name"], p["group"]) for p in cal["physics"]} == \
+        {(d["name"], d["group"]) for d in v.parameters()}
+    for p in cal["parameter"] + cal["physics"]:
         assert p["bounds"][0] <= p["value"] <= p["bounds"][1] and p["provenance"] == "fitted"
         assert (p["at_edge"] != "no") == (p["value"] in p["bounds"])
     assert set(cal["heldout"]) == {"loso", "loro", "lovo", "lomo"}
     assert cal["heldout_median_ape"] == pytest.approx(v.summary()["median_ape"]["loso"]["all"]["median_ape"], abs=1e-4)
+
+
+def test_shipped_physics_values_are_this_fit(v):
+    """data/calibration.toml ships what `tokenmath validate --write-calibration` fits on the shipped rows: a change
+    to the rows, the engine or the declared parameters that moves a fitted value must re-write the file."""
+    shipped_cal = shipped("calibration.toml")
+    assert shipped_cal["model"] == v.model.name == "physics"
+    got = {(p["name"], p["group"]): p["value"] for p in shipped_cal["physics"]}
+    want = {(d["name"], d["group"]): d["value"] for d in v.parameters()}
+    assert got == pytest.approx(want, rel=1e-12)

@@ -62,6 +62,15 @@ def resolve_precision(m: Model, weight_dtype: str | None, kv_dtype: str | None) 
     return Precision(w, e, kv)
 
 
+def serving_efficiency(hw, efficiency: Efficiency | None, engine) -> Efficiency:
+    """The efficiency a serving question runs at: the one given (with the engine `engine`, see with_engine), else
+    the calibrated default for the chip and that engine (specs.efficiency.default_for: the engine's fitted
+    per-step CPU work and the residuals fitted for it)."""
+    if efficiency is not None:
+        return with_engine(efficiency, engine)
+    return default_for(hw, resolve_engine(engine) if engine is not None else None)
+
+
 def with_engine(eff: Efficiency, engine) -> Efficiency:
     """The efficiency with the serving engine `engine` (id, file or EngineProfile; "none": no engine; None: as is)."""
     if engine is None:
@@ -80,7 +89,7 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
     reserve = RESERVE_FRACTION if reserve is None else reserve
     if not 0 <= reserve < 1:
         raise InputError("reserve", f"{reserve!r} is not a fraction of memory", "a number in [0, 1)")
-    eff = with_engine(efficiency or default_for(hw), engine)
+    eff = serving_efficiency(hw, efficiency, engine)
     return Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), eff, reserve)
 
 
@@ -93,7 +102,7 @@ def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reser
     if n > MAX_SEARCH_CHIPS:
         raise InputError("chips", f"{n:,} chips is more than one plan searches", f"at most {MAX_SEARCH_CHIPS:,}")
     reserve = RESERVE_FRACTION if reserve is None else reserve
-    eff = with_engine(efficiency or default_for(hw), engine)
+    eff = serving_efficiency(hw, efficiency, engine)
     return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), eff, reserve), n
 
 

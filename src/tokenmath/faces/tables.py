@@ -189,10 +189,10 @@ def coverage_table(cov: dict) -> None:
     print_table(c, t2)
 
 
-def validation_table(v, physics=None) -> None:
+def validation_table(v, other=None) -> None:
     """Every row, then held-out median errors by regime / MoE-dense / vendor, the pure-roofline check, the fitted
-    parameters with their edges, and the row counts (v: analyses.calibration.validate.Validation; physics: the same
-    for the issue-16 model, when the engine provides it)."""
+    parameters with their edges, and the row counts (v: analyses.calibration.validate.Validation of the shipped set;
+    other: the same for a set it is compared with, e.g. the flat per-family fit)."""
     from rich.table import Table
     c = _console()
     pct = lambda y: f"{y:.0%}" if y is not None else "-"  # noqa: E731
@@ -209,7 +209,7 @@ def validation_table(v, physics=None) -> None:
                   pct(e["loso"]), f"{h['loro']:.4g}" if h["loro"] is not None else "-", pct(e["loro"]),
                   "beats roofline" if d["beats_pure_roofline"] else ("not scored" if "not_scored" in d else ""))
     print_table(c, t)
-    for w in ([v] if physics is None else [v, physics]):
+    for w in ([v] if other is None else [v, other]):
         s = w.summary()
         med = s["median_ape"]
         cols = ("pure_roofline", "roofline_defaults", "loso", "loro", "lovo", "lomo")

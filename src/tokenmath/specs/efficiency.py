@@ -24,7 +24,7 @@ replaced by bounded residuals on top of it (issue 16).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -64,13 +64,70 @@ DEFAULT = Efficiency(source="sourced kernel model of the chip's class (tokenmath
 PEAK = Efficiency(1.0, 1.0, 1.0, "peak (pure roofline)")
 
 
-def default_for(hardware) -> Efficiency:
-    """What the serving analyses use unless told otherwise: the efficiencies calibrated on published measurements
-    (see calibrated()). DEFAULT (kernel ceilings) and PEAK (pure roofline) stay one argument away.
-    A hardware file that carries its machine's measured kernel model (`tokenmath measure`) uses that instead."""
+def default_for(hardware, engine: "EngineProfile | None" = None) -> Efficiency:
+    """What the serving analyses use unless told otherwise: the physics set calibrated on published measurements
+    (physics_calibrated: the chip class's sourced kernel model, its bounded residuals and the serving engine's
+    per-step CPU work, fitted by `tokenmath validate`). DEFAULT (nothing fitted), PEAK (pure roofline) and the flat
+    per-family fit (calibrated) stay one argument away. A hardware file that carries its machine's measured kernel
+    model (`tokenmath measure`) uses that, with nothing fitted on top. engine: the serving engine's profile the
+    answer assumes (None: the engine-free step)."""
     if getattr(hardware, "kernels", None) is not None:
-        return kernel_default_for(hardware)
-    return calibrated(hardware)
+        eff = kernel_default_for(hardware)
+        return eff if engine is None else replace(eff, engine=engine)
+    return physics_calibrated(hardware, engine)
+
+
+def _physics_records() -> dict:
+    from tokenmath.specs.catalog import shipped
+    return {(r["name"], r["group"]): float(r["value"]) for r in shipped("calibration.toml").get("physics", [])}
+
+
+# where a fitted value is looked up, most specific first ("_all": the all-rows fit); the scopes of
+# analyses/calibration/parameters.py's physics set
+PHYSICS_SCOPES = {"compute_scale": ("engine_family", "family", "all"), "bw_scale": ("engine_family", "family", "all"),
+                  "layer_overhead_s": ("engine", "all"), "step_cpu_s": ("engine",), "step_cpu_per_seq_s": ("engine",)}
+PHYSICS_NEUTRAL = {"compute_scale": 1.0, "bw_scale": 1.0, "layer_overhead_s": 0.0, "step_cpu_s": 0.0,
+                   "step_cpu_per_seq_s": 0.0}
+
+
+def physics_values(hardware, engine: "EngineProfile | None" = None) -> dict:
+    """The fitted physics values for a chip (or system) and an engine: name -> (value, the group it came from).
+    A name with no fitted group takes its neutral value (the kernel model as sourced, no gap, no CPU work)."""
+    from tokenmath.specs.families import OTHER, family
+    recs = _physics_records()
+    fam = family(hardware)
+    eid = engine.id if engine is not None else None
+    keys = {"engine_family": f"{eid}@{fam}" if eid and fam != OTHER else None,
+            "family": fam if fam != OTHER else None, "engine": eid, "all": "_all"}
+    out = {}
+    for name, scopes in PHYSICS_SCOPES.items():
+        out[name] = (PHYSICS_NEUTRAL[name], "not fitted")
+        for sc in scopes:
+            k = keys[sc]
+            if k is not None and (name, k) in recs:
+                out[name] = (recs[(name, k)], k)
+                break
+    return out
+
+
+def physics_calibrated(hardware, engine: "EngineProfile | None" = None) -> Efficiency:
+    """The chip class's kernel model with the residuals fitted on published measurements (data/calibration.toml
+    [[physics]], written by `tokenmath validate --write-calibration`): every compute fraction x compute_scale and
+    every bandwidth fraction x bw_scale (both <= 1: never above the microbenchmark ceilings), a fixed time per layer
+    per pass, and the engine's per-step CPU work (only where its profile leaves step_cpu_s "fitted")."""
+    v = physics_values(hardware, engine)
+    cs, bs, gap = v["compute_scale"][0], v["bw_scale"][0], v["layer_overhead_s"][0]
+    base = kernel_default_for(hardware)
+    km = replace(base.kernels, compute_scale=cs, bw_scale=bs)
+    if engine is not None and engine.step_cpu_s is None:
+        engine = replace(engine, step_cpu_s=v["step_cpu_s"][0], step_cpu_per_seq_s=v["step_cpu_per_seq_s"][0])
+    km0 = base.kernels
+    src = (f"shape-aware kernel model ({km0.kernel_class}; data/kernels.toml: stream {km0.stream_bw:g} of HBM peak, "
+           f"large GEMM {km0.gemm['bf16']:g} bf16 / {km0.gemm['fp8']:g} fp8 of peak, tile and wave quantization) with "
+           f"residuals fitted on published measurements (tokenmath validate): compute x{cs:g} and bandwidth "
+           f"x{bs:g} ({v['compute_scale'][1]}), {gap * 1e6:g} us per layer ({v['layer_overhead_s'][1]})")
+    return Efficiency(min(base.flops * cs, 1.0), min(base.memory_bw * bs, 1.0), base.link_bw, src, gap, kernels=km,
+                      engine=engine)
 
 
 def kernel_default_for(hardware) -> Efficiency:

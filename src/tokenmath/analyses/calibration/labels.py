@@ -13,6 +13,7 @@ A row without `load` reads as static (or max when batch = "max"), the file's con
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tokenmath.base.errors import InputError
@@ -99,11 +100,23 @@ def vendor_of(hardware_id: str) -> str:
     return v if v in VENDORS else OTHER
 
 
+# vLLM's V1 engine (a rewrite of the scheduler and input preparation to cut CPU time per step) became the default in
+# v0.8.0 (github.com/vllm-project/vllm releases, v0.8.0, 2025-03-18: "V1 engine enabled by default"); the vllm
+# profile describes V1. Rows measured on an older vLLM are their own engine group, "vllm-v0", so their CPU time per
+# step (V0: scheduling and input preparation 29% of a step, vLLM blog 2024-09-05) is not fitted into V1's.
+V1_FROM = "2025-03-18"
+_V0_VERSION = re.compile(r"vllm[ -]?v?0\.[0-7](\.|\b)")
+# an engine group measured with another engine's profile: group -> profile (specs/serving_engines.py)
+PROFILE_OF = {"vllm-v0": "vllm"}
+
+
 def engine_of(row: dict) -> str:
     """Training rows name no engine: their source (Megatron-LM, NeMo, a lab's report) says it."""
     text = " " + str(row.get("engine") or row.get("source", "")).lower() + " "
     for eid, words in _ENGINE_WORDS:
         if any(w in text for w in words):
+            if eid == "vllm" and (_V0_VERSION.search(text) or str(row.get("date", "9999")) < V1_FROM):
+                return "vllm-v0"
             return eid
     return OTHER
 

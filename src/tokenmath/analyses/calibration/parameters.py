@@ -170,10 +170,12 @@ def _physics_params():
                         ("engine", "all"), 0.0, "seconds per layer per forward pass beyond the kernels' own fixed "
                         "times", "gaps between a layer's kernels (synchronisation, unfused glue): 0 to a few "
                         "launches' worth; the kernels' fixed times are already in the kernel model", "layer_overhead_s"),
-        FittedParameter("step_cpu_s", "inference", (lo, hi), cpu, ("engine", "all"), lo,
+        # CPU work is the engine's own (its scheduler's language, its overlap): fitted per engine only, never carried
+        # to another engine (an engine without rows of its own keeps 0, and says so)
+        FittedParameter("step_cpu_s", "inference", (lo, hi), cpu, ("engine",), lo,
                         "seconds of CPU work per engine step", "specs.serving_engines.STEP_CPU_BOUNDS_S",
                         "step_cpu_s"),
-        FittedParameter("step_cpu_per_seq_s", "inference", (plo, phi), per_seq, ("engine", "all"), plo,
+        FittedParameter("step_cpu_per_seq_s", "inference", (plo, phi), per_seq, ("engine",), plo,
                         "seconds of CPU work per running sequence per step",
                         "specs.serving_engines.STEP_CPU_PER_SEQ_BOUNDS_S (assumed ceiling)", "step_cpu_per_seq_s"),
         *[p for p in FLAT if p.applies == "training"])
@@ -184,10 +186,11 @@ def physics_base(row: dict) -> Efficiency:
     its serving engine's profile with no per-step CPU time (engines without a profile, e.g. gpt-fast, Gaudi, NxD,
     JAX: the engine-free step)."""
     from dataclasses import replace
-    from tokenmath.analyses.calibration.labels import engine_of
+    from tokenmath.analyses.calibration.labels import PROFILE_OF, engine_of
     from tokenmath.specs import efficiency as eff_mod
     from tokenmath.specs import serving_engines as se
     eng = engine_of(row)
+    eng = PROFILE_OF.get(eng, eng)
     prof = se.get_engine(eng) if eng in se.engine_ids() else None
     if prof is not None:
         prof = replace(prof, step_cpu_s=0.0, step_cpu_per_seq_s=0.0)

@@ -20,7 +20,7 @@ from tokenmath.analyses.calibration.heldout import (SCHEMES, all_held_out, ape, 
 from tokenmath.analyses.calibration.parameters import FLAT_MODEL, TRAIN_BW, CalibrationModel, physics_model
 from tokenmath.analyses.calibration.predict import THROUGHPUT, RowPrediction, metric_function, predict_all
 
-__all__ = ["THROUGHPUT", "Validation", "metric_function", "validate", "validate_physics", "write_calibration"]
+__all__ = ["THROUGHPUT", "Validation", "metric_function", "validate", "validate_flat", "write_calibration"]
 
 FLAG = ("the measurement beats the pure roofline bound: the row's configuration as recorded (dtype, batch, "
         "speculative decoding, per-chip scaling) or tokenmath's model of it is wrong; read the row's notes")
@@ -120,51 +120,77 @@ class Validation:
 
 
 def validate(rows=None, model: CalibrationModel | None = None) -> Validation:
-    """rows: a measurements table ({"inference": [...], "training": [...]}), default the shipped one."""
-    model = FLAT_MODEL if model is None else model
+    """rows: a measurements table ({"inference": [...], "training": [...]}), default the shipped one. model: default
+    the physics set (parameters.physics_model), the one the serving commands ship with."""
+    model = physics_model() if model is None else model
     preds = predict_all(rows, model)
     f, held = all_held_out(preds, model)
     return Validation(model, tuple(preds), f, held)
 
 
-def validate_physics(rows=None) -> Validation | None:
-    """The same validation for the issue-16 model (kernel model + engine profiles), once the engine provides it."""
-    m = physics_model()
-    return None if m is None else validate(rows, m)
+def validate_flat(rows=None) -> Validation:
+    """The same validation for the flat per-family set the tool shipped before issue 16 (the comparison)."""
+    return validate(rows, FLAT_MODEL)
 
 
-def write_calibration(v: Validation, path) -> str:
-    """The fitted table as TOML with its provenance (what rows, when, the held-out error), written whole or not at
-    all (tokenmath.base.files.write_atomic); its first line names `tokenmath validate` (a file tokenmath wrote).
-    Schema: `[family."X"]` flops / memory_bw / layer_overhead_s (read by specs.efficiency.calibrated), then one
-    `[[parameter]]` per fitted value with its bounds and whether it sits at an edge, then `[heldout.<scheme>]`."""
-    import datetime
-    s = v.summary()
-    med = s["median_ape"]
-    lines = ["# Efficiencies fitted on data/measurements.toml by `tokenmath validate --write-calibration`.",
-             f"# Model {v.model.name!r}: {v.model.description}.",
-             "# Grid search minimising the median |log(predicted / measured)| per group of rows",
-             "# (analyses/calibration/parameters.py declares each parameter: bounds, grid, scope).",
-             "# A family with < 6 rows from < 2 sources uses the all-rows fit.",
-             "# Held-out error: leave-one-source-out (heldout_median_ape); [heldout.*] per regime, four ways.",
-             f"rows = {s['rows']['scored']}",
-             f"fitted = \"{datetime.date.today().isoformat()}\"",
-             f"heldout_median_ape = {med['loso']['all']['median_ape']:.4f}",
-             f"roofline_median_ape = {med['roofline_defaults']['all']['median_ape']:.4f}", ""]
-    for fam, rec in v.calibration_table().items():
-        lines.append(f'[family."{fam}"]')
-        lines += [f"{k} = {val!r}" for k, val in rec.items()]
-        lines.append("")
+def _records(v: Validation, table: str) -> list[str]:
+    lines = []
     for d in v.parameters():
-        lines.append("[[parameter]]")
+        lines.append(f"[[{table}]]")
         lines += [f'name = "{d["name"]}"', f'scope = "{d["scope"]}"', f'group = "{d["group"]}"',
                   f"value = {d['value']!r}", f"bounds = [{d['bounds'][0]!r}, {d['bounds'][1]!r}]",
                   f'unit = "{d["unit"]}"', f"rows = {d['rows']}", f"sources = {d['sources']}",
                   'provenance = "fitted"', f'at_edge = "{d["at_edge"] or "no"}"', ""]
+    return lines
+
+
+def _heldout(v: Validation, table: str) -> list[str]:
+    med = v.summary()["median_ape"]
+    lines = []
     for scheme in SCHEMES:
-        lines.append(f"[heldout.{scheme}]")
+        lines.append(f"[{table}.{scheme}]")
         lines += [f'"{g}" = {x["median_ape"]:.4f}' for g, x in med[scheme]["regime"].items()
                   if x["median_ape"] is not None]
         lines.append("")
+    return lines
+
+
+def write_calibration(v: Validation, path, flat: Validation | None = None) -> str:
+    """The fitted values as TOML with their provenance (what rows, when, the held-out error), written whole or not
+    at all (tokenmath.base.files.write_atomic); its first line names `tokenmath validate` (a file tokenmath wrote).
+    v: the shipped set (physics); flat: the flat per-family set, kept for specs.efficiency.calibrated.
+    Schema: `[family."X"]` flops / memory_bw / layer_overhead_s of the flat set, one `[[parameter]]` per flat
+    fitted value, one `[[physics]]` per physics fitted value (read by specs.efficiency.physics_calibrated), each
+    with its bounds and whether it sits at an edge; `[heldout.<scheme>]` (the shipped set) and
+    `[heldout_flat.<scheme>]` median |error| per regime."""
+    import datetime
+    flat = v if flat is None and v.model.name == "flat" else flat
+    s = v.summary()
+    med = s["median_ape"]
+    lines = ["# Efficiencies fitted on data/measurements.toml by `tokenmath validate --write-calibration`.",
+             f"# Shipped set {v.model.name!r}: {v.model.description}.",
+             "# Grid search minimising the median |log(predicted / measured)| per group of rows",
+             "# (analyses/calibration/parameters.py declares each parameter: bounds, grid, scope).",
+             "# A group with < 6 rows from < 2 sources takes the next scope's value (last: the all-rows fit).",
+             "# Held-out error: leave-one-source-out (heldout_median_ape); [heldout.*] per regime, four ways.",
+             f'model = "{v.model.name}"',
+             f"rows = {s['rows']['scored']}",
+             f"fitted = \"{datetime.date.today().isoformat()}\"",
+             f"heldout_median_ape = {med['loso']['all']['median_ape']:.4f}",
+             f"roofline_median_ape = {med['roofline_defaults']['all']['median_ape']:.4f}"]
+    if flat is not None and flat is not v:
+        lines.append(f"flat_heldout_median_ape = {flat.summary()['median_ape']['loso']['all']['median_ape']:.4f}")
+    lines.append("")
+    if flat is not None:
+        for fam, rec in flat.calibration_table().items():
+            lines.append(f'[family."{fam}"]')
+            lines += [f"{k} = {val!r}" for k, val in rec.items()]
+            lines.append("")
+        lines += _records(flat, "parameter")
+    if v is not flat:
+        lines += _records(v, "physics")
+    lines += _heldout(v, "heldout")
+    if flat is not None and flat is not v:
+        lines += _heldout(flat, "heldout_flat")
     from tokenmath.base.files import write_atomic
     return write_atomic(path, "\n".join(lines), "write_calibration", suffixes=(".toml",))

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, pos_float
 from tokenmath.analyses.serving.infer import infer
-from tokenmath.analyses.setup import with_engine
-from tokenmath.specs.efficiency import Efficiency, default_for
+from tokenmath.analyses.setup import serving_efficiency
+from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.hardware import Hardware, get_hardware
 from tokenmath.specs.overrides import apply, figure
 
@@ -110,7 +110,7 @@ def sensitivity(model, hardware, *, metric: str = "cost_per_mtok_output_usd", de
         raise unknown_name("metric", metric, METRICS)
     delta = pos_float(delta, "delta", 0.0, 0.9)
     hw = get_hardware(hardware)
-    eff = with_engine(efficiency or default_for(hw), engine)
+    eff = serving_efficiency(hw, efficiency, engine)
 
     def answer(h, e, b=batch):
         r = infer(model, h, batch=b, efficiency=e, **kw)

@@ -38,7 +38,6 @@ from tokenmath.engine.economics import decode_cost_per_mtok, prefill_cost_per_mt
 from tokenmath.engine.forward import BOTTLENECKS
 from tokenmath.engine.memory import RESERVE_FRACTION, weight_bytes_total
 from tokenmath.engine.static_batch import serve_batch
-from tokenmath.specs.efficiency import default_for
 from tokenmath.specs.hardware import catalog as hardware_catalog
 from tokenmath.specs.hardware import get_hardware
 from tokenmath.specs.kv_cache import kv_bytes_per_token
@@ -47,7 +46,7 @@ from tokenmath.specs.model_catalog import catalog as model_catalog
 from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
 from tokenmath.specs.serving_engines import engine_dict
-from tokenmath.analyses.setup import resolve_precision, with_engine
+from tokenmath.analyses.setup import resolve_precision, serving_efficiency
 
 AXES = ("batch", "input_len", "output_len", "tp", "pp", "ep", "dp")
 FIGURES = ("memory_per_chip_bytes", "ttft_s", "decode_step_s", "decode_floor_s", "output_tokens_per_s",
@@ -145,7 +144,7 @@ def sweep(model, hardware, *, batch=1, input_len=1024, output_len=256, tp=1, pp=
     hw = (_catalog_hardware(hardware.lower()) if isinstance(hardware, str) and hardware.lower() in hardware_catalog()
           else get_hardware(hardware))
     prec = resolve_precision(m, weight_dtype, kv_dtype)
-    eff = with_engine(efficiency or default_for(hw), engine)
+    eff = serving_efficiency(hw, efficiency, engine)
     axes = [_axis(v, n) for v, n in zip((batch, input_len, output_len, tp, pp, ep, dp), AXES)]
     n = int(np.prod([a.size for a in axes]))
     if n <= FLAT:

@@ -15,11 +15,11 @@ def validate(as_json, plot_file, write_calibration):
     """Predict every published measurement shipped with tokenmath: held-out error by regime, MoE/dense and chip
     vendor (leave one source / regime / vendor / MoE-or-dense out), the pure-roofline check, the fitted parameters;
     then, held out and never fitted, published throughput-per-GPU vs tok/s/user points (InferenceX curves)."""
-    from tokenmath.analyses.calibration.validate import validate as run, validate_physics, write_calibration as write
-    v = run()
-    physics = validate_physics()
+    from tokenmath.analyses.calibration.validate import validate as run, validate_flat, write_calibration as write
+    v = run()                      # the physics set the serving commands ship with
+    flat = validate_flat()         # the flat per-family set, for comparison
     if write_calibration:
-        write(v, write_calibration)
+        write(v, write_calibration, flat=flat)
     if plot_file:
         from tokenmath.faces.plots import validation_plot
         validation_plot(v, plot_file)
@@ -28,14 +28,14 @@ def validate(as_json, plot_file, write_calibration):
     runs = validate_runs()
     curves = validate_interactivity()
     if as_json:
-        extra = None if physics is None else {k: x for k, x in physics.to_dict().items() if k != "rows"}
-        emit_json({**v.to_dict(), "physics": extra, "training_runs": runs.to_dict(),
+        extra = {k: x for k, x in flat.to_dict().items() if k != "rows"}
+        emit_json({**v.to_dict(), "flat": extra, "training_runs": runs.to_dict(),
                    "interactivity": curves.to_dict()})
         return
     from tokenmath.faces.explain_training import training_runs_text
     from tokenmath.faces.tables import validation_table
     from tokenmath.faces.tables_interactivity import interactivity_table
-    validation_table(v, physics)
+    validation_table(v, flat)
     click.echo(training_runs_text(runs))
     interactivity_table(curves)
     if plot_file:
