@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tokenmath.analyses.serving.simulation.step_cost import StepCost, chunk_geometry
+from tokenmath.analyses.serving.simulation.step_geometry import busiest
 from tokenmath.analyses.setup import setup
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.specs.efficiency import DEFAULT, PEAK
@@ -112,3 +113,20 @@ def test_chunk_geometry_by_hand():
     # 3 tokens after 2 cached: pairs 3 x 2 + (1 + 2 + 3) = 12; a window of 3: positions 3, 4, 5 see 3 keys each = 9
     assert chunk_geometry(2, 3) == (12.0, 12.0, 2, 2)
     assert chunk_geometry(2, 3, 3) == (12.0, 9.0, 2, 2)
+
+
+def test_the_busiest_group_holds_whole_tokens():
+    """DeepSeek-V3 on 8 H200 (ep = 8: 8 attention groups; the default kernel model pads GEMM rows to tiles of 128).
+    4,097 decodes put ceil(4,097 / 8) = 513 whole sequences on the busiest group, and the step waits on it: it is
+    the 513-row step, one tile more than 4,096 decodes (512 rows, 4 whole tiles), not 1/8 of the way from 512 rows
+    to 513 (what a mean share of 512.125 rows interpolated would give). The fast path and the engine calls price
+    the same whole rows (step_geometry.busiest), so they agree at the tile edge too."""
+    assert busiest(4097, 8) == 513 and busiest(4096, 8) == 512 and busiest(4104, 8) == 513
+    assert busiest(37.4, 1) == 37.4            # one pass keeps a mean (the closed form's) as given
+    cost = StepCost(setup("deepseek-v3", "h200", chips=8, engine="vllm"), 10_000)
+    assert cost.groups == 8
+    t = {n: cost.step_s(n, n * 1000.0) for n in (4096, 4097, 4104)}
+    for n, s in t.items():
+        assert s == pytest.approx(cost.direct(n, n * 1000.0)[0], rel=1e-9)
+    # one more decode costs (nearly) all of the 8 more that fill the 513th row of every group: the tile jump
+    assert t[4097] - t[4096] > 0.9 * (t[4104] - t[4096]) > 0

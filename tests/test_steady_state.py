@@ -2,6 +2,7 @@
 (part 3)."""
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -9,7 +10,8 @@ import tokenmath
 from tokenmath.analyses.serving.simulation.replica import make_replica
 from tokenmath.analyses.serving.simulation.step_cost import chunk_geometry
 from tokenmath.analyses.serving.speculative import speculation
-from tokenmath.analyses.serving.steady_state import steady_state
+from tokenmath.analyses.serving.simulation.workload import parse_lengths
+from tokenmath.analyses.serving.steady_state import prompt_totals, steady_state
 from tokenmath.analyses.setup import setup
 from tokenmath.base.errors import InputError
 from tokenmath.faces.cli import cli
@@ -22,6 +24,7 @@ GRID = [  # dense and MoE, one chip and eight, three schedulers
     ("llama-3.1-70b", "h100-sxm", 8, "tensorrt-llm"),
     ("mixtral-8x7b", "h100-sxm", 2, "vllm"),
     ("qwen3-30b-a3b", "h100-sxm", 1, "sglang"),
+    ("deepseek-v3", "h200", 8, "vllm"),            # MLA, MoE, ep = 8 attention groups (the busiest group's tokens)
 ]
 
 
@@ -149,3 +152,30 @@ def test_cli_infer_and_simulate(tmp_path):
         r = run(cli, ["simulate", *bad, "--json"])
         assert r.exit_code == 2, (bad, r.output)
         assert "Traceback" not in r.output
+
+
+def test_prompt_totals_are_whole_tokens_that_keep_the_mean():
+    """64 equally likely totals: uniform 512-1,536 (1,025 values) at one prompt: the midpoints of 64 bins of 1,025 / 64
+    = 16.016 values, 512 + (k + 1/2) x 16.016 - 1/2 rounded: 520, 536, ..., 1,528, mean 1,024; a fixed length: m x
+    the length; four prompts: the normal law of the sum, mean 4 x 1,024; lognormal: its mean within rounding."""
+    u = parse_lengths("uniform:512-1536", "input_len")
+    x = prompt_totals(u, 1)
+    assert len(x) == 64 and list(x[:2]) == [520, 536] and x[-1] == 1528 and x.mean() == 1024
+    assert list(prompt_totals(parse_lengths(1024, "input_len"), 3)) == [3072]
+    assert prompt_totals(u, 4).mean() == pytest.approx(4096, abs=1) and np.all(prompt_totals(u, 4) % 1 == 0)
+    ln = parse_lengths("lognormal:1024,0.6", "input_len")
+    assert prompt_totals(ln, 1).mean() == pytest.approx(ln.moments()[0], abs=0.5)
+
+
+def test_ttft_at_one_user_is_the_mean_prefill_step_over_the_prompts():
+    """One user (vLLM, Llama 3.1 8B, one H100, prompts uniform 512-1,536): each first token is its request's own
+    prefill step of I tokens, so TTFT = the mean of step(I) over the 1,025 lengths. The default kernel model pads
+    GEMM rows to tiles of 128, so that mean is ~6.7% above step(E[I]) = step(1,024) (8 whole tiles): the closed
+    form averages over the prompts (prompt_totals), not at the mean prompt (Jensen's gap)."""
+    su = setup("llama-3.1-8b", "h100-sxm", engine="vllm")
+    cost = make_replica(su, None).cost(2000, 8192)
+    exact = np.mean([cost.step_s(0, 0, i, 1, *chunk_geometry(0, i)) for i in range(512, 1537)])
+    assert exact > 1.03 * cost.step_s(0, 0, 1024, 1, *chunk_geometry(0, 1024))
+    p = steady_state("llama-3.1-8b", "h100-sxm", engine="vllm", concurrency=1, input_len=CHAT[0],
+                     output_len=CHAT[1]).points[0]
+    assert p.ttft_s == pytest.approx(exact, rel=0.005)

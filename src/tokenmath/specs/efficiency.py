@@ -119,7 +119,9 @@ def physics_calibrated(hardware, engine: "EngineProfile | None" = None) -> Effic
     cs, bs, gap = v["compute_scale"][0], v["bw_scale"][0], v["layer_overhead_s"][0]
     base = kernel_default_for(hardware)
     km = replace(base.kernels, compute_scale=cs, bw_scale=bs)
-    if engine is not None and engine.step_cpu_s is None:
+    # an engine whose profile leaves its CPU time to the fit takes its own fitted values; one with no rows of its
+    # own keeps None, and its answers say "not fitted (0)"
+    if engine is not None and engine.step_cpu_s is None and v["step_cpu_s"][1] != "not fitted":
         engine = replace(engine, step_cpu_s=v["step_cpu_s"][0], step_cpu_per_seq_s=v["step_cpu_per_seq_s"][0])
     km0 = base.kernels
     src = (f"shape-aware kernel model ({km0.kernel_class}; data/kernels.toml: stream {km0.stream_bw:g} of HBM peak, "

@@ -126,6 +126,8 @@ def engine_label(engine: "EngineProfile | None") -> str:
     chunks = (f"prefill chunks of {e.max_batched_tokens:,} tokens" if e.chunked_prefill and e.max_batched_tokens
               else "unchunked prefill")
     cpu = "per-step CPU time not fitted (0)" if e.step_cpu_s is None else f"per-step CPU {e.step_cpu_s * 1e3:g} ms"
+    if e.step_cpu_s is not None and e.step_cpu_per_seq_s:
+        cpu += f" + {e.step_cpu_per_seq_s * 1e6:g} us per running sequence"
     return (f"engine: {e.name} defaults ({graphs}; KV {e.kv_memory_fraction:g} of {e.kv_fraction_of} memory in "
             f"{e.kv_block_tokens}-token blocks; {run}; {chunks}; {'overlapped' if e.overlap_scheduling else 'serial'} "
             f"scheduling; {cpu})")

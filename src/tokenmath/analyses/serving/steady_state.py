@@ -5,8 +5,10 @@ At steady state the replica runs C_run = min(C, max_running, C_kv) requests (C_k
 tokens a running request holds, c + half a block, c = the mean keys a decode attends,
 E[I] + (E[O^2] - E[O]) / (2 (E[O] - 1)); TensorRT-LLM's no-evict reserves E[I] + E[O] each); the rest queue.
 Completions are spread out (users desynchronize), so the prompts admitted at a step boundary are Poisson with mean
-r, the admissions per step; a step with m prompts costs tau(m) (the engine's step at that composition), and every
-average is a Poisson sum over m (the m-th term size-biased where a request asks "the step I am in").
+r, the admissions per step; a step with m prompts costs tau(m) (the engine's step at that composition, averaged
+over the whole tokens the m prompts hold: prompt_totals, since a kernel model prices a step as a staircase in its
+tokens), and every average is a Poisson sum over m (the m-th term size-biased where a request asks "the step I am
+in").
 
 - token budget, mixed steps (vLLM; TensorRT-LLM without chunks): a request lives one prefill step plus E[O] - 1
   decode steps, so r = C_run / E[O] and n_d = C_run - r decodes share each step; the prompts fit while
@@ -32,9 +34,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 
 import numpy as np
 
+from tokenmath.specs.serving_engines import DEFAULT_ENGINE   # the one default engine (vLLM)
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg
 from tokenmath.mapping.layout import attention_name, with_attention
@@ -45,7 +49,6 @@ from tokenmath.analyses.serving.simulation.workload import Lengths, parse_length
 from tokenmath.analyses.serving.speculative import resolve_draft
 from tokenmath.engine.speculative import expected_tokens
 
-DEFAULT_ENGINE = "vllm"
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,34 @@ def _prompt_terms(i1: float, i2: float, chunk: float) -> tuple[float, float, flo
     return pairs, read, float(j)
 
 
+POINTS = 64                  # equal-probability points of a step's prompt tokens (prompt_totals)
+
+
+def prompt_totals(inp: Lengths, m: float, points: int = POINTS) -> np.ndarray:
+    """Whole prompt tokens of m prompts admitted together, as `points` equally likely totals (the midpoints of
+    equal-probability bins; m = 1: the length law itself, m >= 2: the normal law of the sum, mean m E[I], variance
+    m Var[I]), their mean m E[I]. Why not the mean alone: under a shape-aware kernel model a prefill step is a
+    staircase in its tokens (GEMM rows padded to tiles, engine/kernels.py), so the mean prompt (1,024 tokens: 8 whole
+    tiles of 128) is cheaper than the mean step over prompts of 512-1,536 (E[ceil(I / 128)] x 128 = I + 64 on
+    average): Jensen's gap, 6-15% of the TTFT at one user."""
+    i1, i2 = inp.moments()
+    q = (np.arange(points) + 0.5) / points
+    if m <= 0:
+        return np.zeros(1)
+    if inp.kind == "fixed" or i2 - i1 * i1 <= 1e-9:
+        return np.array([m * i1])
+    if m == 1 and inp.kind == "uniform":
+        x = inp.a + q * (inp.b - inp.a + 1) - 0.5
+    else:
+        z = np.array([NormalDist().inv_cdf(v) for v in q])
+        if m == 1:               # lognormal (median a, sigma b)
+            x = inp.a * np.exp(inp.b * z)
+        else:
+            x = m * i1 + math.sqrt(m * (i2 - i1 * i1)) * z
+        x = np.maximum(x, m) * (m * i1 / np.mean(np.maximum(x, m)))     # the midpoints keep the mean: m E[I]
+    return np.maximum(np.rint(x), 1.0)
+
+
 def decode_steps(out: Lengths, step_tokens: float) -> float:
     """Mean decode steps of a request: E[ceil((O - 1) / A)] for A tokens a step (E[O] - 1 at A = 1); a lognormal's
     ceil is taken as + 1/2 on average."""
@@ -161,11 +192,19 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
         return cost.step_s(n_d, n_d * keys, t_p, frac * j if t_p > 0 else 0.0, frac * pairs, frac * pairs,
                            frac * read, frac * read)
 
+    def tau_m(n_d, m, room=math.inf):
+        """tau's mean over the whole prompt tokens of m prompts (prompt_totals), at most `room` of them this step."""
+        if not m:
+            return tau(n_d, 0)
+        return float(np.mean([tau(n_d, 0, chunk=min(x, room)) for x in prompt_totals(inp, m)]))
+
     if policy is PrefillFirst:
         r = c_run / ds if ds > 1e-9 else c_run
         m, p = _poisson(r, c_run)
         steps = np.maximum(np.ceil(m * i1 / B), 1.0)
-        tp = np.array([k * tau(0, mm / k) if mm else 0.0 for mm, k in zip(m, steps)])
+        # the m prompts' steps: k = ceil(T / B) steps of T / k tokens, over the whole totals T (prompt_totals)
+        tp = np.array([np.mean([max(math.ceil(x / B), 1) * tau(0, 0, chunk=x / max(math.ceil(x / B), 1))
+                                for x in prompt_totals(inp, mm)]) if mm else 0.0 for mm in m])
         # the j-th of m prompts has its first token after ceil((j + 1) i1 / B) of the k prefill steps
         own = np.array([np.mean(np.ceil(np.arange(1, mm + 1) * i1 / B)) / k if mm else 0.0 for mm, k in zip(m, steps)])
         td = tau(c_run, 0) if ds > 1e-9 else 0.0
@@ -173,25 +212,31 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
         ttft = float(np.sum(p[:-1] * (tp * own)[1:]))
         tpot, n_d, regime = cycle * per_token, c_run, "decode"
     else:
-        def at(r):
-            """(mean step, TTFT, TPOT, decodes per step, steps to the first token) at r admissions per step."""
+        def waits(r):
+            """(decodes per step, prefill tokens a step holds at most, P(m), steps a prompt waits beyond its own)
+            at r admissions per step (the cheap part of `at`: the search for r needs only this)."""
             n_d = r * ds
             cap = B - n_d * k1
             if policy is NoEvict and i1 <= cap:
                 cap = math.floor(cap / i1) * i1            # whole prompts only
             m, p = _poisson(r, c_run)
-            nd = np.maximum(n_d + r - m, 0.0)              # the prompts admitted this step are not decoding yet
-            room = np.maximum(B - nd * k1, 1.0)
-            t = np.array([tau(a, b, chunk=min(b * i1, c)) if b else tau(a, 0) for a, b, c in zip(nd, m, room)])
-            spill = float(np.sum(p * np.maximum(m * i1 - room, 0.0)))
-            full = tau(n_d, 0, chunk=cap)
-            kappa = (full - tau(n_d, 0, chunk=cap / 2)) / (cap / 2)
             mu = r * i1
             backlog = r * i2 / (2 * (cap - mu)) if cap > mu else math.inf     # Kingman, tokens at a boundary
             extra = 0.0
             for mm, pm in zip(m[:-1], p[:-1]):             # the request and mm others arrive at one boundary
                 ahead = (backlog + np.arange(1, mm + 2) * i1) / cap
                 extra += pm * float(np.mean(np.maximum(np.ceil(ahead) - 1, 0.0)))
+            return n_d, cap, m, p, extra
+
+        def at(r):
+            """(mean step, TTFT, TPOT, decodes per step, steps to the first token) at r admissions per step."""
+            n_d, cap, m, p, extra = waits(r)
+            nd = np.maximum(n_d + r - m, 0.0)              # the prompts admitted this step are not decoding yet
+            room = np.maximum(B - nd * k1, 1.0)
+            t = np.array([tau_m(a, b, c) for a, b, c in zip(nd, m, room)])
+            spill = float(np.sum(p * np.maximum(m * i1 - room, 0.0)))
+            full = tau(n_d, 0, chunk=cap)
+            kappa = (full - tau(n_d, 0, chunk=cap / 2)) / (cap / 2)
             step = float(np.sum(p * t)) + spill * kappa
             w = p * nd
             tpot = (float(np.sum(w * t) / np.sum(w)) if np.sum(w) > 0 else step) + spill * kappa
@@ -200,10 +245,10 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
 
         hi = min(c_run / max(o1 if A == 1 else 1.0 + ds, 1.0), B / max(i1 + ds * k1, 1.0))
         lo = 0.0
-        if hi * (at(hi)[4] + ds) > c_run:                  # prompts wait: solve r (s_p(r) + D) = C_run
+        if hi * (1.0 + waits(hi)[4] + ds) > c_run:         # prompts wait: solve r (s_p(r) + D) = C_run
             for _ in range(40):
                 mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if mid * (at(mid)[4] + ds) < c_run else (lo, mid)
+                lo, hi = (mid, hi) if mid * (1.0 + waits(mid)[4] + ds) < c_run else (lo, mid)
         r = hi
         cycle, ttft, tpot, n_d, s_p = at(r)
         regime = "decode" if s_p < 1.5 else "budget"

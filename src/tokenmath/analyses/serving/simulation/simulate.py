@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from tokenmath.specs.serving_engines import DEFAULT_ENGINE   # the one default engine (vLLM)
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import pos_float
 from tokenmath.mapping.layout import attention_name, with_attention
@@ -26,7 +27,6 @@ from tokenmath.engine.speculative import expected_tokens
 
 DEFAULT_MODEL = "llama-3.1-8b"
 DEFAULT_HARDWARE = "h100-sxm"
-DEFAULT_ENGINE = "vllm"
 # MLPerf Inference Llama-2-70B server scenario latency constraints (TTFT 2 s, TPOT 200 ms; mlcommons/inference
 # README of language/llama2-70b): the default targets of goodput
 TTFT_TARGET_S = 2.0

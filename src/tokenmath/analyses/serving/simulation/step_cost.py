@@ -34,7 +34,10 @@ step's decodes, affine in their mean context between two probes; the engine's la
 per step (as speculative_decode does). Not with pipeline parallelism or sparse attention.
 Layout: a step splits evenly over the dp x ep attention groups (one scheduler each; limits are per group), and with
 pp stages over M = min(pp, sequences per group) micro-batches, each pass followed by pp - 1 hand-offs (as
-static_batch does for decode). Context parallelism is not simulated.
+static_batch does for decode). The step waits on the busiest pass, which holds whole tokens: ceil(T / passes) token
+rows and ceil(S / passes) sequences (its GEMMs, lm_head rows, graphs and CPU; step_geometry.busiest, as static_batch
+takes ceil(batch / groups)), while attention takes the mean share of the step's decodes and chunks (its tables are
+linear in them). Context parallelism is not simulated.
 Attention sharded over the batch (Layout.attn batch / dp; engine/forward.py): the fullest rank of a TP group runs the
 core for ceil(S / tp) of a kernel's S sequences, whole heads, its own KV. The tables' pair and cached-token slopes
 are one sequence's (seqs = 1: whole heads, whole KV), so each kernel's pairs and reads are scaled by
@@ -53,7 +56,7 @@ from tokenmath.engine.forward import ACT_BYTES, forward_pass
 from tokenmath.engine.static_batch import engine_step, kernels_of, launch_time_s
 from tokenmath.mapping.placement import place
 from tokenmath.analyses.serving.simulation.step_geometry import (  # noqa: F401  (chunk_geometry: callers import it here)
-    ATTENTION_OPS, CONTEXT_OPS, PROBE, as_floats, attention_op, capped_share, chunk_geometry)
+    ATTENTION_OPS, CONTEXT_OPS, PROBE, as_floats, attention_op, busiest, capped_share, chunk_geometry)
 from tokenmath.analyses.serving.simulation.verify_steps import SpeculativeSteps
 
 MAX_TABLE = 1 << 20          # tokens per pass the tables cover at most
@@ -90,6 +93,10 @@ class StepCost(SpeculativeSteps):
                              f"at most {MAX_TABLE * self.groups:,}")
         self.size = n
         grid = np.arange(n, dtype=float)
+        # a chunk's length is one sequence's tokens, not divided over the groups: its attention fraction (alpha, a
+        # function of the chunk length under a kernel model) is tabulated up to the most tokens a step may hold
+        self.chunk_size = max(int(max_tokens) + 2, n)
+        cgrid = np.maximum(np.arange(self.chunk_size, dtype=float), 1.0)
         self.launch_s = launch_time_s(su.efficiency, hw) if self.engine is not None else 0.0
         hop = 0.0
         if self.pp > 1:
@@ -115,9 +122,10 @@ class StepCost(SpeculativeSteps):
                     pc = self._pass(phase, 1.0, 1.0, probe, 0.0)
                     tab["alpha"] = [(attention_op(pc).compute_s.item() - tab["c0"][1]) / probe] * n
                 else:
-                    short = np.minimum(one, self.topk) if self.topk else one    # chunks the cap leaves whole
+                    short = np.minimum(cgrid, self.topk) if self.topk else cgrid    # chunks the cap leaves whole
                     pc, p0 = self._pass(phase, 1.0, short, probe, 0.0), self._pass(phase, 1.0, short, 0.0, 0.0)
-                    tab["alpha"] = as_floats((attention_op(pc).compute_s - attention_op(p0).compute_s) / probe, grid.shape)
+                    tab["alpha"] = as_floats((attention_op(pc).compute_s - attention_op(p0).compute_s) / probe,
+                                             cgrid.shape)
                 pk = self._pass(phase, 1.0, 1.0, 0.0, probe)
                 tab["beta"] = (attention_op(pk).memory_s.item() - tab["m0"][1]) / probe
             if "indexer" in p.ops:       # the indexer: affine in pairs and cached tokens, never capped
@@ -130,8 +138,14 @@ class StepCost(SpeculativeSteps):
                              (pk.ops["indexer"].memory_s.item() - float(np.asarray(ix.memory_s).flat[1])) / PROBE)
             if phase == "prefill" and self.dp_attn:    # the replicated projections at t tokens on one sequence
                 # (with the quantize of their o-projection input, which runs on the same tokens)
-                ap = p.ops["attn_proj"].total_s + (p.ops["act_quant"].total_s if "act_quant" in p.ops else 0.0)
-                tab["ap"] = as_floats(np.broadcast_to(ap, grid.shape), grid.shape)
+                def proj(q):
+                    return q.ops["attn_proj"].total_s + (q.ops["act_quant"].total_s if "act_quant" in q.ops else 0.0)
+                tab["ap"] = as_floats(np.broadcast_to(proj(p), grid.shape), grid.shape)
+                # and just above each integer: forward_pass runs them on ceil(S / tp) x the mean tokens of a
+                # sequence, a fractional row count, and a kernel model pads rows to tiles (a jump at a tile's edge,
+                # an integer), so _proj_fix interpolates from the right of i, not across the jump
+                tab["ap+"] = as_floats(np.broadcast_to(proj(self._pass(phase, 1.0, one + 1e-6, 0.0, 0.0)),
+                                                       grid.shape), grid.shape)
             self.t[phase] = tab
         self.lm = as_floats(self._pass("decode", one, 1.0, 0.0, 0.0).ops["lm_head"].total_s, grid.shape)
         if self.k1 > 1:
@@ -169,12 +183,13 @@ class StepCost(SpeculativeSteps):
         sequence), re-read at the x share(seqs) tokens of the fullest rank's ceil(seqs / tp) sequences."""
         if not self.dp_attn or "ap" not in tab:
             return 0.0
-        ap = tab["ap"]
+        ap, right = tab["ap"], tab["ap+"]
         y = x * self.share(seqs)
 
         def at(v):
             i = int(v)
-            return ap[i] + (v - i) * (ap[i + 1] - ap[i])
+            f = v - i
+            return ap[i] + (f - 1e-6) / (1 - 1e-6) * (ap[i + 1] - right[i]) + (right[i] - ap[i]) if f else ap[i]
         return at(y) - at(x)
 
     def split(self, seqs: float) -> float:
@@ -202,7 +217,7 @@ class StepCost(SpeculativeSteps):
         if seqs <= 0:
             return 0.0
         d = self.split(seqs)
-        x = (n_d + t_p) / d
+        x = busiest(n_d + t_p, d)        # the busiest pass's whole tokens (GEMM rows) and sequences (lm_head rows)
         i = int(x)
         if i + 1 >= self.size:
             raise InputError("max_tokens", f"a step of {n_d + t_p:,.0f} tokens is beyond the step tables",
@@ -211,7 +226,7 @@ class StepCost(SpeculativeSteps):
         tab = self.t["prefill" if t_p > 0 else "decode"]
         g = tab["g"]
         t = g[i] + f * (g[i + 1] - g[i]) if f else g[i]
-        y = seqs / d
+        y = busiest(seqs, d)
         j = int(y)
         lm = self.lm
         t += lm[j] + (y - j) * (lm[j + 1] - lm[j]) if y != j else lm[j]
@@ -239,8 +254,7 @@ class StepCost(SpeculativeSteps):
                 t += self._indexer(tab["ix"], t_p / d * sh, pairs / d * sh, read / d * sh, seq)
         if self.engine is None:
             return t
-        launch = tab["launch"][min(int(n_d / d) if t_p <= 0 else i, self.size - 1)]
-        return self._engine(t, launch, y)
+        return self._engine(t, tab["launch"][min(i, self.size - 1)], y)
 
     def _mixed_line(self, n_d, keys, t_p, l_p, pairs, read) -> float:
         """step_s for one group, one stage, no window, whole tokens: the same sum without interpolation."""
@@ -263,7 +277,7 @@ class StepCost(SpeculativeSteps):
         k = int(tokens)
         m0 = tab["m0"][k] + (tokens - k) * (tab["m0"][k + 1] - tab["m0"][k])
         c0 = tab["c0"][k] + (tokens - k) * (tab["c0"][k + 1] - tab["c0"][k])
-        a = tab["alpha"][min(int(seq), self.size - 1)]
+        a = tab["alpha"][min(int(seq), len(tab["alpha"]) - 1)]
         b = tab["beta"]
         t = 0.0
         if tab["nf"]:
@@ -314,21 +328,21 @@ class StepCost(SpeculativeSteps):
         mixed = t_p > 0
         w = self.window
         phase = "prefill" if mixed else "decode"
-        s = seqs / d
-        if mixed:
-            base = self._pass(phase, s, (n_d + t_p) / seqs, 0.0, 0.0)
-        else:
-            dk = min(keys / n_d, w) if w else keys / n_d
-            base = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode", seqs=s,
-                                new_tokens=1.0, pairs_full=keys / n_d, pairs_sliding=dk, kv_read_full=keys / n_d - 1,
-                                kv_read_sliding=dk - 1)
-        t = sum(op.total_s.item() for k, op in base.ops.items() if k not in CONTEXT_OPS or not mixed)
+        # the non-attention ops at the busiest pass's whole sequences and tokens (step_s's rule, busiest); the
+        # attention ops at the mean share of the step's decodes and chunks (step_s's tables, linear in them)
+        # (a decode step's base keeps its attention: the step kinds read its KV bytes and bottleneck, simulate.py)
+        s, tok = busiest(seqs, d), busiest(n_d + t_p, d)
+        dk = (min(keys / n_d, w) if w else keys / n_d) if n_d else 0.0
+
+        def decodes(seqs_):
+            return forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode",
+                                seqs=seqs_, new_tokens=1.0, pairs_full=keys / n_d, pairs_sliding=dk,
+                                kv_read_full=keys / n_d - 1, kv_read_sliding=dk - 1)
+        base = self._pass(phase, s, tok / s, 0.0, 0.0) if mixed else decodes(s)
+        t = sum(op.total_s.item() for k, op in base.ops.items() if k not in CONTEXT_OPS)
         t += base.overhead_s
-        if mixed and n_d:
-            dk = min(keys / n_d, w) if w else keys / n_d
-            dec = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode",
-                               seqs=n_d / d, new_tokens=1.0, pairs_full=keys / n_d, pairs_sliding=dk,
-                               kv_read_full=keys / n_d - 1, kv_read_sliding=dk - 1)
+        if n_d:
+            dec = base if not mixed and s == n_d / d else decodes(n_d / d)
             t += sum(dec.ops[k].total_s.item() for k in CONTEXT_OPS if k in dec.ops)
         if mixed:
             pre = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="prefill",
@@ -337,9 +351,8 @@ class StepCost(SpeculativeSteps):
             t += sum(pre.ops[k].total_s.item() for k in CONTEXT_OPS if k in pre.ops)
         if self.pp > 1:
             crosses = place(su.layout, su.hardware.scaleup_domain).replica.domains > 1
-            t += (self.pp - 1) * coll.p2p((n_d + t_p) / d * m.d_model * ACT_BYTES / su.layout.tp, crosses,
+            t += (self.pp - 1) * coll.p2p(tok * m.d_model * ACT_BYTES / su.layout.tp, crosses,
                                           su.hardware, su.efficiency.link_bw).item()
         if self.engine is not None:
-            t = float(engine_step(self.engine, t, kernels_of(base), (n_d + t_p) / d if mixed else n_d / d,
-                                  self.launch_s, self.tp, cpu_seqs=seqs / d)[0])
+            t = float(engine_step(self.engine, t, kernels_of(base), tok, self.launch_s, self.tp, cpu_seqs=s)[0])
         return t, base

@@ -3,6 +3,8 @@ layers), which ops grow with the context, and the small helpers the step tables 
 verify_steps.py)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 ATTENTION_OPS = ("attention", "attention_local")
@@ -21,6 +23,18 @@ def chunk_geometry(prior: float, n: float, window: int = 0) -> tuple[float, floa
         k = min(length, window)
         return k * (k + 1) / 2 + (length - k) * window
     return pairs, upto(prior + n) - upto(prior), prior, min(prior, window)
+
+
+def busiest(total: float, passes: float) -> float:
+    """What the busiest of `passes` passes holds of a step's `total` whole tokens (or sequences, or rows): the
+    step waits on it, ceil(total / passes), as engine/static_batch.py splits a batch over its attention groups and
+    micro-batches (ceil(batch / (dp x ep)), then ceil over the micro-batches). Shared by the fast path and the
+    engine-call reference (step_cost.py, verify_steps.py) so both price the same whole-token shape: a kernel model
+    pads GEMM rows to tiles, so a fractional mean share (e.g. 512.6 rows) is no shape any pass runs. One pass
+    (passes = 1) keeps `total` as given, whole in the simulator or a mean in the closed form (steady_state.py)."""
+    if passes <= 1:
+        return total
+    return float(math.ceil(total / passes - 1e-9))
 
 
 def as_floats(x, shape) -> list:

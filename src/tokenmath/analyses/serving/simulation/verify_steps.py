@@ -17,7 +17,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.engine.forward import forward_pass
 from tokenmath.engine.static_batch import engine_step, kernels_of
 from tokenmath.analyses.serving.simulation.step_geometry import (CONTEXT_OPS, PROBE, as_floats, attention_op,
-                                                                 chunk_geometry)
+                                                                 busiest, chunk_geometry)
 
 
 class SpeculativeSteps:
@@ -77,7 +77,8 @@ class SpeculativeSteps:
         seqs = n_d + l_p
         d = self.split(seqs)
         v = self.t["verify"]
-        x = (n_d * k1 + t_p) / d if t_p > 0 else n_d / d
+        sq = busiest(n_d, d)             # the busiest pass's whole decodes, tokens and lm_head rows (busiest)
+        x = busiest(n_d * k1 + t_p, d) if t_p > 0 else sq
         i = int(x)
         if i + 1 >= self.size or int((n_d * k1 + l_p) / d) + 1 >= self.size:
             raise InputError("max_tokens", f"a step of {n_d * k1 + t_p:,.0f} tokens is beyond the step tables",
@@ -85,7 +86,7 @@ class SpeculativeSteps:
         tab = self.t["prefill"] if t_p > 0 else v
         g = tab["g"]
         t = g[i] + (x - i) * (g[i + 1] - g[i])
-        y = (n_d * k1 + l_p) / d
+        y = busiest(n_d * k1 + l_p, d) if t_p > 0 else sq * k1
         j = int(y)
         t += self.lm[j] + (y - j) * (self.lm[j + 1] - self.lm[j])
         kq = keys / n_d
@@ -97,14 +98,14 @@ class SpeculativeSteps:
         sh = self.share(n_d / d)        # batch / dp attention: the fullest rank's share (step_cost.py); 1 under heads
         t += self._attention(v, n_d / d, 0, vp / d * sh, (keys - n_d) / d * sh, vp_sl / d * sh, vr_sl / d * sh)
         if t_p > 0:
-            t += self._proj_fix(tab, x, seqs / d)
+            t += self._proj_fix(tab, x, busiest(seqs, d))
             sh = self.share(l_p / d)
             t += self._attention(tab, t_p / d * sh, t_p / l_p, pairs / d * sh, read / d * sh, pairs_sl / d * sh,
                                  read_sl / d * sh)
-        t += self._draft(n_d / d, kq)
+        t += self._draft(sq, kq)
         if self.engine is None:
             return t
-        return self._engine(t, tab["launch"][min(i, self.size - 1)], seqs / d)
+        return self._engine(t, tab["launch"][min(i, self.size - 1)], busiest(seqs, d))
 
     def _spec_direct(self, n_d, keys, t_p, l_p, pairs, pairs_sl, read, read_sl):
         """direct() of a speculative step: the verification pass of engine/speculative.py (a decode-form pass of
@@ -116,15 +117,24 @@ class SpeculativeSteps:
         kq = keys / n_d
         _, psl, _, rsl = chunk_geometry(kq - 1.0, k1, self.window) if self.window else (0, kq * k1 + k1 * (k1 - 1) / 2,
                                                                                         0, kq - 1.0)
-        verify = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode", seqs=n_d / d,
-                              new_tokens=float(k1), pairs_full=kq * k1 + k1 * (k1 - 1) / 2, pairs_sliding=psl,
-                              kv_read_full=kq - 1.0, kv_read_sliding=rsl)
-        base, t = verify, verify.overhead_s + sum(op.total_s.item() for op in verify.ops.values())
-        tokens = n_d * k1 / d
+
+        def verification(seqs_):
+            return forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode", seqs=seqs_,
+                                new_tokens=float(k1), pairs_full=kq * k1 + k1 * (k1 - 1) / 2, pairs_sliding=psl,
+                                kv_read_full=kq - 1.0, kv_read_sliding=rsl)
+        # the non-attention ops and the draft at the busiest pass's whole decodes / tokens / rows (busiest), the
+        # attention at the mean share (as _spec_s)
+        sq, sp = busiest(n_d, d), busiest(seqs, d)
+        base = verify_b = verification(sq)
+        verify = verify_b if sq == n_d / d else verification(n_d / d)
+        t = verify_b.overhead_s + sum(op.total_s.item() for k, op in verify_b.ops.items() if k not in CONTEXT_OPS)
+        if t_p <= 0:
+            t += sum(verify.ops[k].total_s.item() for k in CONTEXT_OPS if k in verify.ops)
+        tokens = sq * k1
         if t_p > 0:
-            tokens = (n_d * k1 + t_p) / d
-            base = self._pass("prefill", seqs / d, tokens * d / seqs, 0.0, 0.0)
-            lm = self._pass("decode", (n_d * k1 + l_p) / d, 1.0, 0.0, 0.0).ops["lm_head"].total_s.item()
+            tokens = busiest(n_d * k1 + t_p, d)
+            base = self._pass("prefill", sp, tokens / sp, 0.0, 0.0)
+            lm = self._pass("decode", busiest(n_d * k1 + l_p, d), 1.0, 0.0, 0.0).ops["lm_head"].total_s.item()
             t = base.overhead_s + lm + sum(op.total_s.item() for k, op in base.ops.items()
                                            if k not in CONTEXT_OPS and k != "lm_head")
             t += sum(verify.ops[k].total_s.item() for k in CONTEXT_OPS if k in verify.ops)
@@ -132,8 +142,7 @@ class SpeculativeSteps:
                                seqs=l_p / d, new_tokens=t_p / l_p, pairs_full=pairs / l_p,
                                pairs_sliding=pairs_sl / l_p, kv_read_full=read / l_p, kv_read_sliding=read_sl / l_p)
             t += sum(pre.ops[k].total_s.item() for k in CONTEXT_OPS if k in pre.ops)
-        t += float(self._draft_pass(n_d / d, kq))
+        t += float(self._draft_pass(sq, kq))
         if self.engine is not None:
-            t = float(engine_step(self.engine, t, kernels_of(base), tokens, self.launch_s, self.tp,
-                                  cpu_seqs=seqs / d)[0])
+            t = float(engine_step(self.engine, t, kernels_of(base), tokens, self.launch_s, self.tp, cpu_seqs=sp)[0])
         return t, base
