@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import tile_steps
+
 from tokenmath.analyses.serving.context import context
 from tokenmath.analyses.serving.fleet import fleet
 from tokenmath.analyses.serving.hyperbola import hyperbola
@@ -12,7 +14,10 @@ from tokenmath.analyses.serving.pareto import frontier_mask, pareto
 from tokenmath.analyses.serving.input_vs_output import prices
 from tokenmath.analyses.serving.slowmode import slowmode
 from tokenmath.faces.cli import cli
-from tokenmath.specs.efficiency import PEAK
+from tokenmath.engine.kernels import compute_inflation, fills_tiles
+from tokenmath.engine.static_batch import serve_batch
+from tokenmath.specs.efficiency import PEAK, calibrated
+from tokenmath.specs.kernels import resolve as resolve_kernels
 from tokenmath.base.errors import InputError
 from tokenmath.specs.hardware import from_record
 from tokenmath.specs.model import Model
@@ -34,21 +39,96 @@ def test_hyperbola_batch1_point_by_hand():
     assert p1["weight_share"] == pytest.approx((128 + 2 * (32_768 + 49_152) + 12_800) / 187_464)
 
 
-@pytest.mark.parametrize("mid,hw,chips", [("llama-3.1-70b", "h100-sxm", 8), ("deepseek-v3", "h200", 8),
-                                          ("gpt-oss-120b", "h100-sxm", 1), ("mistral-7b", "a100-80gb", 1)])
-def test_hyperbola_invariants(mid, hw, chips):
-    h = hyperbola(mid, hw, chips=chips, context=2048)
+HYPERBOLA_CASES = [("llama-3.1-70b", "h100-sxm", 8), ("deepseek-v3", "h200", 8), ("gpt-oss-120b", "h100-sxm", 1),
+                   ("mistral-7b", "a100-80gb", 1)]
+
+
+def _even_points(h):
+    """The hyperbola's batches that split evenly over the attention groups (dp x ep), their cost per token, and the
+    served batch: one more sequence on the busiest group (batch = k x groups + 1) may lengthen the step more than it
+    adds tokens (tests/test_issue15_ep_batch.py), an exception apart from tile quantization."""
+    su = h.setup
+    groups = int(su.layout.dp) * int(su.layout.ep)
+    even = (h.batch % groups) == 0
+    B = h.batch[even]
+    sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, B, h.context, 1, su.reserve)
+    return B, h.per_token_s[even], sv
+
+
+@pytest.mark.parametrize("mid,hw,chips,engine", [c + (None,) for c in HYPERBOLA_CASES]
+                         + [("llama-3.1-70b", "h100-sxm", 8, "vllm")])     # the command's default engine
+def test_hyperbola_invariants(mid, hw, chips, engine):
+    # the default: the shape-aware kernel model (specs.efficiency.default_for -> physics_calibrated)
+    h = hyperbola(mid, hw, chips=chips, context=2048, engine=engine)
+    su = h.setup
+    assert su.efficiency.kernels is not None
     per_tok = h.per_token_s
-    # cost per token never rises with a batch that splits evenly over the attention groups (dp x ep); one more
-    # sequence on the busiest group (batch = k x groups + 1) may lengthen the step more than it adds tokens
-    groups = int(h.setup.layout.dp) * int(h.setup.layout.ep)
-    even = per_tok[(h.batch % groups) == 0]
-    assert np.all(np.diff(even) <= 1e-12 * even[:-1])
+    B, c, sv = _even_points(h)
+    assert np.allclose(np.asarray(sv.decode_step_s) / B, c, rtol=1e-12)     # the hyperbola's own points
+    # cost per token never rises with batch, except where a GEMM's padded rows, split-K slices or waves step up,
+    # and there by at most that GEMM's padded / unpadded compute ratio (docs/tile_quantization.md)
+    state, inflation = tile_steps.quanta(su.model, su.hardware, su.layout, su.precision, su.efficiency, sv)
+    assert list(tile_steps.violations(c, state, inflation)) == []
+    # within one quantization interval a GEMM's time per useful FLOP only falls (the helper agrees with itself)
+    same = ~np.any(state[1:] != state[:-1], axis=1)
+    assert np.all(inflation[:, 1:][:, same] <= inflation[:, :-1][:, same] * (1 + 1e-12))
+    # on whole-tile batches (every dense GEMM's rows fill their tiles: T = 64, 128, 256, ...) it never rises
+    km = resolve_kernels(su.efficiency.kernels, su.hardware)
+    whole = np.ones(B.shape, bool)
+    for _name, _key, M, _shapes, _groups, grouped in tile_steps.decode_gemms(su.model, su.hardware, su.layout,
+                                                                            su.precision, sv):
+        if not grouped:
+            whole &= np.broadcast_to(fills_tiles(km, M), B.shape)
+    assert whole.sum() >= 2 and list(tile_steps.rises(c[whole])) == []
     assert np.all(per_tok >= h.floor_per_token_s * (1 - 1e-9))      # nothing beats the floor it flattens onto
     assert np.all(np.diff(h.step_s) >= -1e-15)                      # a bigger batch never makes the step faster
     assert h.batch[-1] == h.max_batch
     d = h.to_dict()
     assert set(d) >= {"points", "critical_batch", "floor_cost_per_mtok_output_usd"}
+
+
+def test_hyperbola_staircase_of_llama_70b_on_8_h100():
+    # the example of docs/tile_quantization.md: tp 8, context 2048, one group, so T = batch tokens in every GEMM.
+    # The step pads the token rows to 64 (T <= 64) or to whole 128-row tiles: a rise is possible only just past
+    # T = 64 and 128 k, and it happens at 129, 257, 385, 513 and 641 (at 65 the matmuls are still bandwidth-bound)
+    h = hyperbola("llama-3.1-70b", "h100-sxm", chips=8, context=2048)
+    B, c, sv = _even_points(h)
+    up = B[tile_steps.rises(c) + 1]
+    assert list(up) == [129, 257, 385, 513, 641]
+    step = dict(zip(h.batch.astype(int), h.step_s))
+    assert step[128] == pytest.approx(18.33e-3, abs=0.01e-3) and step[129] == pytest.approx(20.21e-3, abs=0.01e-3)
+    # 129 rows pad to 2 x 128 = 256. The qkv projection (N = (64 + 2 x 8) x 128 / 8 = 1,280, K = 8,192) on 132 SMs,
+    # the best of the 64/96/128/160-column tiles (split-K slices = floor(132 / tiles), K / 256 = 32 at most):
+    #   128 rows: 128-column tiles, 1 x 10 = 10 tiles x 13 slices = 130 units in 1 wave: 130 / 132
+    #   129 rows: 160-column tiles, 2 x 8 = 16 tiles x 8 slices = 128 units in 1 wave: (129 / 256) x 128 / 132
+    # so its time per useful FLOP grows (130 / 132) / ((129 / 256) x (128 / 132)) = 2.016 x: the padded / unpadded
+    # compute ratio. The cost per token rises far less (the other terms amortize), within that bound
+    km = resolve_kernels(h.setup.efficiency.kernels, h.setup.hardware)
+    qkv = ((1280, 8192),)
+    r = float(compute_inflation(km, "bf16", 129, qkv) / compute_inflation(km, "bf16", 128, qkv))
+    assert r == pytest.approx((130 / 132) / ((129 / 256) * (128 / 132)), rel=1e-12)
+    assert 1 < step[129] / 129 / (step[128] / 128) < r
+    # the checker can fail: a rise inside a tile interval (at 100 tokens), or past a tile by more than its padding
+    state, inflation = tile_steps.quanta(h.setup.model, h.setup.hardware, h.setup.layout, h.setup.precision,
+                                         h.setup.efficiency, sv)
+    i100, i129 = int(np.nonzero(B == 100)[0][0]), int(np.nonzero(B == 129)[0][0])
+    mid_tile, too_much = c.copy(), c.copy()
+    mid_tile[i100] = c[i100 - 1] * 1.01
+    too_much[i129] = c[i129 - 1] * 2.5
+    assert list(tile_steps.violations(mid_tile, state, inflation)) == [i100 - 1]
+    assert list(tile_steps.violations(too_much, state, inflation)) == [i129 - 1]
+
+
+@pytest.mark.parametrize("mid,hw,chips", HYPERBOLA_CASES)
+def test_hyperbola_flat_model_never_rises(mid, hw, chips):
+    # the flat per-family fit (specs.efficiency.calibrated) has no tiles: cost per token never rises over batches
+    # that split evenly over the attention groups, exactly
+    h = hyperbola(mid, hw, chips=chips, context=2048, efficiency=calibrated(hw))
+    assert h.setup.efficiency.kernels is None
+    B, c, _ = _even_points(h)
+    assert np.all(np.diff(c) <= 1e-12 * c[:-1])
+    assert np.all(h.per_token_s >= h.floor_per_token_s * (1 - 1e-9))
+    assert np.all(np.diff(h.step_s) >= -1e-15)
 
 
 def test_floor_is_the_compute_bound_cost_at_short_context():

