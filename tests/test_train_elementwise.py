@@ -51,7 +51,10 @@ def test_backward_carries_its_own_elementwise_and_flash_terms():
     F, B = float(r.step.fwd_s), float(r.step.bwd_s)
     assert B == pytest.approx(2 * (F - float(t["elementwise_fwd_s"])) + float(t["elementwise_bwd_s"])
                               + float(t["attn_bwd_extra_s"]) + float(t["bwd_gemm_shape_extra_s"]), rel=1e-12)
-    assert float(t["attn_bwd_extra_s"]) == pytest.approx(0.5 * float(t["attn_core_s"]), rel=1e-12)
+    # FA's backward: 2.5 x the forward's FLOPs at FA3's backward / forward speed at 4,096 tokens (2k 0.802,
+    # 16k 0.866, a third of the way in log2: 0.8233), less the 2 x forward already counted
+    r_bwd = 0.802 + (0.866 - 0.802) / 3
+    assert float(t["attn_bwd_extra_s"]) == pytest.approx((2.5 / r_bwd - 2.0) * float(t["attn_core_s"]), rel=1e-9)
     assert float(t["elementwise_bwd_s"]) > float(t["elementwise_fwd_s"]) > 0
 
 

@@ -111,6 +111,15 @@ def flash_attention_fraction(km: KernelModel, seq_len, head_dim):
     return np.minimum(out * km.attn_prefill_scale, 1.0)
 
 
+def flash_attention_backward_ratio(km: KernelModel, seq_len):
+    """FlashAttention's backward speed over its forward speed (both in FLOP/s of their own FLOPs) for sequences of
+    `seq_len` tokens: linear in log2 of the length between the measured points (data/kernels.toml
+    [flash_attention_backward], FA3 on H100), held outside them; 1.0 for a model without the table."""
+    if not km.fa_bwd_ratio:
+        return 1.0
+    return np.minimum(_interp_log(seq_len, km.fa_bwd_seq_len, km.fa_bwd_ratio), 1.0)
+
+
 def op_kernels(name: str) -> tuple[int, int, int]:
     """(GEMM, elementwise, attention) kernels one occurrence of op `name` launches."""
     return kernels_per_op().get(name, (0, 0, 0))

@@ -96,7 +96,7 @@ import numpy as np
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.forward import ACT_BYTES, Precision, forward_pass, pair_flops, prefill_pairs
 from tokenmath.engine.memory import RESERVE_FRACTION
-from tokenmath.engine.kernels import op_rates, op_shapes
+from tokenmath.engine.kernels import flash_attention_backward_ratio, op_rates, op_shapes
 from tokenmath.engine.roofline import kernel_op_time, op_time
 from tokenmath.engine.train_backward_gemms import backward_gemm_extra_s
 from tokenmath.engine.train_data_parallel import data_parallel_cost, strided_collective
@@ -220,6 +220,12 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     # FlashAttention's backward runs 2.5 x its forward FLOPs (it recomputes the scores); unfused attention keeps the
     # probabilities and its backward is the plain 2 x
     attn_bwd_extra = (FLASH_BWD_FACTOR - 2.0) if flash else 0.0
+    # ... and at a lower speed than its forward (FA3's backward / forward, engine/kernels.py): its time is the whole
+    # backward attention, 2.5 x the forward's FLOPs, at that ratio of the forward's speed, less the 2 x forward already
+    # in B (its FLOPs stay 0.5 x the forward's more: attn_bwd_extra)
+    attn_bwd_time = attn_bwd_extra
+    if flash and km is not None:
+        attn_bwd_time = FLASH_BWD_FACTOR / flash_attention_backward_ratio(km, Lc) - 2.0
 
     # training lm_head: logits for every token (serving prefill computes only the last position); the
     # cross-entropy reads the bf16 logits and writes their gradient (Chinchilla App. F "final logits")
@@ -248,7 +254,7 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     F = layer_s / ps + np.where(bal, np.maximum(extra_s - layer_s / m.n_layers, 0.0), extra_s)
     # dgrad and wgrad at their own shapes (engine/train_backward_gemms.py): the difference from 2 x the forward GEMMs
     bwd_gemm = backward_gemm_extra_s(m, hw, km, fwd.ops, Tmb, tp, w.compute)
-    B = 2.0 * F + (cast_b + ew_b + attn_bwd_extra * attn_s + bwd_gemm) / ps
+    B = 2.0 * F + (cast_b + ew_b + attn_bwd_time * attn_s + bwd_gemm) / ps
     R = np.where(rc == 2, (layer_s + cast_f + ew_f) / ps, np.where(rc == 1, attn_s / ps, 0.0))
     F = F + (cast_f + ew_f) / ps
     replay = (rc == 2).astype(float)     # full recompute replays the forward's collectives
@@ -357,7 +363,7 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
                "ep_overlap": bool(ep_overlap), "ep_comm_total_mb_s": ep_total, "pp_p2p_plain_mb_s": p2p_plain,
                "pp_overlap": bool(pp_overlap), "pp_p2p_total_mb_s": p2p_total,
                "elementwise_fwd_s": ew_f / ps, "elementwise_bwd_s": ew_b / ps, "cross_entropy_s": ce_s,
-               "attn_bwd_extra_s": attn_bwd_extra * attn_s / ps,
+               "attn_bwd_extra_s": attn_bwd_time * attn_s / ps,
                "bwd_gemm_shape_extra_s": bwd_gemm / ps + np.zeros(shape), "ep_alltoall_fwd_s": ep_a2a,
                "cp_allgather_s": cp_ag,
                "p2p_bytes": p2p_bytes, "dp_step_s": dp_step, "dp_mb_s": dp_mb, "grad_bytes": grad_bytes,

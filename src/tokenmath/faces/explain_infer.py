@@ -101,7 +101,8 @@ def _engine_lines(r: InferResult) -> list[str]:
         L.append("    a captured graph is replayed at this batch: no per-kernel launch cost")
     cpu = e.step_cpu
     how = "hidden behind the device (overlap scheduling): max" if e.overlap_scheduling else "after the device's work: sum"
-    L.append(f"    per-step CPU work {u.seconds(cpu)}" + (" (not fitted yet: 0)" if e.step_cpu_s is None else "")
+    unfitted = " (not fitted: no published measurement of this engine version in data/measurements.toml; 0)"
+    L.append(f"    per-step CPU work {u.seconds(cpu)}" + (unfitted if e.step_cpu_s is None else "")
              + f", {how} -> step {u.seconds(r.decode_step_s)}")
     return L
 

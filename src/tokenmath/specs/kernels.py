@@ -74,6 +74,8 @@ class KernelModel:
     # bw_scale, both in (0, 1] so no op gets faster than the microbenchmark ceiling (1.0: the constants as read)
     compute_scale: float = 1.0
     bw_scale: float = 1.0
+    fa_bwd_seq_len: tuple = ()  # FlashAttention-3 backward / forward speed: sequence lengths ...
+    fa_bwd_ratio: tuple = ()    # ... and the ratio at each ([flash_attention_backward]; () = 1)
 
     def gemm_fraction(self, compute_key: str) -> float:
         """The large-GEMM fraction for matmuls at the dense peak `compute_key` (Hardware.flops_key)."""
@@ -209,6 +211,8 @@ def class_model(name: str) -> KernelModel:
         attn_prefill_scale=vals["attn_prefill_scale"], link_bw=vals["link_bw"],
         fa_seq_len=tuple(float(x) for x in fa["seq_len"]), fa_head_dim=tuple(float(x) for x in fa["head_dim"]),
         fa_causal=tuple(tuple(float(x) for x in row) for row in fa["causal"]),
+        fa_bwd_seq_len=tuple(float(x) for x in _data().get("flash_attention_backward", {}).get("seq_len", ())),
+        fa_bwd_ratio=tuple(float(x) for x in _data().get("flash_attention_backward", {}).get("ratio", ())),
         grouped_tokens=tuple(float(x) for x in gg["tokens_per_expert"]),
         grouped_factor=tuple(float(x) for x in gg["factor"]),
         k_points=k_points, k_factor=k_factor, provenance=MappingProxyType(prov), gemv_max_m=gemv)

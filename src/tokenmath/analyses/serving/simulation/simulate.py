@@ -122,7 +122,8 @@ def _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t) -> Simulatio
     notes = []
     eng = rep.engine
     if eng.step_cpu_s is None:
-        notes.append(f"{eng.name}: per-step CPU time not fitted yet (0 s per step)")
+        notes.append(f"{eng.name}: per-step CPU time not fitted (no published measurement of this engine "
+                         "version in data/measurements.toml): 0 s per step")
     if m.max_context and int((inp + out).max()) > m.max_context:
         notes.append(f"requests up to {int((inp + out).max()):,} tokens exceed the model's context "
                      f"{m.max_context:,}; the figures extrapolate the architecture")
