@@ -316,21 +316,28 @@ def test_expert_imbalance_never_faster_and_overlap_never_slower(case, a, b, eff)
 
 
 # ---- 3. decode cost per token never rises with batch while it fits ----------------------------------------------
+def _batches_that_fit(case, eff):
+    """(batches, served batch, n): whole multiples of the attention groups (dp x ep) and pipeline micro-batches (pp)
+    from 1 to 65,536 units (an uneven split leaves the busiest group one sequence ahead of the rest, and that group
+    sets the pace, by design), served at once; the first n fit (memory grows with the batch)."""
+    m, hw, lay, prec, wl = case
+    unit = int(lay.dp) * int(lay.ep) * int(lay.pp)
+    k = np.unique(np.concatenate([np.arange(1, 65), np.round(np.geomspace(65, 1 << 16, 48))]))
+    batch = unit * k
+    sv = run(m, hw, lay, prec, eff, wl, batch=batch)
+    fits = np.asarray(sv.fits)
+    n = int(np.argmin(fits)) if not fits.all() else fits.size
+    assert fits[:n].all() and not fits[n:].any()
+    return batch, sv, n
+
+
 # flat fractions only: the kernel model (DEFAULT, issue 16) quantizes matmuls into 128-row tiles, so one token past a
 # tile costs a tile more (tests/test_kernels.py checks its per-token cost over whole tiles and its step)
 @settings(max_examples=60 * SCALE, **PROFILE)
 @given(cases(), st.sampled_from([Efficiency(), PEAK]))
 def test_decode_cost_per_token_non_increasing_in_batch_while_it_fits(case, eff):
     m, hw, lay, prec, wl = case
-    # whole multiples of the attention groups (dp x ep) and pipeline micro-batches (pp): an uneven split leaves the
-    # busiest group one sequence ahead of the rest, and that group sets the pace (engine/serving.py), by design
-    unit = int(lay.dp) * int(lay.ep) * int(lay.pp)
-    k = np.unique(np.concatenate([np.arange(1, 65), np.round(np.geomspace(65, 1 << 16, 48))]))
-    batch = unit * k
-    sv = run(m, hw, lay, prec, eff, wl, batch=batch)
-    fits = np.asarray(sv.fits)
-    n = int(np.argmin(fits)) if not fits.all() else fits.size     # the fitting prefix (memory grows with batch)
-    assert fits[:n].all() and not fits[n:].any()
+    batch, sv, n = _batches_that_fit(case, eff)
     per_token = np.asarray(sv.decode_step_s)[:n] / batch[:n]
     assert np.all(np.diff(per_token) <= REL * per_token[:-1]), per_token
     # the step itself never gets shorter with more sequences
@@ -355,12 +362,7 @@ def _kernel_classes():
 def test_decode_cost_per_token_rises_only_at_tile_steps_under_the_kernel_model(case, eff):
     import tile_steps
     m, hw, lay, prec, wl = case
-    unit = int(lay.dp) * int(lay.ep) * int(lay.pp)
-    k = np.unique(np.concatenate([np.arange(1, 65), np.round(np.geomspace(65, 1 << 16, 48))]))
-    batch = unit * k
-    sv = run(m, hw, lay, prec, eff, wl, batch=batch)
-    fits = np.asarray(sv.fits)
-    n = int(np.argmin(fits)) if not fits.all() else fits.size
+    batch, sv, n = _batches_that_fit(case, eff)
     if n < 2:
         return
     per_token = np.asarray(sv.decode_step_s)[:n] / batch[:n]

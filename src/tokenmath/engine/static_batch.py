@@ -117,11 +117,18 @@ def engine_step(engine: EngineProfile, device_s, kernels, seqs, launch_s: float,
     (step_cpu + step_cpu_per_seq_s x the cpu_seqs sequences in the step, default seqs) adds to it, or hides behind it
     with overlap scheduling."""
     launch = np.where(engine.graphs_at(seqs, tp), 0.0, np.asarray(kernels, float) * launch_s)
-    dev = np.maximum(device_s, launch)
     cpu = engine.step_cpu
     if engine.step_cpu_per_seq_s:
         cpu = cpu + engine.step_cpu_per_seq_s * np.asarray(seqs if cpu_seqs is None else cpu_seqs, float)
-    return (np.maximum(dev, cpu) if engine.overlap_scheduling else dev + cpu), launch
+    return host_step(device_s, launch, cpu, engine.overlap_scheduling), launch
+
+
+def host_step(device_s, launch_s, cpu_s, overlap: bool):
+    """A step's time from its device work, the CPU time launching it eagerly and the engine's CPU work per step (s,
+    arrays broadcast): the device cannot finish before the launcher, and the CPU work adds to the step or, with
+    overlap scheduling, hides behind it."""
+    dev = np.maximum(device_s, launch_s)
+    return np.maximum(dev, cpu_s) if overlap else dev + cpu_s
 
 
 def kernels_of(p: PassCost):
@@ -262,11 +269,9 @@ def retimed(sv: BatchCost, n_layers: int, pp, compute_scale=1.0, bw_scale=1.0, l
     if eng is None:
         return (np.nan if pre is None else fill * pre), dec
 
-    def host(device, launch, seqs):
-        dev = np.maximum(device, launch)
-        cpu = np.asarray(step_cpu_s, float) + np.asarray(step_cpu_per_seq_s, float) * np.asarray(seqs, float)
-        return np.maximum(dev, cpu) if eng.overlap_scheduling else dev + cpu
     s = sv.seqs_per_microbatch
-    step = host(dec, sv.decode_launch_s, s)
-    ttft = np.nan if pre is None else fill * sv.prefill_chunks * host(pre, sv.prefill_launch_s, s)
+    cpu = np.asarray(step_cpu_s, float) + np.asarray(step_cpu_per_seq_s, float) * np.asarray(s, float)
+    step = host_step(dec, sv.decode_launch_s, cpu, eng.overlap_scheduling)
+    ttft = np.nan if pre is None else fill * sv.prefill_chunks * host_step(pre, sv.prefill_launch_s, cpu,
+                                                                           eng.overlap_scheduling)
     return ttft, step

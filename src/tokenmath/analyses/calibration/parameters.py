@@ -153,29 +153,32 @@ GAP_GRID_S = (0.0, 2.5e-6, 5e-6, 10e-6, 20e-6, 40e-6)
 
 def _physics_params():
     from tokenmath.specs import serving_engines as se
+    # where each value is fitted is where specs.efficiency.physics_values looks it up: one declaration of the scopes
+    from tokenmath.specs.efficiency import PHYSICS_SCOPES as SCOPES_OF
     lo, hi = se.STEP_CPU_BOUNDS_S
     cpu = tuple(sorted({lo, *(x for x in (0.25e-3, 0.5e-3, 1e-3, 2e-3, 3e-3) if lo < x < hi), hi}))
     plo, phi = se.STEP_CPU_PER_SEQ_BOUNDS_S
     per_seq = tuple(sorted({plo, *(x for x in (5e-6, 10e-6, 20e-6, 30e-6) if plo < x < phi), phi}))
     return (
-        FittedParameter("compute_scale", "inference", (0.4, 1.0), RESIDUAL_GRID, ("engine_family", "family", "all"), 1.0,
+        FittedParameter("compute_scale", "inference", (0.4, 1.0), RESIDUAL_GRID, SCOPES_OF["compute_scale"], 1.0,
                         "multiplier on every compute fraction of the chip class's kernel model",
                         "at most 1: no serving stack's kernels beat the microbenchmark ceilings the model holds; "
                         "0.4: below any tuned engine's large GEMMs", "kernel_flops"),
-        FittedParameter("bw_scale", "inference", (0.4, 1.0), RESIDUAL_GRID, ("engine_family", "family", "all"), 1.0,
+        FittedParameter("bw_scale", "inference", (0.4, 1.0), RESIDUAL_GRID, SCOPES_OF["bw_scale"], 1.0,
                         "multiplier on every bandwidth fraction of the chip class's kernel model",
                         "at most 1: no decode kernel streams faster than the measured streaming fraction; 0.4: "
                         "below any published decode kernel's bandwidth utilisation", "kernel_bw"),
         FittedParameter("layer_overhead_s", "inference", (GAP_GRID_S[0], GAP_GRID_S[-1]), GAP_GRID_S,
-                        ("engine", "all"), 0.0, "seconds per layer per forward pass beyond the kernels' own fixed "
-                        "times", "gaps between a layer's kernels (synchronisation, unfused glue): 0 to a few "
+                        SCOPES_OF["layer_overhead_s"], 0.0, "seconds per layer per forward pass beyond the kernels' own "
+                        "fixed times", "gaps between a layer's kernels (synchronisation, unfused glue): 0 to a few "
                         "launches' worth; the kernels' fixed times are already in the kernel model", "layer_overhead_s"),
         # CPU work is the engine's own (its scheduler's language, its overlap): fitted per engine only, never carried
         # to another engine (an engine without rows of its own keeps 0, and says so)
-        FittedParameter("step_cpu_s", "inference", (lo, hi), cpu, ("engine",), lo,
+        FittedParameter("step_cpu_s", "inference", (lo, hi), cpu, SCOPES_OF["step_cpu_s"], lo,
                         "seconds of CPU work per engine step", "specs.serving_engines.STEP_CPU_BOUNDS_S",
                         "step_cpu_s"),
-        FittedParameter("step_cpu_per_seq_s", "inference", (plo, phi), per_seq, ("engine",), plo,
+        FittedParameter("step_cpu_per_seq_s", "inference", (plo, phi), per_seq, SCOPES_OF["step_cpu_per_seq_s"],
+                        plo,
                         "seconds of CPU work per running sequence per step",
                         "specs.serving_engines.STEP_CPU_PER_SEQ_BOUNDS_S (assumed ceiling)", "step_cpu_per_seq_s"),
         *[p for p in FLAT if p.applies == "training"])
