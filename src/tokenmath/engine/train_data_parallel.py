@@ -17,7 +17,14 @@ chip); arrays broadcast. Called by engine/train_step.py, which documents every t
               first forward, each chunk gathered before its layers run (overlap_param_gather);
             - each exposes at least one chunk: max(comm / chunks, comm - window); chunks = the stage's layers, or
               its v model chunks with an interleaved schedule;
-            - ZeRO-2/3's per-micro-batch traffic hides behind that micro-batch's forward + backward.
+            - ZeRO-2/3's per-micro-batch traffic hides behind that micro-batch's forward + backward;
+            - hidden is not free: the collective's kernels share the chip's compute units and memory with the
+              GEMMs they run beside, so the compute slows by OVERLAP_CONTENTION of the hidden traffic's time
+              (contention_s). Lee et al. 2025 ("Characterizing Compute-Communication Overlap in GPU-Accelerated
+              Distributed Deep Learning", arXiv 2507.03114, abstract): overlapped computation is slowed by 18.9%
+              on average (40.0% at most) across GPT and Llama training on A100, H100, MI250 and MI210. DeepSeek's
+              20 of 132 SMs given to communication (arXiv 2412.19437 Sec. 3.2.2) is the same size: 132/112 - 1 =
+              17.9% (engine/train_step.py DUALPIPE_COMM_SMS).
   Adam:     memory-bound; per parameter it reads the fp32 master weight and two moments (12 B) and the gradient, and
             writes the master, the moments and the bf16 weight (14 B); sharded over the data-parallel group with
             ZeRO >= 1.
@@ -32,6 +39,8 @@ from tokenmath.engine import collectives as coll
 from tokenmath.engine.train_memory import WEIGHT_BYTES
 from tokenmath.engine.train_memory_recipe import ADAM_STATE_BYTES
 from tokenmath.specs.hardware import Hardware
+
+OVERLAP_CONTENTION = 0.189   # compute slowdown while a collective runs beside it (Lee et al. 2025, module docstring)
 
 
 def strided_collective(fn, nbytes, p, stride, hw: Hardware, eff_link: float):
@@ -52,11 +61,13 @@ def strided_collective(fn, nbytes, p, stride, hw: Hardware, eff_link: float):
 
 @dataclass(frozen=True)
 class DataParallelCost:
-    """Per step, per chip (s): the collective per step, per micro-batch, their total and exposed parts, Adam."""
+    """Per step, per chip (s): the collective per step, per micro-batch, their total and exposed parts, the
+    compute slowdown the hidden part causes (contention_s), Adam."""
     step_s: np.ndarray
     micro_batch_s: np.ndarray
     total_s: np.ndarray
     exposed_s: np.ndarray
+    contention_s: np.ndarray
     optimizer_s: np.ndarray
     opt_bytes_per_param: float
 
@@ -95,8 +106,9 @@ def data_parallel_cost(hw: Hardware, *, ne_chip, e_chip, tp, ep, g_ne, g_e, zero
         exposed = grads + weights + mb * np.maximum(dp_mb - (fwd_s + bwd_s + recompute_s), 0.0)
     else:
         exposed = total
+    contention = OVERLAP_CONTENTION * (total - exposed)
     per_param = ADAM_STATE_BYTES + grad_bytes + ADAM_STATE_BYTES + WEIGHT_BYTES
     shard_ne = np.where(z >= 1, g_ne, 1.0)
     shard_e = np.where(z >= 1, g_e, 1.0)
     opt = (ne_chip / shard_ne + e_chip / shard_e) * per_param / memory_bw
-    return DataParallelCost(dp_step, dp_mb, total, exposed, opt, per_param)
+    return DataParallelCost(dp_step, dp_mb, total, exposed, contention, opt, per_param)

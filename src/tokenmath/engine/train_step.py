@@ -52,7 +52,8 @@ Time per micro-batch on the slowest stage (the last: its layers plus the lm_head
                  schedule stays as given.
   cp comm        all-gather of the sequence's K and V per layer forward; backward passes K, V again and
                  reduce-scatters dK, dV (2x); recomputing attention gathers once more. With overlap on, ring
-                 attention hides it behind the attention core (exposed = max(0, comm - attention time)).
+                 attention hides it behind the attention core: exposed = max(0, comm - attention time)
+                 + OVERLAP_CONTENTION x the hidden part (as for data parallel below).
   pp p2p         the b L/cp x d activations / tp (Megatron's scatter/gather optimisation, Narayanan et al.
                  2021 Sec. 4.1) sent forward and their gradient backward: 2 (x v interleaved) per micro-batch.
                  pp_overlap (Megatron overlap_p2p_comm, interleaved only; NeMo 2 turns it on whenever pp > 1 and
@@ -79,10 +80,12 @@ Step:
              next step's first forward, each exposing at least one chunk (a layer, or one of the v model chunks
              when interleaved): max(comm / chunks, comm - window); the per-micro-batch part behind that
              micro-batch's forward + backward (engine/train_data_parallel.py). overlap=False: all exposed.
+             The hidden part slows the compute beside it by OVERLAP_CONTENTION (18.9%, Lee et al. 2025, arXiv
+             2507.03114) of its time: dp contention = 0.189 x (dp total - dp exposed).
   optimizer  Adam update, memory-bound: per parameter it reads the fp32 master weight and two moments (12 B)
              and the gradient, and writes the master, the moments and the bf16 weight (14 B); sharded over the
              data-parallel group with ZeRO >= 1.
-  step_time = pipeline + dp exposed + optimizer.
+  step_time = pipeline + dp exposed + dp contention + optimizer.
 
 Memory per chip (weights, gradients, Adam states, activations of the worst pipeline stage): engine/train_memory.py.
 Data-parallel collectives and Adam: engine/train_data_parallel.py; the result dataclass: engine/train_step_result.py.
@@ -99,7 +102,7 @@ from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.kernels import flash_attention_backward_ratio, op_rates, op_shapes
 from tokenmath.engine.roofline import kernel_op_time, op_time
 from tokenmath.engine.train_backward_gemms import backward_gemm_extra_s
-from tokenmath.engine.train_data_parallel import data_parallel_cost, strided_collective
+from tokenmath.engine.train_data_parallel import OVERLAP_CONTENTION, data_parallel_cost, strided_collective
 from tokenmath.engine.train_step_result import TrainStep, matmul_params
 from tokenmath.engine.train_elementwise import FLASH_BWD_FACTOR, cross_entropy_bytes, layer_elementwise_bytes
 from tokenmath.engine.train_overheads import fp8_cast_bytes, unfused_attention_bytes
@@ -275,7 +278,9 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     cp_passes = 3.0 + (rc >= 1)
     cp_c = m.n_layers / ps * cp_ag * cp_passes
     attn_window = attn_s / ps * cp_passes
-    cp_x = np.maximum(cp_c - attn_window, 0.0) if overlap else cp_c
+    # the hidden part still slows the attention it runs beside (its NCCL kernels share the chip, OVERLAP_CONTENTION)
+    cp_x = (np.maximum(cp_c - attn_window, 0.0) + OVERLAP_CONTENTION * np.minimum(cp_c, attn_window) if overlap
+            else cp_c)
 
     crosses = chips > D
     p2p_bytes = Tmb * d * ab / tp
@@ -320,7 +325,7 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
                                                    dpc.optimizer_s)
     opt_bytes_per_param = dpc.opt_bytes_per_param
 
-    step = pipeline + dp_exposed + opt_s
+    step = pipeline + dp_exposed + dpc.contention_s + opt_s
 
     # ---- FLOPs ---------------------------------------------------------------------------------------------
     N = matmul_params(m)
@@ -353,7 +358,7 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
         cp_exposed_mb_s=cp_x, pp_p2p_mb_s=p2p, microbatch_s=t_mb,
         compute_s=mb * (F + B + R), tp_comm_s=mb * tp_c, ep_comm_s=mb * ep_c, cp_comm_s=mb * cp_x,
         pp_p2p_s=mb * p2p, pp_bubble_s=bubble, bubble_fraction=bubble / pipeline,
-        dp_comm_total_s=dp_total, dp_comm_exposed_s=dp_exposed, optimizer_s=opt_s, step_time_s=step,
+        dp_comm_total_s=dp_total, dp_comm_exposed_s=dp_exposed, dp_contention_s=dpc.contention_s, optimizer_s=opt_s, step_time_s=step,
         floor_s=floor, model_flops=model_flops + np.zeros(shape),
         attention_model_flops=attention_model_flops + np.zeros(shape), hardware_flops=hardware_flops,
         peak_flops=peak, chips=chips, memory=mem, forward=fwd,

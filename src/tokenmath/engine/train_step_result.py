@@ -37,6 +37,7 @@ class TrainStep:
     bubble_fraction: np.ndarray
     dp_comm_total_s: np.ndarray
     dp_comm_exposed_s: np.ndarray
+    dp_contention_s: np.ndarray         # compute slowed by the hidden DP traffic (OVERLAP_CONTENTION x hidden)
     optimizer_s: np.ndarray
     step_time_s: np.ndarray
     floor_s: np.ndarray                 # pure roofline of the slowest stage's work (100% of peaks)

@@ -11,6 +11,7 @@ from tokenmath.analyses.training.train import TrainResult
 from tokenmath.base import units as u
 from tokenmath.base.validators import finite
 from tokenmath.engine.economics import per_mtok
+from tokenmath.engine.train_data_parallel import OVERLAP_CONTENTION
 from tokenmath.engine.train_memory import activation_bytes_per_layer, in_flight_layers, stage_layers
 from tokenmath.engine.train_step_result import matmul_params
 from tokenmath.faces.names import chip_label, name_ids
@@ -112,16 +113,21 @@ def explain_train(r: TrainResult) -> str:
             3: "per micro-batch: 2 all-gathers of the weights + a reduce-scatter of the gradients"}[r.zero]
     out.append(f"  ZeRO-{r.zero}: {what}: {u.seconds(f(s.dp_comm_total_s))} per step, exposed "
                f"{u.seconds(f(s.dp_comm_exposed_s))}" + (" (overlapped with backward)" if r.overlap else ""))
+    if r.overlap:
+        out.append(f"  hidden traffic slows the compute beside it (its kernels share the chip): {OVERLAP_CONTENTION:.1%} x "
+                   f"{u.seconds(f(s.dp_comm_total_s) - f(s.dp_comm_exposed_s))} hidden = "
+                   f"{u.seconds(f(s.dp_contention_s))} (Lee et al. 2025, arXiv 2507.03114: 18.9% mean slowdown)")
     out.append(f"  Adam update: {f(T['opt_bytes_per_param']):g} B/param moved at "
                f"{u.rate(hw.memory_bw * r.efficiency.memory_bw, 'B/s')}"
                f" = {u.seconds(f(s.optimizer_s))}")
     out.append("")
     out.append("5. Step")
-    out.append(f"  step = pipeline + exposed DP + optimizer = {u.seconds(f(s.step_time_s))}"
+    out.append(f"  step = pipeline + exposed DP + DP contention + optimizer = {u.seconds(f(s.step_time_s))}"
                f"  (compute {u.seconds(f(s.compute_s))}, TP {u.seconds(f(s.tp_comm_s))},"
                f" EP {u.seconds(f(s.ep_comm_s))},"
                f" CP {u.seconds(f(s.cp_comm_s))}, bubble {u.seconds(f(s.pp_bubble_s))}, p2p {u.seconds(f(s.pp_p2p_s))},"
-               f" DP {u.seconds(f(s.dp_comm_exposed_s))}, optimizer {u.seconds(f(s.optimizer_s))})")
+               f" DP {u.seconds(f(s.dp_comm_exposed_s))}, contention {u.seconds(f(s.dp_contention_s))},"
+               f" optimizer {u.seconds(f(s.optimizer_s))})")
     out.append(f"  pure roofline of the same stage's work (100% of peaks) = {u.seconds(f(s.floor_s))}")
     pk = s.peak_flops
     out.append(f"  MFU = 6NG / (step x chips x peak) = {u.flops(f(s.model_flops))} / ({u.seconds(f(s.step_time_s))} x "

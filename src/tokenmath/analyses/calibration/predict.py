@@ -222,6 +222,7 @@ def predict_inference(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPre
 
 def predict_training(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPrediction:
     from tokenmath.analyses.training.train import train
+    from tokenmath.analyses.training.validate_runs import tflops_key
     p = RowPrediction(row, "training", labels_of(row, "training"), source_key(row), float(row["value"]))
     grid = next((q.grid for q in model.params if q.enters == "train_flops"), ())
     seq = int(row["seq_len"])
@@ -241,9 +242,7 @@ def predict_training(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPred
         p.skipped = "does not fit in tokenmath's training memory model: " + "; ".join(d.get("advice", [])[:1])
         return p
     m = row["metric"]
-    notes = str(row.get("notes", "")).lower()
-    hw_basis = "includes recomputation" in notes or "hardware" in notes
-    key = {"tflops_per_chip": "hardware_tflops_per_chip" if hw_basis else "tflops_per_chip", "mfu": "mfu",
+    key = {"tflops_per_chip": tflops_key(row), "mfu": "mfu",
            "tokens_per_s": "tokens_per_s", "gpu_hours": "chip_hours"}.get(m)
     if m != "tokens_per_s_per_chip" and not key:
         p.skipped = f"metric {m!r} not predicted"

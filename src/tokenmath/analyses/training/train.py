@@ -135,6 +135,8 @@ class TrainResult:
             "tokens_per_s": ok(self.global_batch_tokens / s.step_time_s),
             "mfu": ok(s.mfu), "mfu_with_attention": ok(s.mfu_with_attention), "hfu": ok(s.hfu),
             "tflops_per_chip": ok(s.tflops_per_chip / 1e12),
+            "tflops_with_attention_per_chip": ok((s.model_flops + s.attention_model_flops)
+                                                 / (s.step_time_s * s.chips) / 1e12),
             "hardware_tflops_per_chip": ok(s.hardware_flops_per_chip / 1e12),
             "peak_tflops_per_chip": s.peak_flops / 1e12,
             "model_flops_per_step": finite(s.model_flops), "hardware_flops_per_step": finite(s.hardware_flops),
@@ -143,6 +145,7 @@ class TrainResult:
                 "compute": ok(s.compute_s), "tp_comm": ok(s.tp_comm_s), "ep_comm": ok(s.ep_comm_s),
                 "cp_comm": ok(s.cp_comm_s), "pp_bubble": ok(s.pp_bubble_s), "pp_p2p": ok(s.pp_p2p_s),
                 "dp_comm_exposed": ok(s.dp_comm_exposed_s), "dp_comm_total": ok(s.dp_comm_total_s),
+                "dp_overlap_contention": ok(s.dp_contention_s),
                 "optimizer": ok(s.optimizer_s)},
             "memory_per_chip_bytes": finite(mem.total), "memory_usable_per_chip_bytes": finite(mem.usable),
             "memory_breakdown_bytes": {"weights": finite(mem.weights), "gradients": finite(mem.gradients),

@@ -10,7 +10,9 @@ peak, as Llama 3 reports "BF16 MFU". A run that published another throughput met
 the prediction itself, all metrics being proportional to throughput at a fixed configuration:
     measured MFU = predicted MFU x measured metric / predicted metric      (tokens/s, TFLOP/s)
     measured MFU = predicted MFU x predicted GPU-hours / measured GPU-hours
-TFLOP/s figures that include recomputation (Megatron's Eq. 3) are compared with the executed FLOP/s (HFU basis).
+A TFLOP/s figure is compared on the FLOPs its source counted, the row's `flops_counted` (one home: tflops_key):
+"6n" the model FLOPs, "6n+attention" with PaLM's causal attention term, "executed" every FLOP run, recomputation
+included (Megatron's Eq. 3, HFU basis).
 A run whose recipe overlapped its TP collectives with the GEMMs (tp_comm_overlap, with the script that says so) is
 predicted with that overlap; "tp-overlap" in its layout; likewise pp_comm_overlap (Megatron overlap_p2p_comm,
 "pp-overlap"). A run's published memory recipe (act_storage, adam_bytes, grad_bytes, dualpipe; each with its source
@@ -113,6 +115,19 @@ def load_runs() -> list[dict]:
     return list(shipped("training_runs.toml").get("run", []))
 
 
+FLOPS_COUNTED = {"6n": "tflops_per_chip", "6n+attention": "tflops_with_attention_per_chip",
+                 "executed": "hardware_tflops_per_chip"}
+
+
+def tflops_key(row: dict) -> str:
+    """The train() key a published TFLOP/s per chip compares with: the FLOPs the source counted (`flops_counted`,
+    default "6n"), shared by this table and the calibration rows (data/measurements.toml [[training]])."""
+    counted = str(row.get("flops_counted", "6n"))
+    if counted not in FLOPS_COUNTED:
+        raise ValueError(f"{row.get('id')}: flops_counted {counted!r} is not one of {sorted(FLOPS_COUNTED)}")
+    return FLOPS_COUNTED[counted]
+
+
 PUBLISHED_RESERVE = 0.0     # a run that trained fit its HBM (see the module docstring)
 
 
@@ -172,8 +187,7 @@ def predict_run(run: dict) -> RunCheck:
     bf16 = r.hardware.peak_flops("bf16")
     mfu = float(r.step.mfu) * r.step.peak_flops / bf16
     m = run["metric"]
-    hw_basis = "includes recomputation" in str(run.get("notes", "")).lower()
-    pred = {"tflops_per_chip": d["hardware_tflops_per_chip"] if hw_basis else d["tflops_per_chip"],
+    pred = {"tflops_per_chip": d[tflops_key(run)],
             "tokens_per_s": d["tokens_per_s"], "tokens_per_s_per_chip": d["tokens_per_s"] / r.chips,
             "gpu_hours": d["chip_hours"], "mfu": d["mfu"]}.get(m)
     if pred is None:

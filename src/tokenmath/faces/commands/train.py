@@ -128,10 +128,10 @@ def _table(r) -> None:
         t.add_row("step time", f"{u.seconds(d['step_time_s'])} (pure roofline {u.seconds(d['step_floor_s'])})")
         t.add_row("  compute / TP / EP / CP",
                   " / ".join(u.seconds(bd[k]) for k in ("compute", "tp_comm", "ep_comm", "cp_comm")))
-        t.add_row("  bubble / p2p / DP exposed (total) / optimizer",
+        t.add_row("  bubble / p2p / DP exposed (total) / DP contention / optimizer",
                   f"{u.seconds(bd['pp_bubble'])} ({d['bubble_fraction']:.1%}) / {u.seconds(bd['pp_p2p'])} / "
                   f"{u.seconds(bd['dp_comm_exposed'])} ({u.seconds(bd['dp_comm_total'])}) / "
-                  f"{u.seconds(bd['optimizer'])}")
+                  f"{u.seconds(bd['dp_overlap_contention'])} / {u.seconds(bd['optimizer'])}")
         t.add_row("tokens/s", f"{d['tokens_per_s']:,.0f}")
         t.add_row("MFU (6N) / with attention / HFU",
                   f"{d['mfu']:.1%} / {d['mfu_with_attention']:.1%} / {d['hfu']:.1%}")
