@@ -73,9 +73,9 @@ def test_llama3_405b_fits_at_metas_layout_and_lands_near_its_mfu():
     h, F = 16384, 53248
     per_tok = 8 * h + 2 * (h + 1024 + 1024 + h) + 6 * F + 4 * 128
     assert float(mem.activations) == pytest.approx(127 * per_tok * 8192 / 8, rel=1e-9)
-    # the target is within 5 points of 43.5%; with the norms and residual adds sharded by sequence
-    # parallelism (round two, engine/train_elementwise.py) the prediction is 49.1%: 5.7 points, a stated miss
-    assert abs(r.mfu - 430 / 989) <= 0.06
+    # the target: within 5 points of the 38-43% Meta reports. Round six: 44.5% (hidden ZeRO-2 traffic
+    # slows the compute beside it by 18.9% of its time; it was 48.5%, 0.5 points outside)
+    assert 0.38 - 0.05 <= r.mfu <= 0.43 + 0.05
     # the same layout with selective recomputation at 1F1B without balancing also fits now (34 -> 32 sbh, flash)
     assert train("llama-3.1-405b", "h100-sxm", tp=8, pp=16, dp=64, seq_len=8192,
                  global_batch_tokens=16 * 1024 * 1024, recompute="selective", zero=2).fits
@@ -110,6 +110,41 @@ def test_published_runs_catalog_and_validation():
     llama = {r.id: r for r in v.rows if r.id.startswith("llama3-405b") and r.id.endswith("dp64")}
     assert all(r.fits and abs(r.error_points) <= 6 for r in llama.values())
     assert np.isfinite(d["median_abs_error_points"])
+
+
+def test_published_tflops_are_read_on_the_flops_their_source_counted():
+    from tokenmath.analyses.training.validate_runs import load_runs, tflops_key, validate_runs
+    runs = {r["id"]: r for r in load_runs()}
+    # Llama 3 Table 4 with PaLM's causal attention term; Megatron-LM's Eq. 3 on executed FLOPs; default 6N
+    assert tflops_key(runs["llama3-405b-16384xh100-tp8-cp16-pp16-dp8-128k"]) == "tflops_with_attention_per_chip"
+    assert tflops_key(runs["megatron-gpt-1t-3072xa100"]) == "hardware_tflops_per_chip"
+    assert tflops_key({"id": "x"}) == "tflops_per_chip"
+    with pytest.raises(ValueError):
+        tflops_key({"id": "x", "flops_counted": "6N"})
+    # 128K tokens: the attention term per token is 12 x 126 x 16384 x 65,536.5 (causal mean keys) = 1.62 TFLOP,
+    # two thirds of 6N = 6 x 403.8 B = 2.42 TFLOP, so the two readings differ by 1.67x and only one can be right
+    r = train("llama-3.1-405b", "h100-sxm", tp=8, pp=16, dp=8, cp=16, seq_len=131072,
+              global_batch_tokens=128 * 131072, recompute="none", zero=2, schedule="interleaved", virtual_stages=4,
+              balanced=True, reserve=0.0)
+    d = r.to_dict()
+    assert d["tflops_with_attention_per_chip"] / d["tflops_per_chip"] == pytest.approx(
+        1 + 12 * 126 * 16384 * 65536.5 / (6 * float(r.to_dict()["params_matmul"])), rel=1e-3)
+    row = next(x for x in validate_runs().rows if x.id == "llama3-405b-16384xh100-tp8-cp16-pp16-dp8-128k")
+    assert abs(row.error_points) <= 3
+
+
+def test_a_miss_read_as_compute_slows_the_compute_when_predicted_too_fast():
+    # compute_factor: the measured step = (predicted step - compute) + compute x factor; > 1 exactly where the
+    # prediction is too fast (error > 0), for every metric (tokens/s, TFLOP/s, GPU-hours)
+    from tokenmath.analyses.training.validate_runs import validate_runs
+    rows = [r for r in validate_runs().rows if r.error_points is not None]
+    assert {r.metric for r in rows} >= {"tokens_per_s_per_chip", "tflops_per_chip", "gpu_hours"}
+    for r in rows:
+        assert 0 < r.compute_share <= 1
+        assert (r.compute_factor > 1) == (r.error_points > 0), r.id
+        # MFU scales as 1 / step: predicted / measured MFU = measured step / predicted step
+        implied = (1 - r.compute_share) + r.compute_share * r.compute_factor
+        assert implied == pytest.approx(r.predicted_mfu / r.measured_mfu, rel=1e-9), r.id
 
 
 def test_training_overheads_by_hand():

@@ -363,18 +363,26 @@ def _rollout_serving(o, chip: str) -> list[str]:
             f"{s.max_batch} that fit: {1 / s.decode_step_s:.1f} tok/s per sequence, ${s.usd_per_mtok_output:.3g}/Mtok"]
 
 
+def _why(r) -> str:
+    """A miss read as compute: the step's compute share and the compute slowdown the measurement implies."""
+    if r.compute_share is None or r.compute_factor is None:
+        return ""
+    return (f"; step {r.compute_share:.0%} compute, the measurement needs the compute x{r.compute_factor:.2f}"
+            " (docs/training.md)")
+
+
 def training_runs_text(v) -> str:
     """The published-runs table of `tokenmath validate` (analyses.training.validate_runs.RunValidation)."""
     lines = ["", "Training runs: published layouts predicted (MFU on 6N over the dense BF16 peak; nothing fitted on "
-             "these runs)", f"{'run':<54}{'layout':<41}{'recompute':<10}{'measured':>9}{'predicted':>10}{'error':>8}"]
+             "these runs)", f"{'run':<54}{'layout':<50}{'recompute':<10}{'measured':>9}{'predicted':>10}{'error':>8}"]
     for r in v.rows:
         if r.error_points is None:
-            lines.append(f"{r.id:<54}{r.layout:<41}{r.recompute:<10}{'':>9}{'':>10}{'':>8}  {r.note[:90]}")
+            lines.append(f"{r.id:<54}{r.layout:<50}{r.recompute:<10}{'':>9}{'':>10}{'':>8}  {r.note[:140]}")
             continue
         miss = abs(r.error_points) > 8
-        lines.append(f"{r.id:<54}{r.layout:<41}{r.recompute:<10}{r.measured_mfu:>9.1%}{r.predicted_mfu:>10.1%}"
+        lines.append(f"{r.id:<54}{r.layout:<50}{r.recompute:<10}{r.measured_mfu:>9.1%}{r.predicted_mfu:>10.1%}"
                      f"{r.error_points:>+7.1f}p" + (f"  miss: predicted too {'fast' if r.error_points > 0 else 'slow'}"
-                                                    f"{' (fp8)' if r.dtype == 'fp8' else ''}" if miss else ""))
+                                                    f"{' (fp8)' if r.dtype == 'fp8' else ''}{_why(r)}" if miss else ""))
     med, mx = v.median_abs_points, v.max_abs_points
     if med is not None:
         lines.append(f"median |error| {med:.1f} points, worst {mx:.1f} (target: median <= 3, none > 8): "

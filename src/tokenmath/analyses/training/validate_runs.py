@@ -58,6 +58,8 @@ class RunCheck:
     usable_bytes: float | None
     note: str = ""
     dtype: str = "bf16"
+    compute_share: float | None = None      # compute (F + B + R of every micro-batch) / predicted step
+    compute_factor: float | None = None     # how much slower the compute must run for the step to match the measure
 
     @property
     def error_points(self) -> float | None:
@@ -71,7 +73,8 @@ class RunCheck:
                 "predicted": self.predicted, "measured_mfu": self.measured_mfu, "predicted_mfu": self.predicted_mfu,
                 "error_points": self.error_points, "recompute": self.recompute, "fits": self.fits,
                 "memory_per_chip_bytes": self.memory_bytes, "memory_usable_bytes": self.usable_bytes,
-                "dtype": self.dtype, "note": self.note}
+                "dtype": self.dtype, "note": self.note, "compute_share": self.compute_share,
+                "compute_factor_to_match": self.compute_factor}
 
 
 @dataclass(frozen=True)
@@ -195,9 +198,13 @@ def predict_run(run: dict) -> RunCheck:
                         fits=True, memory_bytes=float(mem.total), usable_bytes=float(mem.usable),
                         note=f"metric {m!r} not predicted")
     ratio = pred / float(run["value"]) if m == "gpu_hours" else float(run["value"]) / pred
+    # the miss read as compute: the measured step (predicted step / ratio) less everything that is not compute,
+    # over the predicted compute; 1 where the compute is right and the rest of the step accounts for the gap
+    step, comp = d["step_time_s"], d["breakdown_s"]["compute"]
+    factor = (step / ratio - (step - comp)) / comp if comp else None
     return RunCheck(**base, predicted=float(pred), measured_mfu=mfu * ratio, predicted_mfu=mfu,
                     recompute=r.recompute, fits=True, memory_bytes=float(mem.total), usable_bytes=float(mem.usable),
-                    note=note)
+                    note=note, compute_share=comp / step if step else None, compute_factor=factor)
 
 
 def validate_runs() -> RunValidation:
