@@ -232,6 +232,8 @@ def test_budget_sets_the_target():
     (dict(target_loss=1.95, mfu=1.2), "mfu"), (dict(target_loss=1.95, hardware="h100sxm"), "hardware"),
     (dict(target_loss=1.95, min_tokens_per_s_per_user=0), "min_tokens_per_s_per_user"),
     (dict(target_loss=1.95, weight_dtype="fp3"), "weight_dtype"),
+    # a budget whose search passes the engine's largest buildable model names the budget, not the model's d_model
+    (dict(compute=1e33), "compute"), (dict(target_loss=1.8172), "target_loss"),
 ])
 def test_bad_input_names_the_field(kw, field):
     with pytest.raises(InputError) as e:

@@ -59,6 +59,7 @@ DEFAULT_DEMAND_FACTORS = (0.1, 1.0, 10.0, 100.0)
 ZERO_DEMAND_SWEEP = (1e10, 1e11, 1e12, 1e13)  # absolute demands when the base demand is 0
 EXTREME_TOKENS_PER_PARAM = 1000.0
 MIN_ENGINE_PARAMS = 3e8     # below this a 128256-token vocabulary is most of the model
+MAX_ENGINE_PARAMS = 1e16    # the rule's largest shapes (1024 layers) reach the model spec's d_model limit, 1,000,000
 
 
 def _nonneg(v, field: str) -> float:
@@ -221,6 +222,12 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
             raise InputError("target_loss", f"the Chinchilla model for loss {ell:.4g} has {n_chin:,.0f} parameters, "
                              f"below the smallest model the engine prices ({MIN_ENGINE_PARAMS:,.0f}; with a "
                              f"{VOCAB:,}-token vocabulary the embeddings dominate)", "a lower loss, or --flop-only")
+        if hi > MAX_ENGINE_PARAMS:
+            field = "compute" if C_target else "target_loss"
+            raise InputError(field, f"the search reaches {hi:.3g}-parameter models (3 x the Chinchilla model of "
+                             f"{n_chin:.3g}), beyond the largest the engine can build ({MAX_ENGINE_PARAMS:.0e}: "
+                             f"d_model up to 1,000,000)", ("a smaller budget" if C_target else
+                                                             "a higher loss") + ", or --flop-only")
         for c in all_costs:
             for N in np.geomspace(e_lo, hi, engine_points):
                 c.add_node(float(N))
