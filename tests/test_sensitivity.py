@@ -51,6 +51,10 @@ def test_bad_metric_and_delta():
     assert e.value.field == "metric"
     with pytest.raises(InputError):
         sensitivity("llama-3.1-8b", "h100-sxm", delta=1.5)
+    # a batch that cannot run is an error on the batch, saying how many fit (354 of 1,280 tokens on one H100)
+    with pytest.raises(InputError) as e:
+        sensitivity("llama-3.1-8b", "h100-sxm", batch=100000)
+    assert e.value.field == "batch" and "354" in str(e.value)
 
 
 def test_cli_json_table_and_tornado(tmp_path):

@@ -118,8 +118,12 @@ def sensitivity(model, hardware, *, metric: str = "cost_per_mtok_output_usd", de
 
     base_r, base = answer(hw, eff)
     if base is None:
-        raise InputError(metric, "has no value for this question (the batch does not fit, or the chip has no price)",
-                         "a question `tokenmath infer` answers with this figure")
+        if not base_r.fits:      # the question itself cannot run: name the batch and what would fit
+            raise InputError("batch", f"{batch} does not fit on {base_r.chips} x {hw.id}: "
+                             f"{'; '.join(base_r.advice[:1]) or 'not enough memory'}",
+                             "a smaller --batch, 'max', or more --chips")
+        raise InputError(metric, f"has no value for this question ({hw.id} has no price)",
+                         "a chip with price_usd_per_hour, or a --metric that needs none (e.g. decode_step_s)")
     # hold the batch the base question runs; 'max' is re-solved at each point so memory shows its effect
     rows = []
     for f in hardware_fields(hw, base_r.hardware.flops_key(base_r.precision.weight.compute)):
