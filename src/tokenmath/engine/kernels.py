@@ -71,12 +71,14 @@ def gemm_fraction(km: KernelModel, compute_key: str, M, shapes, groups=1):
     if km.curve_rows:     # a machine's own measured curve in place of tile and wave quantization
         return km.gemm_fraction(compute_key) * measured_share(km, M, shapes)
     tm = tile_rows(km, M)
+    # every candidate tile width at once, on a leading axis in front of every operand's dimensions (one numpy pass
+    # instead of one per width)
+    nd = max([np.ndim(M), np.ndim(groups), np.ndim(tm)] + [np.ndim(x) for shape in shapes for x in shape])
+    tns = np.asarray(km.tile_n, float).reshape((-1,) + (1,) * nd)
     w_sum, t_sum = 0.0, 0.0
     for N, K in shapes:
         w = np.asarray(N, float) * np.asarray(K, float)
-        u = 0.0
-        for tn in km.tile_n:
-            u = np.maximum(u, gemm_utilization(M, N, K, km.compute_units, tm, tn, groups, km.split_k_min_k))
+        u = gemm_utilization(M, N, K, km.compute_units, tm, tns, groups, km.split_k_min_k).max(axis=0)
         u = u * k_factor(km, compute_key, K)
         if km.gemv_max_m:     # a matrix-vector kernel computes only the rows it has (no tile padding)
             u = np.where(np.asarray(M, float) <= km.gemv_max_m, 1.0, u)
