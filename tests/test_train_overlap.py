@@ -58,12 +58,18 @@ def test_dp_chunks_are_the_model_chunks_when_interleaved():
 
 
 def test_nemo_rows_carry_the_micro_batch_of_their_quote():
-    """The MBS column (the fourth of every NeMo performance-summary quote) is the run's micro-batch."""
+    """The MBS column of every NeMo performance-summary quote (its place read from the column names the quote
+    carries in parentheses: the fourth in NeMo's tables, the fifth in Megatron-Bridge's) is the run's micro-batch."""
     rows = [r for r in load_runs() if "performance" in r["source"].lower() and "NeMo" in r["source"]]
-    assert len(rows) >= 11
+    assert len(rows) >= 30
     for r in rows:
-        cols = [c.strip() for c in r["quote"].split("(")[0].split("|") if c.strip()]
-        assert int(cols[3]) == r.get("micro_batch", 1), r["id"]
+        # a quote without column names is in NeMo's own order (Model | #-GPUs | GBS | MBS | ...)
+        row, names = (r["quote"] + "  (Model | #-GPUs | GBS | MBS)").split("  (")[:2]
+        cols = [c.strip() for c in row.split("|") if c.strip()]
+        heads = [c.strip() for c in names.rstrip(")").split("|")]
+        at = len(cols) - len(heads) if len(heads) > 4 else 0    # some quotes name every column but the model's
+        assert int(cols[at + heads.index("MBS")]) == r.get("micro_batch", 1), r["id"]
+        assert int(cols[at + heads.index("#-GPUs")]) == r["chips"], r["id"]
 
 
 def test_every_pp_overlap_row_is_interleaved_and_names_its_source():
