@@ -181,3 +181,14 @@ def test_megatron_a100_runs_within_five_and_a_half_points():
     rows = [r for r in validate_runs().rows if r.id.startswith("megatron-gpt")]
     assert len(rows) == 5
     assert all(abs(r.error_points) <= 6.5 for r in rows), [(r.id, r.error_points) for r in rows]
+
+
+def test_train_says_where_published_runs_ran_slower():
+    # the validation's two worst regimes are said where they apply, and only there
+    moe = train("qwen3-30b-a3b", "b200", tp=1, pp=1, dp=1, ep=8, seq_len=4096, global_batch_tokens=64 * 4096,
+                dtype="fp8", recompute="none")
+    assert any("Host time per layer" in n for n in moe.notes)
+    assert any(n.startswith("fp8 on Blackwell") for n in moe.notes)
+    dense_h100 = train("llama-3.1-8b", "h100-sxm", tp=1, pp=1, dp=8, seq_len=4096,
+                       global_batch_tokens=64 * 4096, dtype="fp8", recompute="none")
+    assert not any("Host time per layer" in n or n.startswith("fp8 on Blackwell") for n in dense_h100.notes)

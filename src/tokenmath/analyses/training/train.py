@@ -30,6 +30,7 @@ from tokenmath.engine.train_step_result import TrainStep, matmul_params
 from tokenmath.mapping.layout import Layout, make_train_layout, train_layout
 from tokenmath.specs.efficiency import DEFAULT, Efficiency
 from tokenmath.specs.hardware import Hardware
+from tokenmath.specs.kernels import kernel_class
 from tokenmath.specs.model import Model
 from tokenmath.specs.model_catalog import get_model
 from tokenmath.specs.params import count_params
@@ -263,10 +264,17 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     fits = bool(step.memory.fits)
     advice = [] if fits else _fit_advice(m, hw, lay, zero, recompute, kw)
     if m.is_moe:
-        notes.append("MoE: experts assumed evenly loaded; the all-to-all carries top-k copies of every token")
+        notes.append("MoE: experts assumed evenly loaded; the all-to-all carries top-k copies of every token. Host time "
+                     "per layer (a dispatcher's token-count sync, eager kernel launches) is not modelled: published "
+                     "Megatron MoE runs (NeMo 25.11: GPT-OSS, Qwen3 30B-A3B, DeepSeek-V3) ran 1.3-3.8x slower than "
+                     "predicted; `tokenmath validate`, docs/training.md")
     if dtype == "fp8":
         notes.append("fp8: matmuls at the fp8 peak with fp8 weights read; master weights and optimizer stay in "
                      f"bf16/fp32, activations stored as '{recipe.act}' (no fp8 weight cache counted in memory)")
+        if kernel_class(hw) == "nvidia-blackwell":
+            notes.append("fp8 on Blackwell: the published NeMo runs on B200/GB200 ran 10-31% slower than this "
+                         "prediction (the class's FP8 GEMM fraction is derived, not measured in training); "
+                         "docs/training.md")
     return TrainResult(model=m, hardware=hw, layout=lay, seq_len=seq_len, global_batch_tokens=gbt,
                        micro_batch=micro_batch, recompute=recompute, zero=zero, dtype=dtype, overlap=overlap,
                        schedule=schedule, virtual_stages=v, balanced=bool(balanced),
