@@ -192,3 +192,15 @@ def test_train_says_where_published_runs_ran_slower():
     dense_h100 = train("llama-3.1-8b", "h100-sxm", tp=1, pp=1, dp=8, seq_len=4096,
                        global_batch_tokens=64 * 4096, dtype="fp8", recompute="none")
     assert not any("Host time per layer" in n or n.startswith("fp8 on Blackwell") for n in dense_h100.notes)
+
+
+def test_training_table_groups_partition_the_scored_runs():
+    from tokenmath.analyses.training.validate_runs import validate_runs
+    v = validate_runs()
+    g = v.groups()
+    n = len(v.scored)
+    classes = {k for k in g if k.startswith(("nvidia-", "amd-", "google-", "tpu"))}
+    assert sum(g[k][0] for k in classes) == n                          # each run in one chip class
+    assert g["dense"][0] + g["MoE"][0] == n and g["bf16"][0] + g["fp8"][0] == n
+    hop = [abs(r.error_points) for r in v.scored if r.chip_class == "nvidia-hopper"]
+    assert g["nvidia-hopper"] == (len(hop), pytest.approx(float(np.median(hop))))

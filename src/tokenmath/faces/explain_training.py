@@ -385,6 +385,8 @@ def training_runs_text(v) -> str:
                                                     f"{' (fp8)' if r.dtype == 'fp8' else ''}{_why(r)}" if miss else ""))
     med, mx = v.median_abs_points, v.max_abs_points
     if med is not None:
+        lines.append("median |error| by group: " + "; ".join(f"{k} {m:.1f} ({n} runs)"
+                                                           for k, (n, m) in sorted(v.groups().items())))
         lines.append(f"median |error| {med:.1f} points, worst {mx:.1f} (target: median <= 3, none > 8): "
                      + ("met" if v.meets_target else f"missed by {len(v.misses)} of {len(v.rows)} runs: "
                         + ", ".join(r.id for r in v.misses)))

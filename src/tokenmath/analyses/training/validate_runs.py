@@ -32,6 +32,9 @@ import numpy as np
 from tokenmath.analyses.training.train import train
 from tokenmath.base.errors import InputError
 from tokenmath.specs.catalog import shipped
+from tokenmath.specs.hardware import get_hardware
+from tokenmath.specs.kernels import kernel_class
+from tokenmath.specs.model_catalog import get_model
 
 TARGET_MEDIAN_POINTS = 3.0
 TARGET_MAX_POINTS = 8.0
@@ -58,6 +61,8 @@ class RunCheck:
     usable_bytes: float | None
     note: str = ""
     dtype: str = "bf16"
+    chip_class: str = ""                    # the chip's kernel class (specs/kernels.py), for the held-out groups
+    moe: bool = False
     compute_share: float | None = None      # compute (F + B + R of every micro-batch) / predicted step
     compute_factor: float | None = None     # how much slower the compute must run for the step to match the measure
 
@@ -73,7 +78,8 @@ class RunCheck:
                 "predicted": self.predicted, "measured_mfu": self.measured_mfu, "predicted_mfu": self.predicted_mfu,
                 "error_points": self.error_points, "recompute": self.recompute, "fits": self.fits,
                 "memory_per_chip_bytes": self.memory_bytes, "memory_usable_bytes": self.usable_bytes,
-                "dtype": self.dtype, "note": self.note, "compute_share": self.compute_share,
+                "dtype": self.dtype, "chip_class": self.chip_class, "moe": self.moe, "note": self.note,
+                "compute_share": self.compute_share,
                 "compute_factor_to_match": self.compute_factor}
 
 
@@ -96,6 +102,15 @@ class RunValidation:
         e = [abs(r.error_points) for r in self.scored]
         return float(max(e)) if e else None
 
+    def groups(self) -> dict[str, tuple[int, float]]:
+        """Median |error| (points) and runs scored by chip class, MoE or dense, and matmul precision: the same runs
+        read as held-out groups (nothing is fitted on any of them)."""
+        keys = {}
+        for r in self.scored:
+            for k in (r.chip_class, "MoE" if r.moe else "dense", r.dtype):
+                keys.setdefault(k, []).append(abs(r.error_points))
+        return {k: (len(v), float(np.median(v))) for k, v in keys.items()}
+
     @property
     def misses(self) -> list[RunCheck]:
         """Runs over the per-run target, or not predicted at all."""
@@ -110,6 +125,7 @@ class RunValidation:
         return {"runs": len(self.rows), "scored": len(self.scored), "median_abs_error_points": self.median_abs_points,
                 "max_abs_error_points": self.max_abs_points, "target_median_points": TARGET_MEDIAN_POINTS,
                 "target_max_points": TARGET_MAX_POINTS, "meets_target": self.meets_target,
+                "groups": {k: {"runs": n, "median_abs_error_points": m} for k, (n, m) in self.groups().items()},
                 "misses": [r.id for r in self.misses], "rows": [r.to_dict() for r in self.rows], "notes": self.notes}
 
 
@@ -175,7 +191,8 @@ def predict_run(run: dict) -> RunCheck:
         lay += " ep-overlap"
     base = dict(id=run["id"], model=run["model"], hardware=run["hardware"], chips=int(run["chips"]), layout=lay,
                 source=run["source"], metric=run["metric"], measured=float(run["value"]),
-                dtype=str(run.get("dtype", "bf16")))
+                dtype=str(run.get("dtype", "bf16")), chip_class=kernel_class(get_hardware(run["hardware"])),
+                moe=bool(get_model(run["model"]).is_moe))
     if r is None:
         return RunCheck(**base, predicted=None, measured_mfu=None, predicted_mfu=None, recompute=str(stated),
                         fits=False, memory_bytes=None, usable_bytes=None, note=note)
