@@ -42,10 +42,17 @@ def gemm_utilization(M, N, K, compute_units, tile_m, tile_n, groups=1, split_k_m
     if not compute_units:
         return tile_util
     cu = float(compute_units)
+    tiles, split, waves = tile_waves(mt, nt, K, cu, groups, split_k_min_k)
+    return tile_util * (tiles * split) / (waves * cu)
+
+
+def tile_waves(mt, nt, K, cu: float, groups=1, split_k_min_k=256):
+    """(tiles, split-K slices, waves) of `groups` GEMMs of mt x nt output tiles and depth K on cu compute units: a
+    GEMM with fewer tiles than units splits K into slices of at least split_k_min_k so that tiles x slices fill them
+    (split-K / stream-K), and the tiles x slices run in waves of one per unit."""
     tiles = mt * nt * np.asarray(groups, float)
-    split = np.clip(np.floor(cu / tiles), 1.0, np.maximum(np.floor(K / split_k_min_k), 1.0))
-    units = tiles * split
-    return tile_util * units / (np.ceil(units / cu) * cu)
+    split = np.clip(np.floor(cu / tiles), 1.0, np.maximum(np.floor(np.asarray(K, float) / split_k_min_k), 1.0))
+    return tiles, split, np.ceil(tiles * split / cu)
 
 
 def tile_rows(km: KernelModel, M):
@@ -292,13 +299,11 @@ def quantization_state(km: KernelModel, M, shapes, groups=1):
     for N, K in shapes:
         N, K = np.asarray(N, float), np.asarray(K, float)
         for tn in km.tile_n:
-            tiles = (pad / tile_rows(km, M)) * np.ceil(N / tn) * np.asarray(groups, float)
             if km.compute_units:
-                cu = float(km.compute_units)
-                split = np.clip(np.floor(cu / tiles), 1.0, np.maximum(np.floor(K / km.split_k_min_k), 1.0))
-                waves = np.ceil(tiles * split / cu)
+                _, split, waves = tile_waves(pad / tile_rows(km, M), np.ceil(N / tn), K, float(km.compute_units),
+                                             groups, km.split_k_min_k)
             else:
-                split = waves = np.ones_like(tiles)
+                split = waves = np.ones_like(pad * np.ceil(N / tn) * np.asarray(groups, float))
             cols += [pad, split, waves]
     st = np.stack(np.broadcast_arrays(*cols), axis=-1) if cols else np.zeros(np.shape(M) + (0,))
     return np.where(np.asarray(untiled)[..., None], 0.0, st)

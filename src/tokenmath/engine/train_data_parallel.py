@@ -43,6 +43,11 @@ from tokenmath.specs.hardware import Hardware
 OVERLAP_CONTENTION = 0.189   # compute slowdown while a collective runs beside it (Lee et al. 2025, module docstring)
 
 
+def contention_s(total_s, exposed_s):
+    """Seconds the compute loses to the traffic hidden beside it: OVERLAP_CONTENTION x (total - exposed)."""
+    return OVERLAP_CONTENTION * (total_s - exposed_s)
+
+
 def strided_collective(fn, nbytes, p, stride, hw: Hardware, eff_link: float):
     """A collective over p chips spaced `stride` ranks apart: a scale-up domain of D chips holds D // stride of
     them, so it costs what a contiguous group costs in a domain of D // stride chips (at least 1)."""
@@ -106,7 +111,7 @@ def data_parallel_cost(hw: Hardware, *, ne_chip, e_chip, tp, ep, g_ne, g_e, zero
         exposed = grads + weights + mb * np.maximum(dp_mb - (fwd_s + bwd_s + recompute_s), 0.0)
     else:
         exposed = total
-    contention = OVERLAP_CONTENTION * (total - exposed)
+    contention = contention_s(total, exposed)
     per_param = ADAM_STATE_BYTES + grad_bytes + ADAM_STATE_BYTES + WEIGHT_BYTES
     shard_ne = np.where(z >= 1, g_ne, 1.0)
     shard_e = np.where(z >= 1, g_e, 1.0)

@@ -102,7 +102,7 @@ from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.kernels import flash_attention_backward_ratio, op_rates, op_shapes
 from tokenmath.engine.roofline import kernel_op_time, op_time
 from tokenmath.engine.train_backward_gemms import backward_gemm_extra_s
-from tokenmath.engine.train_data_parallel import OVERLAP_CONTENTION, data_parallel_cost, strided_collective
+from tokenmath.engine.train_data_parallel import contention_s, data_parallel_cost, strided_collective
 from tokenmath.engine.train_step_result import TrainStep, matmul_params
 from tokenmath.engine.train_elementwise import FLASH_BWD_FACTOR, cross_entropy_bytes, layer_elementwise_bytes
 from tokenmath.engine.train_overheads import fp8_cast_bytes, unfused_attention_bytes
@@ -279,8 +279,11 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     cp_c = m.n_layers / ps * cp_ag * cp_passes
     attn_window = attn_s / ps * cp_passes
     # the hidden part still slows the attention it runs beside (its NCCL kernels share the chip, OVERLAP_CONTENTION)
-    cp_x = (np.maximum(cp_c - attn_window, 0.0) + OVERLAP_CONTENTION * np.minimum(cp_c, attn_window) if overlap
-            else cp_c)
+    if overlap:
+        cp_open = np.maximum(cp_c - attn_window, 0.0)
+        cp_x = cp_open + contention_s(cp_c, cp_open)
+    else:
+        cp_x = cp_c
 
     crosses = chips > D
     p2p_bytes = Tmb * d * ab / tp
@@ -358,7 +361,8 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
         cp_exposed_mb_s=cp_x, pp_p2p_mb_s=p2p, microbatch_s=t_mb,
         compute_s=mb * (F + B + R), tp_comm_s=mb * tp_c, ep_comm_s=mb * ep_c, cp_comm_s=mb * cp_x,
         pp_p2p_s=mb * p2p, pp_bubble_s=bubble, bubble_fraction=bubble / pipeline,
-        dp_comm_total_s=dp_total, dp_comm_exposed_s=dp_exposed, dp_contention_s=dpc.contention_s, optimizer_s=opt_s, step_time_s=step,
+        dp_comm_total_s=dp_total, dp_comm_exposed_s=dp_exposed, dp_contention_s=dpc.contention_s,
+        optimizer_s=opt_s, step_time_s=step,
         floor_s=floor, model_flops=model_flops + np.zeros(shape),
         attention_model_flops=attention_model_flops + np.zeros(shape), hardware_flops=hardware_flops,
         peak_flops=peak, chips=chips, memory=mem, forward=fwd,

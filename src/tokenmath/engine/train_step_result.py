@@ -74,6 +74,16 @@ class TrainStep:
         return self.model_flops / (self.step_time_s * self.chips)
 
     @property
+    def tflops_with_attention_per_chip(self):
+        """Model FLOP/s per chip with PaLM's causal attention term (the mfu_with_attention numerator), in FLOP/s."""
+        return (self.model_flops + self.attention_model_flops) / (self.step_time_s * self.chips)
+
+    @property
+    def dp_comm_hidden_s(self):
+        """Data-parallel traffic hidden behind the compute (s per step): what dp_contention_s is a share of."""
+        return self.dp_comm_total_s - self.dp_comm_exposed_s
+
+    @property
     def hardware_flops_per_chip(self):
         return self.hardware_flops / (self.step_time_s * self.chips)
 

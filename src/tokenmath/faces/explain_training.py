@@ -115,7 +115,7 @@ def explain_train(r: TrainResult) -> str:
                f"{u.seconds(f(s.dp_comm_exposed_s))}" + (" (overlapped with backward)" if r.overlap else ""))
     if r.overlap:
         out.append(f"  hidden traffic slows the compute beside it (its kernels share the chip): {OVERLAP_CONTENTION:.1%} x "
-                   f"{u.seconds(f(s.dp_comm_total_s) - f(s.dp_comm_exposed_s))} hidden = "
+                   f"{u.seconds(f(s.dp_comm_hidden_s))} hidden = "
                    f"{u.seconds(f(s.dp_contention_s))} (Lee et al. 2025, arXiv 2507.03114: 18.9% mean slowdown)")
     out.append(f"  Adam update: {f(T['opt_bytes_per_param']):g} B/param moved at "
                f"{u.rate(hw.memory_bw * r.efficiency.memory_bw, 'B/s')}"

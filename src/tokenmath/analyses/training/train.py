@@ -136,8 +136,7 @@ class TrainResult:
             "tokens_per_s": ok(self.global_batch_tokens / s.step_time_s),
             "mfu": ok(s.mfu), "mfu_with_attention": ok(s.mfu_with_attention), "hfu": ok(s.hfu),
             "tflops_per_chip": ok(s.tflops_per_chip / 1e12),
-            "tflops_with_attention_per_chip": ok((s.model_flops + s.attention_model_flops)
-                                                 / (s.step_time_s * s.chips) / 1e12),
+            "tflops_with_attention_per_chip": ok(s.tflops_with_attention_per_chip / 1e12),
             "hardware_tflops_per_chip": ok(s.hardware_flops_per_chip / 1e12),
             "peak_tflops_per_chip": s.peak_flops / 1e12,
             "model_flops_per_step": finite(s.model_flops), "hardware_flops_per_step": finite(s.hardware_flops),
