@@ -159,6 +159,15 @@ def test_context_too_long_says_what_fits():
     assert e.value.field == "context" and "fit" in e.value.valid
 
 
+def test_context_weights_too_big_names_chips():
+    # Qwen3-Next 80B in bf16 is ~159 GB of weights: more than one H100's 80 GB before any KV, so no context fits;
+    # the field at fault is the chip count, not the batch the user never gave
+    with pytest.raises(InputError) as e:
+        context("qwen3-next-80b-a3b", "h100-sxm")
+    assert e.value.field == "chips" and "--chips" in e.value.valid
+    assert context("qwen3-next-80b-a3b", "h100-sxm", chips=4).max_batch_at_context >= 1
+
+
 def test_slowmode_tighter_budget_never_cheaper():
     s = slowmode("llama-3.1-8b", "h100-sxm", budgets_s=[0.005, 0.01, 0.02, 0.05, 0.2, 1.0])
     costs = [r["cost_per_mtok_output_request_usd"] for r in s.rows if r["feasible"]]

@@ -62,6 +62,9 @@ def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, 
     mb = lambda c: max_batch(m, hw.memory_bytes, lay, pr.weight.bytes, pr.expert.bytes, pr.kv.bytes, c, su.reserve, engine=su.engine)  # noqa: E731
     grid = np.unique(np.round(np.geomspace(1, 1e8, 2000)))
     fits_b = mb(grid) >= batch
+    if not fits_b.any() and int(mb(1)) < 1:
+        raise InputError("chips", f"the weights of {m.id} leave no room for a KV cache on {su.chips} x {hw.id}",
+                         "more --chips, a smaller --weight-dtype, or a chip with more memory")
     if not fits_b.any():
         raise InputError("batch", f"batch {batch} fits at no context on {su.chips} x {hw.id}",
                          f"at most {int(mb(1))} sequences of 1 token fit; add chips or use a smaller dtype")
