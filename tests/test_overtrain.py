@@ -3,7 +3,8 @@
 Physics asserted: the FLOP-only variant reproduces Sardana et al. 2023 (arXiv:2401.00448) and the worked examples in
 shared/reference/scaling_laws.md Sec. 3.3-3.4; costs are 6ND and 2N FLOPs priced by hand; inference from the
 serving engine is what the engine says and never beats its roofline; more demand never makes the optimal model
-larger; a lower loss never costs less; zero demand is Chinchilla.
+larger; a lower loss never costs less; zero demand is Chinchilla at a fixed MFU, and with the training engine the
+cheapest run in $ (never dearer than Chinchilla's).
 """
 import itertools
 import json
@@ -154,12 +155,53 @@ def test_zero_demand_is_chinchilla_flop_only():
     assert float(n2) == pytest.approx(n_c, rel=1e-9)
 
 
-def test_zero_demand_is_chinchilla_engine(engine70):
+def test_zero_demand_is_chinchilla_at_a_fixed_mfu():
+    # one $/FLOP for every size: the cheapest model to train is the compute-optimal one
+    r = overtrain(target_loss=LLAMA70_LOSS, inference_tokens=1e13, mfu=0.4, demand_factors=(0, 1), engine_points=8)
     n_c, _ = optimal_for_loss(LLAMA70_LOSS)
-    zero = engine70.demand_sweep[0]
+    zero = r.demand_sweep[0]
     assert zero["factor"] == 0 and zero["inference_usd"] == 0
     assert zero["params"] == pytest.approx(float(n_c), rel=1e-3)
     assert zero["saving_fraction"] == pytest.approx(0, abs=1e-9)
+    assert r.training_model == "fixed-mfu" and r.to_dict()["training_nodes"] == []
+
+
+def test_zero_demand_engine_minimises_training_dollars_not_flops(engine70):
+    # with the training engine the $ per FLOP depends on the size (its layout's MFU), so at zero demand the optimum
+    # is the cheapest run in $, which is never dearer than the compute-optimal (Chinchilla) run, and only moves off
+    # it as far as the MFU difference pays for the extra FLOPs
+    zero = engine70.demand_sweep[0]
+    assert zero["factor"] == 0 and zero["inference_usd"] == 0
+    assert zero["total_usd"] <= zero["chinchilla_total_usd"] * (1 + 1e-12)
+    n_c, d_c = (float(x) for x in optimal_for_loss(LLAMA70_LOSS))
+    flops_ratio = zero["params"] * zero["tokens"] / (n_c * d_c)       # >= 1: Chinchilla has the fewest FLOPs
+    assert flops_ratio >= 1 - 1e-9
+    assert flops_ratio < 1.25                                           # an MFU gap of at most ~25%, not a new law
+
+
+def test_engine_training_is_the_training_engine(engine70):
+    # every training node is `tokenmath train --search`'s fastest layout on its cluster, and its $ per token is
+    # chips x $/chip-s x step / tokens per step, by hand
+    from tokenmath.analyses.training.train_search import search
+    from tokenmath.analyses.training.training_cost import batch_tokens, sized_chips
+    hw = get_hardware("h100-sxm")
+    t = engine70.optimum.training
+    assert t is not None and engine70.training_model == "engine"
+    best = search(dense_model(t.params), hw, chips=t.chips, global_batch_tokens=batch_tokens(t.chips), top=1).top[0]
+    assert t.step_time_s == pytest.approx(best.step_time_s)
+    assert t.usd_per_token == pytest.approx(t.chips * 2.99 / 3600 * t.step_time_s / t.global_batch_tokens)
+    assert engine70.optimum.training_usd == pytest.approx(engine70.optimum.tokens * t.usd_per_token)
+    # the cluster: 6ND at 40% MFU within 90 days, a power of two from 8 chips (grown only where nothing fits)
+    assert t.chips >= sized_chips(t.params, t.tokens, hw, 90.0) and t.chips & (t.chips - 1) == 0
+    # Llama 3's batch: 1,024 sequences of 4,096 tokens up to 8,192 chips, one sequence per 8 chips beyond
+    assert batch_tokens(512) == 4096 * 1024 and batch_tokens(16384) == 4096 * 2048
+    # MFU inside what published dense runs reach on H100 (Llama 3 405B 38-43%; the engine's own validation table)
+    assert 0.3 < engine70.mfu < 0.65
+    # a longer horizon means a smaller cluster: never more chips
+    from tokenmath.analyses.training.training_cost import training_cost
+    a = training_cost(t.params, t.tokens, hw, run_days=30.0)
+    b = training_cost(t.params, t.tokens, hw, run_days=300.0)
+    assert a.chips >= t.chips >= b.chips and a.run_days <= 30 * 1.5 and b.run_days >= a.run_days
 
 
 def _monotone_in_demand(sweep):

@@ -19,7 +19,8 @@ def plot_overtrain(r: OvertrainResult, path: str) -> str:
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     ok = np.isfinite(cv["total_usd"])
     ax.plot(N[ok], cv["total_usd"][ok], lw=2, color="k", label="total")
-    ax.plot(N, cv["training_usd"], color="C0", label="training (6ND at MFU)")
+    tr_label = "training (training engine)" if r.training_model == "engine" else f"training (6ND at MFU {r.mfu:g})"
+    ax.plot(N, cv["training_usd"], color="C0", label=tr_label)
     if np.any(cv["inference_usd"][ok] > 0):
         ax.plot(N[ok], cv["inference_usd"][ok], color="C1",
                 label="inference (2N FLOPs)" if r.flop_only else "inference (serving engine)")

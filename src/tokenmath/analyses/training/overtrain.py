@@ -6,10 +6,13 @@ Sardana, Portes, Doubov, Frankle 2023, "Beyond Chinchilla-Optimal" (arXiv:2401.0
 so the problem is one-dimensional in N; it is solved here on a dense log grid of N (numpy, vectorized).
 
 Costs in USD (SI units inside: FLOPs, tokens, USD, seconds):
-- training: 6 N D FLOPs at the hardware's dense bf16 peak x MFU, priced at its $/chip-hour:
+- training, engine-based (default): the training engine's fastest layout for the size's model on a cluster sized
+  to end the run within `train_days` (training_cost.py): $ per trained token = chips x $/chip-second x step /
+  tokens per step, interpolated log-log between engine runs like inference. Its MFU is the engine's, per size.
+- training at a fixed MFU (`mfu` given, or `flop_only`): 6 N D FLOPs at the hardware's dense bf16 peak x MFU:
       $/FLOP = price / 3600 / (peak_bf16 x MFU).
-  MFU default 0.40: PaLM 540B trained at 46.2% MFU (Chowdhery et al. 2022, Table 3 / App. B) and Llama 3 405B at
-  38-43% (Llama 3 paper, Table 4); 6ND over reported H100-hours gives ~35% for Llama 3 405B
+  MFU 0.40 in FLOP-only mode: PaLM 540B trained at 46.2% MFU (Chowdhery et al. 2022, Table 3 / App. B) and Llama 3
+  405B at 38-43% (Llama 3 paper, Table 4); 6ND over reported H100-hours gives ~35% for Llama 3 405B
   (reference/scaling_laws.md Sec. 7), so 0.40 is the middle of the published range for large dense runs.
 - inference, engine-based (default): the cost of a token from the serving engine, not 2N FLOPs
   (inference_cost.serve_cost: a dense Llama-3-style model per N, served at the per-user speed target). Lifetime
@@ -36,6 +39,7 @@ from tokenmath.analyses.training.inference_cost import VOCAB, ServingCost, serve
 from tokenmath.analyses.training.overtrain_result import MFU_SOURCE  # noqa: F401  (faces import it from here)
 from tokenmath.analyses.training.overtrain_result import DEFAULT_MFU, OvertrainResult, Point
 from tokenmath.analyses.training.rl_cost import TERMS, RLRecipe, rl_usd_per_token
+from tokenmath.analyses.training.training_cost import DEFAULT_RUN_DAYS, TrainingCosts
 from tokenmath.analyses.training.scaling_laws import (
     FLOPS_PER_PARAM_TOKEN,
     check_loss,
@@ -48,7 +52,6 @@ from tokenmath.analyses.training.scaling_laws import (
     tokens_for_loss,
 )
 from tokenmath.base.errors import InputError
-from tokenmath.base.validators import finite
 from tokenmath.engine.economics import usd_per_s
 from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES, get_dtype
 from tokenmath.specs.hardware import Hardware, get_hardware
@@ -80,8 +83,10 @@ class _Costs:
     """Cost of a (N, D) pair: training and inference (engine nodes interpolated, or FLOP-only)."""
 
     def __init__(self, hw: Hardware, *, usd_per_flop: float, flop_only: bool, min_tps: float, input_len: int,
-                 output_len: int, weight_dtype: str | None, kv_dtype: str | None):
+                 output_len: int, weight_dtype: str | None, kv_dtype: str | None,
+                 training: TrainingCosts | None = None):
         self.hw, self.usd_per_flop, self.flop_only = hw, usd_per_flop, flop_only
+        self.training = training         # the training engine's $ per token (None: 6ND at the fixed MFU)
         self.min_tps, self.input_len, self.output_len = min_tps, input_len, output_len
         self.weight_dtype, self.kv_dtype = weight_dtype, kv_dtype
         self.nodes: dict[float, ServingCost] = {}
@@ -113,13 +118,26 @@ class _Costs:
             res.append(out)
         return res[0], res[1]
 
+    def training_usd(self, N, D):
+        """USD to train N parameters on D tokens (arrays): the engine's $ per token, or 6ND at the fixed MFU."""
+        if self.training is not None:
+            return np.asarray(D, float) * self.training.per_token(N)
+        return FLOPS_PER_PARAM_TOKEN * np.asarray(N, float) * np.asarray(D, float) * self.usd_per_flop
+
+    def flop_usd(self, N):
+        """USD per training FLOP at N (what RL's reference, reward and update passes pay)."""
+        if self.training is not None:
+            return self.training.per_token(N) / (FLOPS_PER_PARAM_TOKEN * np.asarray(N, float))
+        return self.usd_per_flop + 0.0 * np.asarray(N, float)
+
     def point(self, N: float, D: float, out_tokens: float, in_tokens: float) -> Point:
         c_out, c_in = (float(x) for x in self.per_token(N))
         tr = FLOPS_PER_PARAM_TOKEN * N * D
         inf_usd = float(_inference_usd(out_tokens, c_out, in_tokens, c_in, N))
-        return Point(params=N, tokens=D, training_usd=tr * self.usd_per_flop, inference_usd=inf_usd,
+        return Point(params=N, tokens=D, training_usd=float(self.training_usd(N, D)), inference_usd=inf_usd,
                      training_flops=tr, inference_flops=2.0 * N * (out_tokens + in_tokens),
-                     serving=None if self.flop_only else self.nodes.get(N))
+                     serving=None if self.flop_only else self.nodes.get(N),
+                     training=None if self.training is None else self.training.nodes.get(N))
 
 
 def _inference_usd(out_tok, c_out, in_tok, c_in, like):
@@ -148,7 +166,7 @@ def split_demand(inference_tokens: float, rl_tokens: float, ratio: float) -> tup
 
 
 def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_tokens=0.0, fit="epoch",
-              hardware="h100-sxm", mfu=DEFAULT_MFU, flop_only=False,
+              hardware="h100-sxm", mfu=None, flop_only=False, train_days=DEFAULT_RUN_DAYS,
               min_tokens_per_s_per_user=DEFAULT_MIN_TPS, input_output_ratio=1.0, output_len=DEFAULT_OUTPUT_LEN,
               weight_dtype=None, kv_dtype=None, demand_factors=DEFAULT_DEMAND_FACTORS, grid_points=4000,
               engine_points=24, rl: RLRecipe | bool | None = None) -> OvertrainResult:
@@ -157,7 +175,9 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     target_loss: nats/token under `fit`; or compute: a training budget (FLOPs) whose compute-optimal loss is the
     target. inference_tokens: lifetime tokens served (input + output, split by input_output_ratio = input per
     output token); rl_rollout_tokens: generated RL tokens (priced as output, or with rl -- an RLRecipe, or True
-    for DeepSeek-R1's -- as an RL phase, rl_cost.py). See the module doc for the costs.
+    for DeepSeek-R1's -- as an RL phase, rl_cost.py). mfu: None trains each size on the training engine (a cluster
+    that ends the run within train_days); a fraction prices training at 6ND FLOPs at that MFU (FLOP-only mode
+    uses 0.40 unless given). See the module doc for the costs.
     """
     f = get_fit(fit)
     if (target_loss is None) == (compute is None):
@@ -174,9 +194,13 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
         ell = check_loss(target_loss, f, "target_loss")
     D_inf = _nonneg(inference_tokens, "inference_tokens")
     D_rl = _nonneg(rl_rollout_tokens, "rl_rollout_tokens")
-    mfu = positive_number(mfu, "mfu")
+    engine_training = mfu is None and not flop_only
+    mfu = DEFAULT_MFU if mfu is None else positive_number(mfu, "mfu")
     if mfu > 1:
         raise InputError("mfu", f"{mfu:g} exceeds 1 (100% of peak)", "a fraction in (0, 1], e.g. 0.4")
+    train_days = positive_number(train_days, "train_days", "days")
+    if train_days > 3650:
+        raise InputError("train_days", f"{train_days:g} days is not a training run", "a number of days in (0, 3650]")
     min_tps = positive_number(min_tokens_per_s_per_user, "min_tokens_per_s_per_user", "tokens/s")
     ratio = _nonneg(input_output_ratio, "input_output_ratio")
     if ratio > 1e4:
@@ -208,8 +232,9 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     grid = np.unique(np.concatenate([np.geomspace(lo, hi, grid_points), [n_chin]]))
     D_grid = tokens_for_loss(grid, ell, f)
 
+    training = TrainingCosts(hw, lambda N: float(tokens_for_loss(N, ell, f)), train_days) if engine_training else None
     costs = _Costs(hw, usd_per_flop=usd_per_flop, flop_only=flop_only, min_tps=min_tps, input_len=input_len,
-                   output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+                   output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, training=training)
     rl = RLRecipe() if rl is True else (rl or None)
     rl_costs = None if rl is None else _Costs(
         hw, usd_per_flop=usd_per_flop, flop_only=flop_only, min_tps=min_tps, input_len=rl.prompt_len,
@@ -232,23 +257,24 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
             for N in np.geomspace(e_lo, hi, engine_points):
                 c.add_node(float(N))
             c.add_node(n_chin)
+    if training is not None:
+        for N in [*np.geomspace(max(lo, MIN_ENGINE_PARAMS), hi, engine_points), n_chin]:
+            training.add_node(float(N))
         if e_lo > lo:
             notes.append(f"the engine prices models from {e_lo:,.3g} parameters up (smaller ones are mostly "
                          f"{VOCAB:,}-token embeddings); the search starts there")
-
-    train = FLOPS_PER_PARAM_TOKEN * grid * D_grid * usd_per_flop
 
     def rl_terms(N, dr):
         """USD of dr rollout tokens by term at N (arrays), or None without an RL recipe."""
         if rl_costs is None:
             return None
-        t = rl_usd_per_token(N, *rl_costs.per_token(N), usd_per_flop, rl)
+        t = rl_usd_per_token(N, *rl_costs.per_token(N), costs.flop_usd(N), rl)
         return {k: dr * v for k, v in t.items()} if dr else {k: 0.0 * v for k, v in t.items()}
 
     def argmin(out_tok, in_tok, dr=0.0) -> int:
         c_out, c_in = costs.per_token(grid)
         inf_ = _inference_usd(out_tok, c_out, in_tok, c_in, grid)
-        total = train + inf_ + (rl_terms(grid, dr)["total"] if rl_costs is not None else 0.0)
+        total = costs.training_usd(grid, D_grid) + inf_ + (rl_terms(grid, dr)["total"] if rl_costs is not None else 0.0)
         i = int(np.argmin(total))
         if not math.isfinite(total[i]):
             raise InputError("min_tokens_per_s_per_user", f"no model reaching loss {ell:.4g} can be served at "
@@ -270,12 +296,15 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
         # share one cost curve, so the comparisons between them are exact.
         for _ in range(12):
             new_nodes = [float(grid[argmin(*sp)]) for sp in splits]
-            new_nodes = [n for n in new_nodes if any(n not in c.nodes for c in all_costs)]
+            new_nodes = [n for n in new_nodes if any(n not in c.nodes for c in all_costs)
+                         or (training is not None and n not in training.nodes)]
             if not new_nodes:
                 break
             for n in new_nodes:
                 for c in all_costs:
                     c.add_node(n)
+                if training is not None:
+                    training.add_node(n)
 
     def with_rl(p: Point, dr) -> Point:
         t = rl_terms(p.params, dr)
@@ -304,7 +333,8 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     # the curve for plots, on the final set of nodes
     c_out, c_in = costs.per_token(grid)
     inf_ = _inference_usd(out_tok, c_out, in_tok, c_in, grid)
-    fl_inf = 2.0 * grid * (out_tok + in_tok) * usd_per_flop
+    train = costs.training_usd(grid, D_grid)
+    fl_inf = 2.0 * grid * (out_tok + in_tok) * costs.flop_usd(grid)
     rl_curve = rl_terms(grid, rl_of(D_rl))["total"] if rl is not None else 0.0 * grid
     curve = {"params": grid, "tokens": D_grid, "training_usd": train, "inference_usd": inf_, "rl_usd": rl_curve,
              "total_usd": train + inf_ + rl_curve, "total_usd_flop_only": train + fl_inf}
@@ -322,8 +352,16 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
                                                     "RL phase priced by rl_cost (rollouts at the recipe's lengths)"))
     else:
         notes.append("FLOP-only: 2N FLOPs per inference token at the training MFU (Sardana et al. 2023)")
+    if training is not None:
+        t = training.nodes[opt.params] if opt.params in training.nodes else None
+        mfu = t.mfu if t is not None else float("nan")
+        usd_per_flop = float(costs.flop_usd(opt.params))
+        notes.append(f"training from the training engine (each size's fastest layout on a cluster that ends its run "
+                     f"within {train_days:g} days, batches of max(1024, chips / 8) sequences of 4,096 tokens); "
+                     "--mfu F prices 6ND at a fixed MFU instead")
     return OvertrainResult(fit=f, target_loss=ell, target_from_compute=C_target, inference_tokens=D_inf,
                            rl_rollout_tokens=D_rl, input_output_ratio=ratio, flop_only=flop_only, hardware=hw,
                            mfu=mfu, min_tokens_per_s_per_user=min_tps, input_len=input_len, output_len=output_len,
-                           usd_per_flop=usd_per_flop, optimum=opt, chinchilla=chin, params_min=n_min, curve=curve,
+                           usd_per_flop=usd_per_flop, train_days=train_days,
+                           training_nodes=[] if training is None else [training.nodes[k] for k in sorted(training.nodes)], optimum=opt, chinchilla=chin, params_min=n_min, curve=curve,
                            nodes=_unique_arch(list(costs.nodes.values())), demand_sweep=sweep, notes=notes, rl=rl)

@@ -9,6 +9,7 @@ import numpy as np
 from tokenmath.analyses.training.inference_cost import ServingCost
 from tokenmath.analyses.training.rl_cost import RLRecipe
 from tokenmath.analyses.training.scaling_laws import Fit
+from tokenmath.analyses.training.training_cost import TrainingCost
 from tokenmath.base.validators import finite
 from tokenmath.specs.hardware import Hardware
 
@@ -30,6 +31,7 @@ class Point:
     rl_usd: float = 0.0                   # the RL phase (with an RLRecipe), all its terms
     rl_terms: dict | None = None          # USD by term (rl_cost.TERMS)
     rl_serving: ServingCost | None = None  # the engine's serving of N at the rollouts' lengths
+    training: TrainingCost | None = None   # the training engine's run of N (None: 6ND at a fixed MFU)
 
     @property
     def total_usd(self) -> float:
@@ -47,6 +49,8 @@ class Point:
                      rl_serving=None if self.rl_serving is None else self.rl_serving.to_dict())
         if self.serving is not None:
             d["serving"] = self.serving.to_dict()
+        if self.training is not None:
+            d["training"] = self.training.to_dict()
         return d
 
 
@@ -74,6 +78,13 @@ class OvertrainResult:
     demand_sweep: list[dict[str, float | None]]
     notes: list[str] = field(default_factory=list)
     rl: RLRecipe | None = None
+    train_days: float = 90.0
+    training_nodes: list[TrainingCost] = field(default_factory=list)   # training-engine runs, ascending N
+
+    @property
+    def training_model(self) -> str:
+        """'engine' (each size's fastest layout on the training engine) or 'fixed-mfu' (6ND at self.mfu)."""
+        return "engine" if self.training_nodes else "fixed-mfu"
 
     @property
     def saving_usd(self) -> float:
@@ -96,7 +107,10 @@ class OvertrainResult:
             "input_output_ratio": self.input_output_ratio,
             "inference_model": "flop-only" if self.flop_only else "engine",
             "hardware": hw.id, "price_usd_per_chip_hour": hw.price_usd_per_hour,
-            "peak_bf16_flops": hw.peak_flops("bf16"), "mfu": self.mfu, "mfu_source": MFU_SOURCE,
+            "peak_bf16_flops": hw.peak_flops("bf16"), "mfu": fin(self.mfu),
+            "mfu_source": MFU_SOURCE if self.training_model == "fixed-mfu" else "training engine at the optimum",
+            "training_model": self.training_model, "train_days": self.train_days,
+            "training_nodes": [t.to_dict() for t in self.training_nodes],
             "usd_per_training_flop": self.usd_per_flop,
             "min_tokens_per_s_per_user": self.min_tokens_per_s_per_user,
             "input_len": self.input_len, "output_len": self.output_len,

@@ -27,8 +27,13 @@ from tokenmath.faces.commands.common import (DEFAULT_HARDWARE, dtype_options, gu
 @click.option("--fit", default="epoch", show_default=True, help="epoch, hoffmann or hoffmann-rounded.")
 @click.option("--hardware", "-H", default=DEFAULT_HARDWARE, show_default=True,
               help="Catalog id or hardware file; its bf16 peak and $/chip-hour price training and inference.")
-@click.option("--mfu", type=float, default=0.4, show_default=True,
-              help="Training model-FLOPs utilisation (PaLM 46.2%; Llama 3 405B 38-43%).")
+@click.option("--mfu", type=float, default=None,
+              help="Price training as 6ND FLOPs at this model-FLOPs utilisation (PaLM 46.2%; Llama 3 405B 38-43%) "
+                   "instead of the training engine's fastest layout per model size (the default; 0.4 with "
+                   "--flop-only).")
+@click.option("--train-days", type=float, default=90.0, show_default=True,
+              help="Training run horizon: each size trains on the smallest power-of-two cluster that ends its run "
+                   "within it (sizes the cluster; the cost comes from the engine's step).")
 @click.option("--flop-only", is_flag=True,
               help="Inference = 2N FLOPs per token at the training MFU (Sardana et al. 2023) instead of the engine.")
 @click.option("--min-tokens-per-s-per-user", type=float, default=20.0, show_default=True,
@@ -40,13 +45,13 @@ from tokenmath.faces.commands.common import (DEFAULT_HARDWARE, dtype_options, gu
 @with_plot
 @guarded
 def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, rl_phase, rl_group_size, rl_prompt_len,
-              rl_response_len, rl_reward_params, rl_no_reference, fit, hardware, mfu, flop_only,
+              rl_response_len, rl_reward_params, rl_no_reference, fit, hardware, mfu, train_days, flop_only,
               min_tokens_per_s_per_user, input_output_ratio, output_len, weight_dtype, kv_dtype, as_json, explain,
               plot_file):
     """Train smaller and longer: minimise training + lifetime inference cost at a target loss."""
     from tokenmath.analyses.training.overtrain import overtrain as run
     from tokenmath.faces.commands.common import plot_then_json
-    from tokenmath.faces.explain_training import explain_overtrain, overtrain_text
+    from tokenmath.faces.explain_overtrain import explain_overtrain, overtrain_text
     from tokenmath.faces.plots_training import plot_overtrain
     rl = None
     if rl_phase:
@@ -54,7 +59,8 @@ def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, rl_phas
         rl = RLRecipe(group_size=rl_group_size, prompt_len=rl_prompt_len, response_len=rl_response_len,
                       reference=not rl_no_reference, reward_params=rl_reward_params)
     r = run(rl=rl, target_loss=target_loss, compute=compute, inference_tokens=inference_tokens,
-            rl_rollout_tokens=rl_rollout_tokens, fit=fit, hardware=hardware, mfu=mfu, flop_only=flop_only,
+            rl_rollout_tokens=rl_rollout_tokens, fit=fit, hardware=hardware, mfu=mfu, train_days=train_days,
+            flop_only=flop_only,
             min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_output_ratio=input_output_ratio,
             output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if plot_then_json(r, as_json, plot_file, plot_overtrain):

@@ -244,9 +244,10 @@ def train_response(model: ModelLookup, a: dict) -> dict:
 
 def overtrain_response(a: dict) -> dict:
     from tokenmath.analyses.training.overtrain import overtrain
-    from tokenmath.faces.explain_training import explain_overtrain
+    from tokenmath.faces.explain_overtrain import explain_overtrain
     r = overtrain(target_loss=a["target_loss"], compute=a["compute"], inference_tokens=a["inference_tokens"],
                   rl_rollout_tokens=a["rl_rollout_tokens"], fit=a["fit"], hardware=a["hardware"], mfu=a["mfu"],
+                  train_days=a["train_days"],
                   flop_only=a["flop_only"], min_tokens_per_s_per_user=a["min_tokens_per_s_per_user"],
                   input_output_ratio=a["input_output_ratio"], output_len=a["output_len"],
                   weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
@@ -359,7 +360,8 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("rl_rollout_tokens", "float", 0.0, "", 0.0),
              Param("fit", "choice", "epoch", "", choices=fit_names()),
              HARDWARE,
-             Param("mfu", "float", 0.4, "training MFU"),
+             Param("mfu", "float", None, "training MFU (blank: the training engine per model size)"),
+             Param("train_days", "float", 90.0, "training run horizon (sizes the cluster)", 0.0, 3650.0),
              Param("flop_only", "bool", False, "inference at 2N FLOPs/token"),
              Param("min_tokens_per_s_per_user", "float", 20.0, ""),
              Param("input_output_ratio", "float", 1.0, ""),

@@ -12,7 +12,7 @@ export const DEFAULTS = {
   utilization: "",
   t_chips: "8", t_tp: "", t_pp: "", t_dp: "", t_ep: "", t_cp: "", seq_len: "4096",
   global_batch_tokens: "4194304", micro_batch: "1", recompute: "selective", zero: "1", tokens: "1e12",
-  compute: "1e24", target_loss: "", inference_tokens: "1e13", fit: "epoch", mfu: "0.4", min_tps: "20",
+  compute: "1e24", target_loss: "", inference_tokens: "1e13", fit: "epoch", mfu: "", min_tps: "20",
   s_mode: "closed", s_concurrency: "64", s_rate: "8", s_burstiness: "", s_requests: "1000", s_input: "",
   s_output: "", s_ttft: "", s_itl: "", s_seed: "0",
   w_memory_bw_tbs: "", w_memory_gb: "", w_tflops_bf16: "", w_tflops_fp8: "", w_scaleup_domain: "",
