@@ -101,6 +101,7 @@ def explain_overtrain(r: OvertrainResult) -> str:
         L.extend(rl_lines(r))
     if math.isfinite(r.saving_usd):
         L.append(f"  saving = ${r.saving_usd:,.4g} ({100 * r.saving_fraction:.1f}% of the Chinchilla total)")
+    L.extend(_trained_on(o, chip_label(hw)))
     if o.serving is not None and o.serving.feasible:
         s = o.serving
         L.append(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} ({u.count(s.params)} params) on "
@@ -139,10 +140,7 @@ def overtrain_text(r) -> str:
         L.append(f"  saving {usd(r.saving_usd)} ({100 * r.saving_fraction:.1f}%)")
     if r.rl is not None:
         L.extend(rl_lines(r))
-    if o.training is not None:
-        t = o.training
-        L.append(f"  optimum trained on {t.chips:,} x {chip_label(r.hardware)} ({t.layout}): step "
-                 f"{u.seconds(t.step_time_s)}, MFU {t.mfu:.1%}, {t.run_days:,.0f} days")
+    L.extend(_trained_on(o, chip_label(r.hardware)))
     if o.serving is not None and o.serving.feasible:
         s = o.serving
         L.append(f"  optimum served as {s.n_layers} layers x d_model {s.d_model} on {s.chips} x {chip_label(r.hardware)}"
@@ -178,3 +176,11 @@ def _rollout_serving(o, chip: str) -> list[str]:
         return []
     return [f"  rollouts generated on {s.chips} x {chip} (tp {s.tp}, pp {s.pp}) at batch {s.batch} of at most "
             f"{s.max_batch} that fit: {1 / s.decode_step_s:.1f} tok/s per sequence, ${s.usd_per_mtok_output:.3g}/Mtok"]
+
+
+def _trained_on(o, chip: str) -> list[str]:
+    t = o.training
+    if t is None:
+        return []
+    return [f"  optimum trained on {t.chips:,} x {chip} ({t.layout}): step {u.seconds(t.step_time_s)}, MFU {t.mfu:.1%}, "
+            f"{t.run_days:,.0f} days"]
