@@ -34,7 +34,8 @@ def explain_overtrain(r: OvertrainResult) -> str:
                  f"power-of-two cluster of {chip_label(hw)} that ends the run of D(N) tokens within "
                  f"{r.train_days:g} days at 40% MFU, batches of max(1024, chips / 8) x 4,096 tokens (Llama 3), "
                  "its fastest layout that fits:")
-        L.append(f"  $/token = chips x ${hw.price_usd_per_hour:g}/h / 3600 x step / tokens per step")
+        L.append(f"  $/token = chips x ${hw.price_usd_per_hour:g}/h / 3600 x step / tokens per step; MFU as "
+                 "`tokenmath train` counts it (6 x the parameters that multiply an activation: no embedding lookup)")
         L.append(f"  {'N':>9} {'D':>9} {'chips':>7} {'layout':<62} {'step':>8} {'MFU':>6} {'$/Mtok':>8} {'days':>7}")
         shown = [t for t in r.training_nodes if t.run_days <= 10 * r.train_days]
         seen = set()
@@ -49,7 +50,8 @@ def explain_overtrain(r: OvertrainResult) -> str:
         if hidden:
             L.append(f"  (+ {hidden} engine run(s) near N_min, where D(N) explodes and the run would last over 10 x "
                      f"{r.train_days:g} days: they only bound the interpolation)")
-        L.append(f"  at the optimum: MFU {r.mfu:.1%}, ${r.usd_per_flop * 1e18:.4g} per EFLOP (6N FLOPs per token)")
+        L.append(f"  at the optimum: MFU {r.mfu:.1%}; ${r.usd_per_flop * 1e18:.4g} per EFLOP of 6N (all N parameters) "
+                 "FLOPs per token")
     else:
         L.append(f"  $/FLOP = ${hw.price_usd_per_hour:g}/h / 3600 / ({u.rate(pk, 'FLOP/s')} bf16 x MFU {r.mfu:g})"
                  f" = ${r.usd_per_flop * 1e18:.4g} per EFLOP")
