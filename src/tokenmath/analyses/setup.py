@@ -106,11 +106,24 @@ def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reser
     return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), eff, reserve), n
 
 
-def check_ep_imbalance(ep_imbalance) -> float:
-    """The busiest expert-parallel rank's tokens over the mean: a number >= 1."""
-    imb = pos_float(ep_imbalance, "ep_imbalance", 0.0, 1e3)
+def check_ep_imbalance(ep_imbalance):
+    """The busiest expert-parallel rank's tokens over the mean: a number >= 1 (None: 1, balanced), "routing" for
+    the measured routing skew (engine/expert_parallel.routing_imbalance) or "eplb" for the same with EPLB's
+    redundant experts."""
+    if ep_imbalance is None:
+        return 1.0
+    if isinstance(ep_imbalance, str) and ep_imbalance.strip().lower() in ("routing", "eplb"):
+        return ep_imbalance.strip().lower()
+    valid = "a number >= 1 (busiest EP rank / mean tokens; 1 = balanced), 'routing' or 'eplb'"
+    try:
+        imb = pos_float(float(ep_imbalance) if isinstance(ep_imbalance, str) else ep_imbalance, "ep_imbalance",
+                        0.0, 1e3)
+    except ValueError:
+        raise InputError("ep_imbalance", f"{ep_imbalance!r} is not an imbalance", valid) from None
+    except InputError:
+        raise InputError("ep_imbalance", f"{ep_imbalance!r} is not an imbalance", valid) from None
     if imb < 1.0:
-        raise InputError("ep_imbalance", f"{imb:g} is below 1", "a number >= 1 (busiest EP rank / mean tokens; 1.0 = balanced)")
+        raise InputError("ep_imbalance", f"{imb:g} is below 1", valid)
     return imb
 
 

@@ -12,6 +12,19 @@ Experts touched. Each of T tokens picks k of E experts uniformly: E (1 - (1 - k/
 (DeepSeek-V3, E = 256, k = 8: 8 at T = 1, 15.75 at T = 2, all 256 by T ~ 1,000). The busiest EP rank holds
 ceil(E / ep) / E of them (layout.expert_share).
 
+Routing skew. Real routers do not spread tokens evenly, and every MoE layer waits for its busiest EP rank (the
+all-to-all is a barrier). TensorRT-LLM measured DeepSeek-R1's expert loads in serving (tech blog 4, "Scaling
+Expert Parallelism in TensorRT-LLM", Table 1: EP32 on GB200, machine-translation data, per-layer per-iteration
+averages): per expert slot a mean of 128 routed tokens with a standard deviation of 164.1 (coefficient of
+variation 1.28), per rank of 8 slots a mean of 1,024 with 491.6 (0.48 = 1.28 / sqrt(8): the experts' loads add as
+if independent). So a rank of E/ep experts carries a load of CV_rank = 1.28 / sqrt(E/ep), and the busiest of ep
+ranks about 1 + CV_rank z(ep) times the mean (`routing_imbalance`), z(n) the expected largest of n standard normals
+(Blom's approximation). Check at the blog's EP32: 1 + 0.45 x 2.07 = 1.94 against the measured 2.56 (the hottest
+rank 1.564 x more than the mean): the real tail is heavier than normal (DeepEP PR #393 fits per-rank counts with a
+log-normal), so at large EP this under-states the skew. With EPLB's redundant experts the same table reads a rank
+standard deviation of 52.0 of 1,024 (CV 0.051, 1.11 x the mean at the hottest rank): `EPLB_RANK_CV`. The skew is
+model- and data-dependent (vLLM PR #50647 measured 1.069 x on Kimi at EP16 without EPLB); `ep_imbalance` sets it.
+
 All-to-all. Each rank of a group of tp chips sends its 1/tp share of its group's T x k x d_model activations
 in the dispatch and receives them back in the combine; the busiest rank gets ep_imbalance x the mean. The
 group spans tp x ep chips placed by mapping/placement.py, priced for its slowest member (engine/collectives.py).
@@ -32,8 +45,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from statistics import NormalDist
+
 from tokenmath.engine import collectives as coll
 from tokenmath.specs.model import Model
+
+# DeepSeek-R1 expert loads in serving (TensorRT-LLM tech blog 4, Table 1, without EPLB): sd 164.1 / mean 128 per slot
+EXPERT_LOAD_CV = 164.1 / 128.0
+# the same table with EPLB (9 slots per rank, EP32): sd 52.0 / mean 1,024 per rank
+EPLB_RANK_CV = 52.0 / 1024.0
 
 ACT_BYTES = 2.0  # activations in bf16 (the same figure as forward.ACT_BYTES)
 FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128   # e4m3 values + one fp32 scale per 128 (DeepEP's FP8 dispatch)
@@ -108,15 +128,32 @@ def scaleout_copies_share(m: Model, p, span, hw):
                     1.0)
 
 
-def alltoall_s(m: Model, hw, tokens, tp, ep, eff_link: float, *, imbalance: float = 1.0, up_bw=None, span=None,
+def expected_max_normal(n):
+    """Expected largest of n independent standard normals (Blom 1958: Phi^-1((n - 0.375) / (n + 0.25))); 0 at n=1."""
+    n = np.maximum(np.asarray(n, float), 1.0)
+    inv = np.vectorize(NormalDist().inv_cdf, otypes=[float])
+    return inv((n - 0.375) / (n + 0.25))
+
+
+def routing_imbalance(m: Model, ep, *, eplb: bool = False):
+    """Busiest EP rank's routed tokens / the mean (>= 1; 1 where ep = 1 or the model is dense): 1 + CV_rank z(ep),
+    CV_rank = EXPERT_LOAD_CV / sqrt(E / ep) (EPLB_RANK_CV with EPLB). Module docstring for the sources."""
+    ep = np.asarray(ep, float)
+    if not m.is_moe:
+        return np.ones_like(ep)
+    per_rank = np.maximum(m.n_experts / np.maximum(ep, 1.0), 1.0)
+    cv = EPLB_RANK_CV if eplb else EXPERT_LOAD_CV / np.sqrt(per_rank)
+    return np.where(ep > 1, 1.0 + cv * expected_max_normal(ep), 1.0)
+
+
+def alltoall_s(m: Model, hw, tokens, tp, ep, eff_link: float, *, imbalance=1.0, up_bw=None, span=None,
                comm: str = "bf16"):
     """Dispatch + combine time of one MoE layer (s) for a rank whose attention group holds `tokens` tokens; 0 where
     ep = 1 (tensor parallelism alone never dispatches tokens). span: the placement of the tp x ep chips. comm: how
     the tokens travel (EP_COMM, module docstring)."""
     tp, ep = np.asarray(tp, float), np.asarray(ep, float)
     payload = ep_dispatch_bytes(m, tokens, tp)
-    if imbalance != 1.0:
-        payload = payload * np.where(ep > 1, float(imbalance), 1.0)   # the busiest rank receives more
+    payload = payload * np.where(ep > 1, np.asarray(imbalance, float), 1.0)   # the busiest rank receives more
     p = tp * ep
     if comm == "bf16":
         t = 2 * coll.all_to_all(payload, p, hw, eff_link, up_bw=up_bw, span=span)

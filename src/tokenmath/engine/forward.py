@@ -115,7 +115,7 @@ def _attn_io_width(m: Model, tp):
 
 def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, *, phase: str,
                  seqs, new_tokens, pairs_full, pairs_sliding, kv_read_full, kv_read_sliding,
-                 ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None, stage_seqs=None,
+                 ep_imbalance=1.0, ep_overlap: bool = False, links=None, stage_seqs=None,
                  ep_comm: str = "bf16") -> PassCost:
     """Cost per chip of one forward pass over all layers.
 
@@ -126,7 +126,8 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
     kv_read_*: cached tokens per sequence read from HBM in one full / sliding layer.
     ep_imbalance: the busiest expert-parallel rank gets ep_imbalance x the mean routed tokens (1.0: perfectly
       balanced routing; the step waits for the busiest rank, so its expert FLOPs, expert weights touched and
-      all-to-all payload set the pace). Applies only where ep > 1.
+      all-to-all payload set the pace). Applies only where ep > 1. "routing": the measured routing skew,
+      expert_parallel.routing_imbalance (DeepSeek-R1's expert-load spread, no EPLB); "eplb": the same with EPLB.
     ep_overlap: two-micro-batch overlap of the EP all-to-all with compute (DeepSeek-V3 / SGLang TBO): exposed
       all-to-all per MoE layer = max(0, all-to-all - compute of that layer); each micro-batch reads the weights
       again, so every weight read is charged twice.
@@ -254,11 +255,15 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         add("ffn", P.n_dense_layers, 2 * P.dense_ffn_per_layer * T / tp,
             P.dense_ffn_per_layer * wb / tp + T * (2 * d + 2 * F / tp) * ab, pk_w, note="dense FFN",
             weights=P.dense_ffn_per_layer * wb / tp, kind="gemm", key=wkey, M=T, shapes=op_shapes(m, "ffn", tp))
+    imb = (xp.routing_imbalance(m, ep, eplb=ep_imbalance == "eplb") if ep_imbalance in ("routing", "eplb")
+           else np.where(ep > 1, float(ep_imbalance), 1.0))
+    skewed = bool(np.any(imb != 1.0))
+    imb_txt = (f"{float(np.max(imb)):.3g}" if np.ndim(imb) == 0 or np.ptp(imb) == 0
+               else f"{float(np.min(imb)):.3g}-{float(np.max(imb)):.3g}")
     if P.n_moe_layers:
         E, k = m.n_experts, m.experts_per_token
-        if ep_imbalance != 1.0:
-            # the busiest EP rank: imbalance x the mean tokens, and the distinct experts those tokens touch
-            Tst = Tst * np.where(ep > 1, float(ep_imbalance), 1.0)
+        # the busiest EP rank: imbalance x the mean tokens, and the distinct experts those tokens touch
+        Tst = Tst * imb
         touched = xp.experts_touched(m, Tst)
         eb = prec.expert.bytes
         Fe = m.moe_intermediate
@@ -279,7 +284,7 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         add("experts", P.n_moe_layers, 2 * Tst * k * P.expert * share / tp,
             touched * P.expert * eb * share / tp + Tst * k * (2 * d + 2 * Fe / tp) * ab * share, pk_e,
             note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts"
-            + (f" (busiest EP rank: {float(ep_imbalance):g} x the mean tokens)" if ep_imbalance != 1.0 else ""),
+            + (f" (busiest EP rank: {imb_txt} x the mean tokens, routing skew)" if skewed else ""),
             weights=touched * P.expert * eb * share / tp, kind="grouped", key=ekey, M=Tst * k / touched,
             groups=touched * share, shapes=op_shapes(m, "experts", tp))
         if qe and not aq.down_quant_fused(prec.expert, hw):
@@ -313,9 +318,9 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
             add(name, count, 0.0, 0.0, pk_a, comm=comm, note=note, kind="comm")
     if P.n_moe_layers and np.any(ep > 1):
         note = "dispatch + combine all-to-all per MoE layer"
-        if ep_imbalance != 1.0:
-            note += f" (busiest rank {float(ep_imbalance):g} x the mean payload)"
-        a2a = xp.alltoall_s(m, hw, T, tp, ep, eff.link_bw, imbalance=ep_imbalance,
+        if skewed:
+            note += f" (busiest rank {imb_txt} x the mean payload)"
+        a2a = xp.alltoall_s(m, hw, T, tp, ep, eff.link_bw, imbalance=imb,
                             up_bw=group_bw("all_to_all", tp * ep), span=pl.stage, comm=ep_comm)
         note += xp.COMM_NOTE[ep_comm]
         if ep_overlap:

@@ -99,9 +99,10 @@ def launch_time_s(eff: Efficiency, hw: Hardware) -> float:
     return LAUNCH_CPU_S if v is None else float(v)
 
 
-def pass_options(ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None, ep_comm: str = "bf16") -> dict:
+def pass_options(ep_imbalance=1.0, ep_overlap: bool = False, links=None, ep_comm: str = "bf16") -> dict:
     """forward_pass's optional keywords as serve_batch passes them (defaults left out)."""
-    out = {} if ep_imbalance == 1.0 else {"ep_imbalance": ep_imbalance}
+    out = {} if ep_imbalance is None or (not isinstance(ep_imbalance, str) and ep_imbalance == 1.0) \
+        else {"ep_imbalance": ep_imbalance}
     if ep_overlap:
         out["ep_overlap"] = True
     if ep_comm != "bf16":
@@ -169,7 +170,7 @@ def passes(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency
 
 
 def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, batch, input_len, output_len,
-                reserve: float, *, ep_imbalance: float = 1.0, ep_overlap: bool = False, links=None,
+                reserve: float, *, ep_imbalance=1.0, ep_overlap: bool = False, links=None,
                 decode_only: bool = False, ep_comm: str = "bf16") -> BatchCost:
     """Everything about serving `batch` sequences (arrays broadcast). Times in s, memory in bytes per chip.
 

@@ -140,14 +140,15 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
                eff: Efficiency = DEFAULT, reserve: float = RESERVE_FRACTION,
                grad_bytes: float = GRAD_BYTES, schedule="1f1b", virtual_stages=1, balanced=False, flash=True,
                dropout=False, tp_overlap=False, pp_overlap=False, ep_comm: str = "bf16",
-               ep_overlap=False, recipe: MemoryRecipe = DEFAULT_RECIPE) -> TrainStep:
+               ep_overlap=False, recipe: MemoryRecipe = DEFAULT_RECIPE, ep_imbalance=1.0) -> TrainStep:
     """Cost of one training step (see the module docstring for every term). Inputs are assumed checked
     (analyses.train does it); arrays broadcast. schedule '1f1b' | 'interleaved' | 'zb-h1' (or codes 0/1/2) with
     virtual_stages v (interleaved only); balanced: Llama 3's stage balancing; flash / dropout: the activation terms
     (engine/train_memory.py) and, flash=False, the unfused scores' HBM traffic (defaults: FlashAttention, no dropout);
     tp_overlap: Transformer Engine's userbuffers overlap of the tensor-parallel collectives with the GEMMs;
     pp_overlap: Megatron's overlap_p2p_comm, the interleaved schedule's hand-offs behind the chunks' compute;
-    ep_comm: the EP all-to-all's transport (engine/expert_parallel.EP_COMM); ep_overlap: DualPipe's overlap of the
+    ep_imbalance: the busiest EP rank's routed tokens / the mean (engine.forward.forward_pass: a number, "routing"
+    or "eplb"); ep_comm: the EP all-to-all's transport (engine/expert_parallel.EP_COMM); ep_overlap: DualPipe's overlap of the
     all-to-all and p2p traffic with the paired micro-batch's compute, on all but DUALPIPE_COMM_SMS compute units."""
     P = count_params(m)
     tp, pp, dp, ep, cp = (np.asarray(x, float) for x in (lay.tp, lay.pp, lay.dp, lay.ep, lay.cp))
@@ -181,7 +182,8 @@ def train_step(m: Model, hw: Hardware, lay: Layout, *, seq_len, micro_batch, glo
     kv_read_sl = np.minimum(L - Lc, m.sliding_window) if m.sliding_window else L - Lc
     lay_s = Layout(tp, pp, ep, dp)
     fwd = forward_pass(m, hw, lay_s, prec, eff, phase="prefill", seqs=b, new_tokens=Lc, pairs_full=pf / cp,
-                       pairs_sliding=psl / cp, kv_read_full=L - Lc, kv_read_sliding=kv_read_sl, ep_comm=ep_comm)
+                       pairs_sliding=psl / cp, kv_read_full=L - Lc, kv_read_sliding=kv_read_sl, ep_comm=ep_comm,
+                       ep_imbalance=ep_imbalance)
 
     def total(names=None, exclude=(), attr="total_s"):
         acc = np.zeros(shape)

@@ -191,7 +191,7 @@ def explain_moe(r: MoeReport) -> str:
              f"{u.bytes_(r.fit['kv_bytes'])}")
     L.append(f"  all-to-all inside: each of {i['ep']} ranks holds ceil({r.batch} / {i['ep']}) = {i['tokens_per_rank']} "
              f"tokens; payload = {i['tokens_per_rank']} x {a['top_k']} x {a['d_model']} x 2 B"
-             + (f" x imbalance {a['ep_imbalance']:g}" if a["ep_imbalance"] != 1 else "")
+             + (f" x imbalance {a['ep_imbalance']:.3g} (busiest rank)" if a["ep_imbalance"] != 1 else "")
              + f" = {u.bytes_(i['payload_bytes_per_rank'])}; (p-1)/p x payload / (scale-up {hw.scaleup_bw / 1e9:,.0f} GB/s x "
              f"{su.efficiency.link_bw:g}) + latency, x 2 (dispatch + combine)")
     if a["across"]:

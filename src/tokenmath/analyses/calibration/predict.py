@@ -181,7 +181,7 @@ def predict_inference(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPre
               batch=row.get("batch", 1), input_len=max(int(row.get("input_len", 1)), 1),
               output_len=max(int(row.get("output_len", 1)), 1), weight_dtype=row.get("weight_dtype"),
               kv_dtype=row.get("kv_dtype"), ep_comm=row.get("ep_comm", "bf16"),
-              ep_overlap=bool(row.get("ep_overlap", False)))
+              ep_overlap=bool(row.get("ep_overlap", False)), ep_imbalance=row.get("ep_imbalance"))
     if row.get("attention_sharding"):    # the published layout (e.g. Pope et al.'s batch-sharded attention)
         kw["attention_sharding"] = row["attention_sharding"]
     try:

@@ -79,7 +79,7 @@ def links_for(hw) -> System | None:
     return hw if isinstance(hw, System) and hw.topology != "switch" else None
 
 
-def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep_imbalance: float = 1.0,
+def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep_imbalance=1.0,
              ep_overlap: bool = False, links: System | None = None, ep_comm: str = "bf16", draft=None,
              prefix_hit: float = 0.0) -> Grid:
     """A (layouts x batches) grid in one engine call. `batches` is a vector shared by all layouts, or an (L, B)

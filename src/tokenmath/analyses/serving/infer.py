@@ -19,7 +19,7 @@ from tokenmath.engine.forward import PassCost, Precision
 from tokenmath.engine.prefix_cache import hit_rate
 from tokenmath.engine.memory import (Memory, activations_per_chip, chunk_tokens, max_batch, usable_bytes,
                                      weight_bytes_total, weights_per_chip)
-from tokenmath.engine.static_batch import BatchCost, kernels_of, serve_batch
+from tokenmath.engine.static_batch import BatchCost, kernels_of, pass_options, serve_batch
 from tokenmath.mapping.layout import Layout, attention_name, with_attention
 from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import Efficiency
@@ -28,7 +28,7 @@ from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 from tokenmath.specs.serving_engines import EngineProfile, engine_dict
-from tokenmath.analyses.setup import check_ep_comm, setup
+from tokenmath.analyses.setup import check_ep_comm, check_ep_imbalance, setup
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:        # only infer under load builds one (imported there): not on every start-up
@@ -195,7 +195,8 @@ def _scalar(x):
 def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, input_len=1024,
           output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
           reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
-          ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None, attention_sharding=None) -> InferResult:
+          ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None, attention_sharding=None,
+          ep_imbalance=None) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -206,6 +207,8 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     tokens, and batch the sequences running at once; `load` holds the rest.
     ep_overlap / ep_comm: two-micro-batch overlap of the EP all-to-all with compute, and how it moves tokens
     (engine.forward.forward_pass; the static batch only: under load the steady state prices bf16 without overlap).
+    ep_imbalance: the busiest EP rank's routed tokens / the mean: a number >= 1 (None or 1: balanced routing),
+    "routing" (the measured routing skew, engine/expert_parallel.routing_imbalance) or "eplb" (with EPLB).
     prefix_hit: the cached share of every prompt (prefix caching, engine/prefix_cache.py; the static batch only:
     `simulate --prefix-hit` serves it under load).
     attention_sharding: heads (None, the default), batch or dp: how attention splits inside a TP group
@@ -214,6 +217,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     """
     input_len = int_arg(input_len, "input_len")
     ep_comm = check_ep_comm(ep_comm)
+    imb = check_ep_imbalance(ep_imbalance)
     output_len = int_arg(output_len, "output_len")
     hit = hit_rate(prefix_hit)
     load = None
@@ -253,14 +257,14 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
 
     P = count_params(m)
     sv = serve_batch(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve,
-                     ep_overlap=bool(ep_overlap), ep_comm=ep_comm)
+                     ep_overlap=bool(ep_overlap), ep_comm=ep_comm, ep_imbalance=imb)
     fits = batch >= 1 and bool(sv.fits)
     ttft, pre, ttft0 = sv.ttft_s, sv.prefill, None
     if hit:
         from tokenmath.engine.prefix_cache import ttft_with_hits   # noqa: I001 (heavy only when asked)
         ttft0 = _scalar(sv.ttft_s)
-        ttft, pre = ttft_with_hits(sv, m, hw, lay, prec, eff, input_len, hit, ep_overlap=bool(ep_overlap),
-                                   **({} if ep_comm == "bf16" else {"ep_comm": ep_comm}))
+        ttft, pre = ttft_with_hits(sv, m, hw, lay, prec, eff, input_len, hit,
+                                   **pass_options(imb, bool(ep_overlap), None, ep_comm))
         notes.append(f"prefix caching: {hit:g} of every prompt is cached ({int(np.floor(hit * input_len)):,} of "
                      f"{input_len:,} tokens): TTFT and $/Mtok input count the rest; decode and memory unchanged")
     sizes = dict(model=m, hardware=hw, layout=lay, precision=prec, efficiency=eff, batch=batch, input_len=input_len,

@@ -28,7 +28,7 @@ import numpy as np
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.expert_parallel import ep_dispatch_bytes
+from tokenmath.engine.expert_parallel import ep_dispatch_bytes, routing_imbalance
 from tokenmath.engine.memory import (activations_per_chip, chunk_tokens, kv_context, kv_per_chip, memory_per_chip,
                                      usable_bytes, weights_per_chip)
 from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
@@ -160,9 +160,15 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
     k, dm = m.experts_per_token, m.d_model
     links = links_for(hw)
 
+    def skew(p) -> float:
+        """The busiest of p EP ranks' routed tokens / the mean: the option, else the measured routing skew."""
+        if isinstance(imb, str):
+            return float(routing_imbalance(m, p, eplb=imb == "eplb"))
+        return float(imb)
+
     def a2a(p, h, group_span):
         T = math.ceil(batch / p)
-        payload = ep_dispatch_bytes(m, T) * imb
+        payload = ep_dispatch_bytes(m, T) * skew(p)
         bw = None if links is None else h.group_bw("all_to_all", min(group_span, h.scaleup_domain))
         where = span(p, p, h.scaleup_domain)          # p ranks laid from a domain boundary
         return float(2 * coll.all_to_all(payload, p, h, eff.link_bw, up_bw=bw, span=where)), T, payload
@@ -181,7 +187,7 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
                                       up_bw=None if links is None else hw.group_bw("all_to_all", half))) \
         if hw.scaleout_bw and d > 1 else None
     L = P.n_moe_layers
-    a2a_d = {"moe_layers": L, "top_k": k, "d_model": dm, "ep_imbalance": imb,
+    a2a_d = {"moe_layers": L, "top_k": k, "d_model": dm, "ep_imbalance": skew(d),
              "inside": {"ep": d, "tokens_per_rank": T_in, "payload_bytes_per_rank": pay_in, "per_layer_s": inside,
                         "per_decode_step_s": inside * L},
              "across": None if across is None else {"ep": p_out, "domains": int(span(p_out, p_out, d).domains),
@@ -231,5 +237,6 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
         notes.append(f"no layout of {n} chips holds batch {batch} at {context:,} tokens: lower --batch or add chips")
     return MoeReport(setup=su, chips=n, batch=batch, context=context, input_len=input_len, output_len=output_len,
                      fit=fit, all_to_all=a2a_d, capacity=capacity, rows=rows,
-                     options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap), "ep_comm": ep_comm},
+                     options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap),
+                              "ep_comm": ep_comm},
                      notes=tuple(notes))

@@ -162,7 +162,7 @@ class SpeculativeResult:
 
 def speculative(model, hardware, spec: Speculation, *, batches=(1,), chips=None, tp=None, ep=None, dp=None,
                 input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None,
-                reserve=None, ep_imbalance: float = 1.0, ep_overlap: bool = False) -> SpeculativeResult:
+                reserve=None, ep_imbalance=1.0, ep_overlap: bool = False) -> SpeculativeResult:
     """The plain and the speculative decode step of `model` on `hardware` at each batch in `batches`."""
     if not isinstance(spec, Speculation):
         raise InputError("speculation", "missing", "speculation(draft=..., k=..., acceptance=...) or mtp=K")
@@ -177,7 +177,7 @@ def speculative(model, hardware, spec: Speculation, *, batches=(1,), chips=None,
     ep_, dp_ = float(lay.ep), float(lay.dp)
     s = np.ceil(bs / (dp_ * ep_))
     opts = {}
-    if ep_imbalance != 1.0:
+    if isinstance(ep_imbalance, str) or ep_imbalance != 1.0:
         opts["ep_imbalance"] = ep_imbalance
     if ep_overlap:
         opts["ep_overlap"] = True

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tokenmath.analyses.setup import check_ep_imbalance
 from tokenmath.base import units as u
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg, pos_float
@@ -205,7 +206,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
           overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, schedule="1f1b",
           virtual_stages=None, balanced=False, flash=True, dropout=False, tp_overlap=False,
           pp_overlap=False, ep_comm="bf16", ep_overlap=False, act=None, adam_bytes=None, grad_bytes=None,
-          dualpipe=False) -> TrainResult:
+          dualpipe=False, ep_imbalance=None) -> TrainResult:
     """One training step of `global_batch_tokens` tokens (sequences of `seq_len`) on a layout of
     chips = tp x pp x dp x ep x cp; with `tokens`, the whole run (time, chip-hours, $, kWh).
 
@@ -238,6 +239,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     dtype = choice_arg(dtype, "dtype", TRAIN_DTYPES)
     schedule = choice_arg(schedule, "schedule", SCHEDULES)
     ep_comm = choice_arg(ep_comm, "ep_comm", EP_COMM)
+    imb = check_ep_imbalance(ep_imbalance)
     tokens = tokens_arg(tokens)
     recipe, grad_bytes = memory_recipe(dtype, act, adam_bytes, grad_bytes, dualpipe)
     lay = make_train_layout(m, hw, chips, tp, pp, dp, ep, cp)
@@ -258,7 +260,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
     kw = dict(seq_len=seq_len, micro_batch=micro_batch, global_batch_tokens=gbt, dtype=dtype, overlap=overlap,
               eff=eff, reserve=reserve, schedule=schedule, virtual_stages=v, balanced=bool(balanced),
               flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap), pp_overlap=bool(pp_overlap),
-              ep_comm=ep_comm, ep_overlap=bool(ep_overlap), recipe=recipe, grad_bytes=grad_bytes)
+              ep_comm=ep_comm, ep_overlap=bool(ep_overlap), recipe=recipe, grad_bytes=grad_bytes, ep_imbalance=imb)
     step = train_step(m, hw, lay, recompute=recompute, zero=zero, **kw)
     fits = bool(step.memory.fits)
     advice = [] if fits else _fit_advice(m, hw, lay, zero, recompute, kw)

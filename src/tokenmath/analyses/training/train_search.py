@@ -23,6 +23,7 @@ from tokenmath.analyses.training.train import (
     train,
     train_system,
 )
+from tokenmath.analyses.setup import check_ep_imbalance
 from tokenmath.base import units as u
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg
@@ -63,7 +64,8 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
            overlap=True, efficiency: Efficiency | None = None, reserve: float | None = None, top: int = 10,
            micro_batches=SEARCH_MICRO_BATCHES, recomputes=RECOMPUTE, zeros=SEARCH_ZERO, balanced=False,
            flash=True, dropout=False, tp_overlap=False, pp_overlap=False, ep_comm="bf16",
-           ep_overlap=False, act=None, adam_bytes=None, grad_bytes=None, dualpipe=False) -> SearchResult:
+           ep_overlap=False, act=None, adam_bytes=None, grad_bytes=None, dualpipe=False,
+           ep_imbalance=None) -> SearchResult:
     """The fastest layouts of `chips` chips that fit, best first (ranked by step time: at a fixed global batch
     that is time to train). TP: divisors of the heads (splitting or evenly replicating the KV heads) up to the
     scale-up domain; PP: divisors of the chips up to the layers; EP (MoE): divisors of the experts; DP: the rest;
@@ -79,6 +81,7 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     c = int_arg(1 if cp is None else cp, "cp", 1, 1_000_000)
     dtype = choice_arg(dtype, "dtype", TRAIN_DTYPES)
     ep_comm = choice_arg(ep_comm, "ep_comm", EP_COMM)
+    imb = check_ep_imbalance(ep_imbalance)
     tokens = tokens_arg(tokens)
     recipe, grad_b = memory_recipe(dtype, act, adam_bytes, grad_bytes, dualpipe)
     if seq_len % c:
@@ -118,7 +121,8 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
     st = train_step(m, hw, lay, seq_len=seq_len, micro_batch=a[4], global_batch_tokens=gbt, recompute=a[5],
                     zero=a[6], dtype=dtype, overlap=overlap, eff=eff, reserve=reserve, schedule=a[7],
                     virtual_stages=a[8], balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap,
-                    pp_overlap=pp_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, recipe=recipe, grad_bytes=grad_b)
+                    pp_overlap=pp_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, recipe=recipe, grad_bytes=grad_b,
+                    ep_imbalance=imb)
     fit = np.asarray(st.memory.total <= st.memory.usable)
     idx = np.nonzero(fit)[0]
     if not len(idx):
@@ -133,7 +137,7 @@ def search(model, system, *, chips, seq_len=4096, global_batch_tokens=4_194_304,
                   schedule=SCHEDULES[a[7][i]], virtual_stages=int(a[8][i]) if a[7][i] == 1 else None,
                   balanced=balanced, flash=flash, dropout=dropout, tp_overlap=tp_overlap, pp_overlap=pp_overlap,
                   ep_comm=ep_comm, ep_overlap=ep_overlap, act=recipe.act, adam_bytes=recipe.adam_bytes,
-                  grad_bytes=grad_b, dualpipe=recipe.dualpipe)
+                  grad_bytes=grad_b, dualpipe=recipe.dualpipe, ep_imbalance=imb)
             for i in order]
     notes = [f"{len(rows):,} layouts evaluated in one vectorized call; {len(idx):,} fit"]
     if c > 1:

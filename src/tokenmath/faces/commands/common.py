@@ -207,7 +207,12 @@ def attention_option(f=None, *, search: bool = False, default: str = "heads"):
 
 
 def ep_transport_options(f):
-    """--overlap-ep and --ep-comm: how a MoE's expert-parallel all-to-all runs (engine/expert_parallel.py)."""
+    """--overlap-ep, --ep-comm and --ep-imbalance: how a MoE's expert-parallel all-to-all runs and how evenly the
+    router loads its ranks (engine/expert_parallel.py)."""
+    f = click.option("--ep-imbalance", default="1", show_default=True,
+                     help="Busiest expert-parallel rank's routed tokens / the mean: a number >= 1 (1 = balanced), "
+                          "'routing' (the measured skew of DeepSeek-R1's router, ~1.2-2.6x from EP 4 to 72) or "
+                          "'eplb' (with redundant experts, ~1.1x).")(f)
     f = click.option("--overlap-ep", "ep_overlap", is_flag=True,
                      help="Overlap the EP all-to-all with compute (two micro-batches): only the part longer than "
                           "a layer's compute is exposed.")(f)

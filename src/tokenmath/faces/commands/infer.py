@@ -34,7 +34,8 @@ from tokenmath.faces.commands.whatif import whatif_options
 @output_options
 @guarded
 def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_len, concurrency, arrival_rate, weight_dtype,
-          kv_dtype, engine, ep_overlap, ep_comm, prefix_hit, attention_sharding, peak, uncalibrated, as_json, explain):
+          kv_dtype, engine, ep_overlap, ep_comm, ep_imbalance, prefix_hit, attention_sharding, peak, uncalibrated, as_json,
+          explain):
     """How fast and how expensive: prefill (TTFT), decode step, throughput, $/Mtok, memory, bottleneck."""
     from tokenmath.analyses.serving.infer import infer as run
     from tokenmath.specs.efficiency import PEAK
@@ -44,7 +45,7 @@ def infer(model, hardware, chips, tp, pp, ep, dp, cp, batch, input_len, output_l
     r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp, batch=batch, input_len=input_len,
             output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=eff, engine=engine,
             concurrency=concurrency, arrival_rate=arrival_rate, ep_overlap=ep_overlap, ep_comm=ep_comm,
-            prefix_hit=prefix_hit, attention_sharding=attention_sharding)
+            prefix_hit=prefix_hit, attention_sharding=attention_sharding, ep_imbalance=ep_imbalance)
     if as_json:
         emit_json(r.to_dict())
     elif explain:

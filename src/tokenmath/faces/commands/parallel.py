@@ -19,8 +19,6 @@ def _system_option(f):
 
 def _ep_options(f):
     f = ep_transport_options(f)
-    f = click.option("--ep-imbalance", type=float, default=1.0, show_default=True, callback=positive_float,
-                     help="Busiest expert-parallel rank's tokens / the mean (1.0 = perfectly balanced routing).")(f)
     return f
 
 

@@ -57,7 +57,8 @@ DEFAULT_CHIPS = 8
 @output_options
 @guarded
 def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, recompute, zero, dtype,
-          schedule, virtual_stages, balanced_stages, tp_comm_overlap, pp_comm_overlap, ep_overlap, ep_comm, tokens,
+          schedule, virtual_stages, balanced_stages, tp_comm_overlap, pp_comm_overlap, ep_overlap, ep_comm, ep_imbalance,
+          tokens,
           overlap, peak, do_search, as_json, explain, act_storage, adam_bytes, grad_bytes, dualpipe):
     """Training step time, MFU, memory per chip, and the time/cost/energy of a run; --search ranks layouts."""
     from tokenmath.analyses.training.train import train as run
@@ -73,7 +74,8 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
         r = search(model, system, chips=chips if chips is not None else _product(tp, pp, dp, ep, cp),
                    seq_len=seq_len, global_batch_tokens=global_batch_tokens, cp=cp, dtype=dtype, tokens=tokens,
                    overlap=overlap, efficiency=eff, balanced=balanced_stages, tp_overlap=tp_comm_overlap,
-                   pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, **mem)
+                   pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, ep_imbalance=ep_imbalance,
+                   **mem)
         if as_json:
             emit_json(r.to_dict())
         else:
@@ -85,7 +87,7 @@ def train(model, system, chips, tp, pp, dp, ep, cp, seq_len, global_batch_tokens
             global_batch_tokens=global_batch_tokens, micro_batch=micro_batch, recompute=recompute, zero=int(zero),
             dtype=dtype, tokens=tokens, overlap=overlap, efficiency=eff, schedule=schedule,
             virtual_stages=virtual_stages, balanced=balanced_stages, tp_overlap=tp_comm_overlap,
-            pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, **mem)
+            pp_overlap=pp_comm_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, ep_imbalance=ep_imbalance, **mem)
     if as_json:
         emit_json(r.to_dict())
     elif explain:
