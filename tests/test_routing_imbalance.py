@@ -66,6 +66,9 @@ def test_engine_charges_the_busiest_rank():
     # never faster than balanced; EPLB between the two; 1.0 given explicitly is the default
     assert bal.decode_step_s <= eplb.decode_step_s <= skew.decode_step_s
     assert bal.ttft_s < skew.ttft_s
+    # the answer says what it assumed
+    assert any(n.startswith("EP routing") and f"{f:.3g} x" in n for n in skew.notes)
+    assert not any(n.startswith("EP routing") for n in bal.notes)
     one = infer("deepseek-v3", "h200", ep_imbalance=1.0, **kw)
     assert one.decode_step_s == bal.decode_step_s
     # no expert parallelism: nothing to skew

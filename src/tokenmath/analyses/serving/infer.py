@@ -259,6 +259,13 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     sv = serve_batch(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve,
                      ep_overlap=bool(ep_overlap), ep_comm=ep_comm, ep_imbalance=imb)
     fits = batch >= 1 and bool(sv.fits)
+    if m.is_moe and int(lay.ep) > 1 and imb != 1.0:
+        from tokenmath.engine.expert_parallel import routing_imbalance
+        f = float(routing_imbalance(m, lay.ep, eplb=imb == "eplb")) if isinstance(imb, str) else float(imb)
+        how = {"routing": "the measured routing skew of DeepSeek-R1's router", "eplb": "routing skew with EPLB's "
+               "redundant experts"}.get(imb, "as given")
+        notes.append(f"EP routing: the busiest of {int(lay.ep)} ranks carries {f:.3g} x the mean routed tokens ({how}; "
+                     "its expert FLOPs, expert weights touched and all-to-all payload set the step)")
     ttft, pre, ttft0 = sv.ttft_s, sv.prefill, None
     if hit:
         from tokenmath.engine.prefix_cache import ttft_with_hits   # noqa: I001 (heavy only when asked)
