@@ -22,7 +22,8 @@ def mlperf_table(mv) -> None:
     for col in ("out tok", "measured", "band", "implied prompt", "held out", "pred/meas", "pure roofline"):
         t.add_column(col, justify="right")
     for r in rows:
-        band = f"{num(r['predicted_tokens_per_s_prompt_cap'])} - {num(r['predicted_tokens_per_s_prompt_1'])}"
+        band = (f"{num(r['predicted_tokens_per_s_prompt_cap'])} - {num(r['predicted_tokens_per_s_prompt_1'])}"
+                if r["input_cap"] else f"<= {num(r['predicted_tokens_per_s_prompt_1'])}")
         ratio = "-" if r["heldout_ratio"] is None else f"{r['heldout_ratio']:.2f}"
         t.add_row(r["id"], str(r["output_len"]), num(r["measured_tokens_per_s"]), band,
                   num(r["implied_prompt_tokens"]), num(r["heldout_predicted_tokens_per_s"]), ratio,
@@ -45,3 +46,6 @@ def mlperf_table(mv) -> None:
     c.print(f"MLPerf rows: {a['in_band']} of {a['rows']} inside their band, {a['above_band']} above it (pessimistic "
             f"whatever the prompts); predictions faster than the pure roofline: {len(d['faster_than_pure_roofline'])} "
             "(must be 0)")
+    for b in s["bound_only"]:
+        c.print(f"no published prompt cap, upper bound only: {b['id']} measured {num(b['measured'])} tokens/s, "
+                f"{num(b['bound_prompt_1'])} with 1-token prompts ({b['bound_over_measured']:.2f} x)")
