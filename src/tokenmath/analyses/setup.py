@@ -118,9 +118,7 @@ def check_ep_imbalance(ep_imbalance):
     try:
         imb = pos_float(float(ep_imbalance) if isinstance(ep_imbalance, str) else ep_imbalance, "ep_imbalance",
                         0.0, 1e3)
-    except ValueError:
-        raise InputError("ep_imbalance", f"{ep_imbalance!r} is not an imbalance", valid) from None
-    except InputError:
+    except (ValueError, InputError):
         raise InputError("ep_imbalance", f"{ep_imbalance!r} is not an imbalance", valid) from None
     if imb < 1.0:
         raise InputError("ep_imbalance", f"{imb:g} is below 1", valid)

@@ -146,6 +146,15 @@ def routing_imbalance(m: Model, ep, *, eplb: bool = False):
     return np.where(ep > 1, 1.0 + cv * expected_max_normal(ep), 1.0)
 
 
+def imbalance_factor(m: Model, ep, spec=1.0):
+    """The busiest EP rank's routed tokens / the mean for an ep_imbalance `spec` (arrays over ep): "routing" or
+    "eplb" (routing_imbalance), else the number given; 1 where ep = 1."""
+    ep = np.asarray(ep, float)
+    if isinstance(spec, str):
+        return routing_imbalance(m, ep, eplb=spec == "eplb")
+    return np.where(ep > 1, float(spec), 1.0)
+
+
 def alltoall_s(m: Model, hw, tokens, tp, ep, eff_link: float, *, imbalance=1.0, up_bw=None, span=None,
                comm: str = "bf16"):
     """Dispatch + combine time of one MoE layer (s) for a rank whose attention group holds `tokens` tokens; 0 where

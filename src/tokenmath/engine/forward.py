@@ -255,8 +255,7 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         add("ffn", P.n_dense_layers, 2 * P.dense_ffn_per_layer * T / tp,
             P.dense_ffn_per_layer * wb / tp + T * (2 * d + 2 * F / tp) * ab, pk_w, note="dense FFN",
             weights=P.dense_ffn_per_layer * wb / tp, kind="gemm", key=wkey, M=T, shapes=op_shapes(m, "ffn", tp))
-    imb = (xp.routing_imbalance(m, ep, eplb=ep_imbalance == "eplb") if ep_imbalance in ("routing", "eplb")
-           else np.where(ep > 1, float(ep_imbalance), 1.0))
+    imb = xp.imbalance_factor(m, ep, ep_imbalance)
     skewed = bool(np.any(imb != 1.0))
     imb_txt = (f"{float(np.max(imb)):.3g}" if np.ndim(imb) == 0 or np.ptp(imb) == 0
                else f"{float(np.min(imb)):.3g}-{float(np.max(imb)):.3g}")

@@ -65,16 +65,14 @@ def load_results(table: dict | None = None) -> list[dict]:
     return out
 
 
-def implied_prompt(row: dict, output_len: int, steps: int = 12) -> float | None:
-    """The prompt length (tokens, in [1, cap]) at which the predicted node throughput equals the measured one; None
-    where the measurement is above the 1-token prediction (no prompt explains it), the cap where it is below the
-    cap's prediction."""
+def implied_prompt(row: dict, output_len: int, hi: float | None, lo: float | None, steps: int = 12) -> float | None:
+    """The prompt length (tokens, in [1, cap]) at which the predicted node throughput equals the measured one, given
+    the predictions at 1 token (hi) and at the cap (lo); None without a cap or where the measurement is above hi
+    (no prompt explains it), the cap where it is below lo."""
     meas = float(row["tokens_per_s"])
     if "input_cap" not in row:
         return None
-    hi, _ = _node_throughput(row, 1, output_len)
     cap = int(row["input_cap"])
-    lo, _ = _node_throughput(row, cap, output_len)
     if hi is None or lo is None or meas > hi:
         return None
     if meas <= lo:
@@ -167,7 +165,7 @@ def check(row: dict) -> MLPerfCheck:
     lo = _node_throughput(row, int(row["input_cap"]), out)[0] if "input_cap" in row else None
     bound, _ = _node_throughput(row, 1, out, pure=True)
     return MLPerfCheck(row=row, output_len=out, predicted_high=hi, predicted_low=lo, pure_roofline=bound,
-                       layout_high=lay, implied_prompt=implied_prompt(row, out))
+                       layout_high=lay, implied_prompt=implied_prompt(row, out, hi, lo))
 
 
 def held_out(checks: list[MLPerfCheck]) -> list[MLPerfCheck]:

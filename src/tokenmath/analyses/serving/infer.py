@@ -260,8 +260,8 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
                      ep_overlap=bool(ep_overlap), ep_comm=ep_comm, ep_imbalance=imb)
     fits = batch >= 1 and bool(sv.fits)
     if m.is_moe and int(lay.ep) > 1 and imb != 1.0:
-        from tokenmath.engine.expert_parallel import routing_imbalance
-        f = float(routing_imbalance(m, lay.ep, eplb=imb == "eplb")) if isinstance(imb, str) else float(imb)
+        from tokenmath.engine.expert_parallel import imbalance_factor
+        f = float(imbalance_factor(m, lay.ep, imb))
         how = {"routing": "the measured routing skew of DeepSeek-R1's router", "eplb": "routing skew with EPLB's "
                "redundant experts"}.get(imb, "as given")
         notes.append(f"EP routing: the busiest of {int(lay.ep)} ranks carries {f:.3g} x the mean routed tokens ({how}; "

@@ -28,7 +28,7 @@ import numpy as np
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg
 from tokenmath.engine import collectives as coll
-from tokenmath.engine.expert_parallel import ep_dispatch_bytes, routing_imbalance
+from tokenmath.engine.expert_parallel import ep_dispatch_bytes, imbalance_factor
 from tokenmath.engine.memory import (activations_per_chip, chunk_tokens, kv_context, kv_per_chip, memory_per_chip,
                                      usable_bytes, weights_per_chip)
 from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
@@ -161,10 +161,8 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
     links = links_for(hw)
 
     def skew(p) -> float:
-        """The busiest of p EP ranks' routed tokens / the mean: the option, else the measured routing skew."""
-        if isinstance(imb, str):
-            return float(routing_imbalance(m, p, eplb=imb == "eplb"))
-        return float(imb)
+        """The busiest of p EP ranks' routed tokens / the mean under the --ep-imbalance option."""
+        return float(imbalance_factor(m, p, imb)) if isinstance(imb, str) else float(imb)
 
     def a2a(p, h, group_span):
         T = math.ceil(batch / p)
@@ -237,6 +235,5 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
         notes.append(f"no layout of {n} chips holds batch {batch} at {context:,} tokens: lower --batch or add chips")
     return MoeReport(setup=su, chips=n, batch=batch, context=context, input_len=input_len, output_len=output_len,
                      fit=fit, all_to_all=a2a_d, capacity=capacity, rows=rows,
-                     options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap),
-                              "ep_comm": ep_comm},
+                     options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap), "ep_comm": ep_comm},
                      notes=tuple(notes))

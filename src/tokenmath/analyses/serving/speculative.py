@@ -14,6 +14,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg
 from tokenmath.engine.economics import decode_cost_per_mtok, usd_per_s
 from tokenmath.engine.memory import memory_per_chip
+from tokenmath.engine.static_batch import pass_options
 from tokenmath.engine.forward import Precision
 from tokenmath.engine.speculative import (MTP_ACCEPTANCE, MTP_ACCEPTANCE_SOURCE, memory_with_draft, mtp_head,
                                           speculative_step)
@@ -176,11 +177,7 @@ def speculative(model, hardware, spec: Speculation, *, batches=(1,), chips=None,
     d, dprec = dr.model, dr.precision
     ep_, dp_ = float(lay.ep), float(lay.dp)
     s = np.ceil(bs / (dp_ * ep_))
-    opts = {}
-    if isinstance(ep_imbalance, str) or ep_imbalance != 1.0:
-        opts["ep_imbalance"] = ep_imbalance
-    if ep_overlap:
-        opts["ep_overlap"] = True
+    opts = pass_options(ep_imbalance, bool(ep_overlap))
     if ep_ > 1:
         opts["stage_seqs"] = np.minimum(ep_ * s, np.ceil(bs / dp_))
     st = speculative_step(m, d, hw, lay, prec, dprec, eff, s, input_len, output_len, spec.k, spec.acceptance,

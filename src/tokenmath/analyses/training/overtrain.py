@@ -92,9 +92,12 @@ class _Costs:
         self.nodes: dict[float, ServingCost] = {}
 
     def add_node(self, N: float) -> ServingCost:
+        """An engine run at N: its serving, and its training where the training engine prices training."""
         if N not in self.nodes:
             self.nodes[N] = serve_cost(N, self.hw, self.min_tps, self.input_len, self.output_len,
                                        self.weight_dtype, self.kv_dtype)
+        if self.training is not None:
+            self.training.add_node(N)
         return self.nodes[N]
 
     def per_token(self, N):
@@ -257,9 +260,6 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
             for N in np.geomspace(e_lo, hi, engine_points):
                 c.add_node(float(N))
             c.add_node(n_chin)
-    if training is not None:
-        for N in [*np.geomspace(max(lo, MIN_ENGINE_PARAMS), hi, engine_points), n_chin]:
-            training.add_node(float(N))
         if e_lo > lo:
             notes.append(f"the engine prices models from {e_lo:,.3g} parameters up (smaller ones are mostly "
                          f"{VOCAB:,}-token embeddings); the search starts there")
@@ -296,15 +296,12 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
         # share one cost curve, so the comparisons between them are exact.
         for _ in range(12):
             new_nodes = [float(grid[argmin(*sp)]) for sp in splits]
-            new_nodes = [n for n in new_nodes if any(n not in c.nodes for c in all_costs)
-                         or (training is not None and n not in training.nodes)]
+            new_nodes = [n for n in new_nodes if any(n not in c.nodes for c in all_costs)]
             if not new_nodes:
                 break
             for n in new_nodes:
                 for c in all_costs:
                     c.add_node(n)
-                if training is not None:
-                    training.add_node(n)
 
     def with_rl(p: Point, dr) -> Point:
         t = rl_terms(p.params, dr)
@@ -353,8 +350,7 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     else:
         notes.append("FLOP-only: 2N FLOPs per inference token at the training MFU (Sardana et al. 2023)")
     if training is not None:
-        t = training.nodes[opt.params] if opt.params in training.nodes else None
-        mfu = t.mfu if t is not None else float("nan")
+        mfu = opt.training.mfu if opt.training is not None else float("nan")
         usd_per_flop = float(costs.flop_usd(opt.params))
         notes.append(f"training from the training engine (each size's fastest layout on a cluster that ends its run "
                      f"within {train_days:g} days, batches of max(1024, chips / 8) sequences of 4,096 tokens); "
@@ -363,5 +359,6 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
                            rl_rollout_tokens=D_rl, input_output_ratio=ratio, flop_only=flop_only, hardware=hw,
                            mfu=mfu, min_tokens_per_s_per_user=min_tps, input_len=input_len, output_len=output_len,
                            usd_per_flop=usd_per_flop, train_days=train_days,
-                           training_nodes=[] if training is None else [training.nodes[k] for k in sorted(training.nodes)], optimum=opt, chinchilla=chin, params_min=n_min, curve=curve,
+                           training_nodes=[] if training is None else [training.nodes[k] for k in sorted(training.nodes)],
+                           optimum=opt, chinchilla=chin, params_min=n_min, curve=curve,
                            nodes=_unique_arch(list(costs.nodes.values())), demand_sweep=sweep, notes=notes, rl=rl)
