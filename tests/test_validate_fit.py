@@ -56,6 +56,13 @@ def test_small_or_single_source_family_takes_the_all_rows_value():
     bw = FLAT[1]
     assert f.value_for(bw, amd[0]) == f.value_for(bw, tpu[0]) == f.values[("memory_bw", "_all")].value
     assert f.value_for(bw, big[0]) == pytest.approx(0.7)
+    # searched on vs decided: the all-rows value is searched on all 7 + 3 + 6 = 16 rows but decides only the 9 AMD and
+    # TPU rows (their family has no value of its own), from sources a0, a1, a2 and t; the NVIDIA family's decides its
+    # 7 rows from s0 and s1
+    al, nv = f.values[("memory_bw", "_all")], f.values[("memory_bw", "nvidia-datacenter")]
+    assert (al.rows, al.decides_rows, al.decides_sources) == (16, 9, 4)
+    assert (nv.rows, nv.decides_rows, nv.decides_sources) == (7, 7, 2)
+    assert al.to_dict()["decides_rows"] == 9
 
 
 def test_a_value_at_its_bound_is_reported_as_physics_missing():

@@ -20,6 +20,36 @@ def add_id_column(t, header: str, ids) -> None:
     t.add_column(header, min_width=width, overflow="fold")
 
 
+def count_cell(v) -> str:
+    """A count or a throughput with thousands separators, "-" for None."""
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def ratio_cell(v) -> str:
+    """A predicted / measured ratio to two decimals, "-" for None."""
+    return "-" if v is None else f"{v:.2f}"
+
+
+def pct_cell(v) -> str:
+    """A fraction as a whole percentage, "-" for None."""
+    return "-" if v is None else f"{v:.0%}"
+
+
+def held_out_medians(title: str, summary: dict, groupings, second: tuple[str, str], ratio_key: str, ape_key: str):
+    """The closing table of a held-out section: per group of each grouping (and "all"), its rows, a second count
+    (second = (header, key)), the median predicted / measured and the median |error|."""
+    from rich.table import Table
+    t = Table(title=title)
+    for col in ("group", "rows", second[0], "median ratio", "median |error|"):
+        t.add_column(col)
+    cells = lambda x: (str(x["rows"]), str(x[second[1]]), ratio_cell(x[ratio_key]), pct_cell(x[ape_key]))  # noqa: E731
+    for grouping in groupings:
+        for g, x in summary[grouping].items():
+            t.add_row(f"{grouping}: {g}", *cells(x))
+    t.add_row("all", *cells(summary["all"]))
+    return t
+
+
 def print_table(c, t) -> None:
     """Print t on console c at the terminal's width, or wider when its id columns need more (lines then run past the
     edge rather than losing the end of an id or a column)."""
@@ -195,7 +225,7 @@ def validation_table(v, other=None) -> None:
     other: the same for a set it is compared with, e.g. the flat per-family fit)."""
     from rich.table import Table
     c = _console()
-    pct = lambda y: f"{y:.0%}" if y is not None else "-"  # noqa: E731
+    pct = pct_cell
     t = Table(title=f"Predicted vs published measurements (model {v.model.name!r})")
     add_id_column(t, "id", [d["id"] for d in v.rows() if "skipped" not in d])
     for col in ("regime", "metric", "measured", "pure roofline", "defaults", "LOSO", "err", "LORO", "err", "flag"):
@@ -228,11 +258,14 @@ def validation_table(v, other=None) -> None:
         for r in f["rows"]:
             c.print(f"  [red]{r['id']}[/]: {r['prediction']} {r['value']:.4g} vs bound {r['pure_roofline']:.4g}")
         t3 = Table(title=f"Fitted parameters, model {w.model.name!r} (in-sample fit on {s['rows']['scored']} rows)")
-        for col in ("parameter", "group", "value", "bounds", "rows", "edge"):
+        for col in ("parameter", "group", "value", "bounds", "rows", "decides", "edge"):
             t3.add_column(col)
         for d in w.parameters():
             t3.add_row(d["name"], d["group"], f"{d['value']:.4g}", f"{d['bounds'][0]:.4g} - {d['bounds'][1]:.4g}",
-                       str(d["rows"]), f"[red]{d['at_edge']} bound: physics missing[/]" if d["at_edge"] else "")
+                       str(d["rows"]), f"{d['decides_rows']} ({d['decides_sources']} src)",
+                       f"[red]{d['at_edge']} bound: physics missing[/]" if d["at_edge"] else "")
+        c.print("rows: the rows the value was searched on; decides: the rows whose prediction takes it (no more "
+                "specific group holds one for them) and their sources")
         c.print(t3)
     s = v.summary()
     if s["measured_beats_pure_roofline"]:

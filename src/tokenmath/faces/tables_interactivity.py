@@ -2,7 +2,7 @@
 (analyses/calibration/interactivity.py), built from its result only."""
 from __future__ import annotations
 
-from tokenmath.faces.tables import add_id_column, print_table
+from tokenmath.faces.tables import add_id_column, count_cell as num, held_out_medians, print_table
 
 
 def interactivity_table(iv) -> None:
@@ -13,7 +13,6 @@ def interactivity_table(iv) -> None:
     c = Console()
     d = iv.to_dict()
     rows, s = d["rows"], d["summary"]
-    num = lambda v: "-" if v is None else f"{v:,.0f}"                      # noqa: E731
     t = Table(title="Held out: interactivity curves, not fitted (InferenceX pages; throughput per GPU at the "
                     "stated tok/s/user, input + output tokens as published; envelope over layouts of 1-8 chips)")
     add_id_column(t, "id", [r["id"] for r in rows])
@@ -26,18 +25,9 @@ def interactivity_table(iv) -> None:
                   num(r["measured"]), num(r["predicted"]), ratio, num(r["pure_roofline"]),
                   (r["layout"] or "-").replace(" pp=1", "").replace(" dp=1", ""))
     print_table(c, t)
-    fmt = lambda x: "-" if x is None else f"{x:.2f}"                       # noqa: E731
-    pct = lambda x: "-" if x is None else f"{x:.0%}"                        # noqa: E731
-    t2 = Table(title="Interactivity curves: median predicted / measured (> 1: tokenmath optimistic) and median "
-                     "|error|, reachable rows")
-    for col in ("group", "rows", "reachable", "median ratio", "median |error|"):
-        t2.add_column(col)
-    for grouping in ("vendor", "moe", "engine"):
-        for g, x in s[grouping].items():
-            t2.add_row(f"{grouping}: {g}", str(x["rows"]), str(x["reachable"]), fmt(x["median_ratio"]),
-                       pct(x["median_ape"]))
-    a = s["all"]
-    t2.add_row("all", str(a["rows"]), str(a["reachable"]), fmt(a["median_ratio"]), pct(a["median_ape"]))
+    t2 = held_out_medians("Interactivity curves: median predicted / measured (> 1: tokenmath optimistic) and median "
+                          "|error|, reachable rows", s, ("vendor", "moe", "engine"), ("reachable", "reachable"),
+                          "median_ratio", "median_ape")
     c.print(t2)
     c.print(f"interactivity rows: {s['unreachable']} not predicted ({len(s['does_not_fit'])} do not fit on 1-8 chips, "
             f"the others too fast per user for any layout); predictions faster than the pure roofline: "

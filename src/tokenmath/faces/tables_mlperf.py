@@ -2,7 +2,7 @@
 (analyses/calibration/mlperf.py), built from its result only."""
 from __future__ import annotations
 
-from tokenmath.faces.tables import add_id_column, print_table
+from tokenmath.faces.tables import add_id_column, count_cell as num, held_out_medians, ratio_cell, print_table
 
 
 def mlperf_table(mv) -> None:
@@ -14,7 +14,6 @@ def mlperf_table(mv) -> None:
     c = Console()
     d = mv.to_dict()
     rows, s = d["rows"], d["summary"]
-    num = lambda v: "-" if v is None else f"{v:,.0f}"                      # noqa: E731
     t = Table(title="Held out: MLPerf Inference Offline, one 8-accelerator node, not fitted (output tokens/s; band = "
                     "prompts of 1 token .. at the dataset's cap; held out = predicted at the prompt the OTHER systems "
                     "of the benchmark imply)")
@@ -24,24 +23,15 @@ def mlperf_table(mv) -> None:
     for r in rows:
         band = (f"{num(r['predicted_tokens_per_s_prompt_cap'])} - {num(r['predicted_tokens_per_s_prompt_1'])}"
                 if r["input_cap"] else f"<= {num(r['predicted_tokens_per_s_prompt_1'])}")
-        ratio = "-" if r["heldout_ratio"] is None else f"{r['heldout_ratio']:.2f}"
+        ratio = ratio_cell(r["heldout_ratio"])
         t.add_row(r["id"], str(r["output_len"]), num(r["measured_tokens_per_s"]), band,
                   num(r["implied_prompt_tokens"]), num(r["heldout_predicted_tokens_per_s"]), ratio,
                   num(r["pure_roofline_tokens_per_s"]))
     print_table(c, t)
-    fmt = lambda x: "-" if x is None else f"{x:.2f}"                       # noqa: E731
-    pct = lambda x: "-" if x is None else f"{x:.0%}"                        # noqa: E731
-    t2 = Table(title="MLPerf Offline held out: median predicted / measured (> 1: tokenmath optimistic) and median "
-                     "|error|")
-    for col in ("group", "rows", "in band", "median ratio", "median |error|"):
-        t2.add_column(col)
-    for grouping in ("vendor", "moe"):
-        for g, x in s[grouping].items():
-            t2.add_row(f"{grouping}: {g}", str(x["rows"]), str(x["in_band"]), fmt(x["median_heldout_ratio"]),
-                       pct(x["median_heldout_abs_error"]))
     a = s["all"]
-    t2.add_row("all", str(a["rows"]), str(a["in_band"]), fmt(a["median_heldout_ratio"]),
-               pct(a["median_heldout_abs_error"]))
+    t2 = held_out_medians("MLPerf Offline held out: median predicted / measured (> 1: tokenmath optimistic) and "
+                          "median |error|", s, ("vendor", "moe"), ("in band", "in_band"), "median_heldout_ratio",
+                          "median_heldout_abs_error")
     c.print(t2)
     c.print(f"MLPerf rows: {a['in_band']} of {a['rows']} inside their band, {a['above_band']} above it (pessimistic "
             f"whatever the prompts); predictions faster than the pure roofline: {len(d['faster_than_pure_roofline'])} "
