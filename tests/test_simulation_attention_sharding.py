@@ -37,22 +37,26 @@ def test_heads_is_bit_identical_to_before():
     with fitted residuals and vLLM's fitted per-step CPU). The old figures came from the flat per-family fit, which
     was re-fitted in the same change, so no explicit efficiency reproduces them; the heads path itself is unchanged.
     Fixed lengths (1,024 in, 256 out; 512 / 64 below), so the closed form's prompt averaging (prompt_totals) is the
-    mean itself: these moved with the efficiency alone (e.g. 70B at one user: 74.9 -> 82.7 tok/s)."""
+    mean itself: these moved with the efficiency alone (e.g. 70B at one user: 74.9 -> 82.7 tok/s). Re-recorded when
+    the closed form began passing a step's prompt count (not its tokens over the mean prompt) as its chunks, for
+    attention data-parallel's whole prompts (the points whose steps cap the prompt tokens moved by ~4e-11), and again
+    when the residuals were re-fitted with max-load rows priced under attention data-parallel (NVIDIA datacenter
+    bandwidth x0.9 -> x0.8: 70B at one user 82.7 -> 77.6 tok/s)."""
     ss = steady_state("llama-3.1-70b", "h100-sxm", chips=8, concurrency=[1, 16, 128])
     assert [(p.output_tokens_per_s, p.ttft_s, p.tpot_s) for p in ss.points] == [
-        (82.70238012277724, 0.05252653864157774, 0.01193279976670706),
-        (1040.6158918643287, 0.06181436545374129, 0.015193396791655772),
-        (3217.2611613610966, 0.0866051884676164, 0.03960178623349328)]
+        (77.55979150461239, 0.052909662244109826, 0.012736157263666711),
+        (987.7734696679149, 0.06226155754661054, 0.01601740467736552),
+        (3135.6087998317857, 0.08750879611603976, 0.04063833122077344)]
     heads = steady_state("llama-3.1-70b", "h100-sxm", chips=8, concurrency=[1, 16, 128], attention_sharding="heads")
     assert heads.to_dict() == ss.to_dict()
     ss = steady_state("deepseek-v3", "h200", chips=8, tp=8, concurrency=[1, 64], weight_dtype="fp8")
     assert [(p.output_tokens_per_s, p.ttft_s, p.tpot_s) for p in ss.points] == [
-        (140.55969758728423, 0.05035454894577287, 0.006944739727986972),
-        (1784.1335893917997, 0.06528583805142239, 0.035756403964414755)]
+        (138.9506182704608, 0.054161542299654294, 0.007012518911691366),
+        (1716.2693837211418, 0.06883198080691053, 0.03716649002958052)]
     kw = dict(chips=2, tp=2, concurrency=16, requests=200, input_len=512, output_len=64)
     r = tokenmath.simulate("llama-3.1-8b", "h100-sxm", **kw)
     assert (r.output_tokens_per_s, r.ttft_s.mean, r.tpot_s.mean, r.itl_s.p99) == (
-        2268.334395900503, 0.1187157666784125, 0.00504514037466895, 0.005050661604757386)
+        2148.461078939744, 0.11932780893492254, 0.005420588547615712, 0.005426741677242978)
     h = tokenmath.simulate("llama-3.1-8b", "h100-sxm", attention_sharding="heads", **kw)
     assert h.to_dict() == r.to_dict()
 

@@ -75,7 +75,7 @@ def test_closed_loop_metrics_by_littles_law():
     users and the same 4 running, the other 4 queue one cycle: TTFT 0.6 + 3 = 3.6 s, end-to-end 8 x 3 / 4 = 6 s."""
     from types import SimpleNamespace
     from tokenmath.analyses.calibration.predict import metric_function
-    r = SimpleNamespace(batch=4, input_len=100, output_len=10, chips=1)
+    r = SimpleNamespace(batch=4, input_len=100, output_len=10, chips=1, layout=SimpleNamespace(tp=1, pp=1, ep=1, dp=1))
     row = {"load": "concurrency", "concurrency": 4}
     f = lambda metric, n=4: metric_function(r, {**row, "metric": metric, "concurrency": n})(2.0, 0.1)   # noqa: E731
     assert f("output_tokens_per_s") == pytest.approx(40 / 3)

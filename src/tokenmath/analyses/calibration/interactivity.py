@@ -180,6 +180,58 @@ def curves(model: str, hardware: str, weight_dtype, kv_dtype, input_len: int, ou
     return tuple(found), notes
 
 
+# models whose published sweeps include disaggregated prefill / decode deployments: InferenceX's multi-node
+# DeepSeek-R1 recipes (github.com/SemiAnalysisAI/InferenceX, benchmarks/multi_node/dsr1_fp8_mi300x_sglang-disagg.sh,
+# dsr1_fp8_mi325x_sglang-disagg.sh, dsr1_fp8_mi355x_sglang-disagg.sh, and srt-slurm-recipes/dsr1/sglang/
+# {b200,gb200,gb300,h100,h200}-{fp8,fp4}/{1k1k,8k1k}/disagg in the repository's history); gpt-oss has one GB200 recipe
+# (gptoss_fp4_gb200_dynamo-trt.sh) and no GB200 row here; Llama 3.3 70B none
+DISAGGREGATED_SWEEPS = ("deepseek-v3",)
+PROMPT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+
+
+@lru_cache(maxsize=64)
+def disaggregated_curves(model: str, hardware: str, weight_dtype, kv_dtype, input_len: int, output_len: int,
+                         engine: str, basis: str, lowest: float) -> tuple[Curve, ...]:
+    """Curves of disaggregated deployments: for each decode layout of CHIP_COUNTS chips, its decode-only steps at
+    batches 1, 2, 4, ... (no prefill in them: the static batch's decode step at the mean context) with the prefill
+    chips their prompts need at the best prompt tokens/s per chip of any layout and prompt batch
+    (plan_disaggregated.output_per_chip); each traced until below `lowest` tok/s/user or the batch no longer fits."""
+    from tokenmath.analyses.serving.grid import evaluate
+    from tokenmath.analyses.serving.plan_disaggregated import output_per_chip
+    kw = {"efficiency": PEAK} if basis == "pure" else ({"efficiency": DEFAULT} if basis == "kernel" else {})
+    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine, **kw)
+    if basis == "pure":
+        su = replace(su, efficiency=replace(su.efficiency, engine=_pure_engine(su)))
+    lays = [tuple(int(v) for v in t[:4]) for n in CHIP_COUNTS
+            for t in layouts_for(su.model, n, allow_pp=False, max_tp=su.hardware.scaleup_domain)
+            if int(t[1]) == 1 and int(t[3]) == 1]
+    if not lays:
+        return ()
+    pg = evaluate(su, lays, np.array(PROMPT_BATCHES, float), input_len, 1)
+    pre = np.where(pg.fits, pg.batch * input_len / pg.ttft_s / pg.chips, 0.0)
+    p_best = float(np.max(pre))
+    if p_best <= 0:
+        return ()
+    batches = 2.0 ** np.arange(0, int(math.log2(MAX_CONCURRENCY)) + 1)
+    g = evaluate(su, lays, batches, input_len, output_len)
+    out = []
+    for i, t in enumerate(lays):
+        cs, xs, ys = [], [], []
+        for j, b in enumerate(batches):
+            if not g.fits[i, j] or b > g.max_batch[i, j]:
+                break
+            x = float(g.tokens_per_s_per_user[i, j])
+            cs.append(int(b))
+            xs.append(x)
+            ys.append(float(output_per_chip(b / g.step_s[i, j] / g.chips[i, 0], p_best, input_len, output_len)))
+            if x < lowest:
+                break
+        if cs:
+            tp, pp, ep, dp = t
+            out.append(Curve(f"disaggregated, decode tp={tp} ep={ep}", tp * ep, tuple(cs), tuple(xs), tuple(ys)))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class PointPrediction:
     row: dict
@@ -257,10 +309,15 @@ def predict_point(row: dict, lowest: float | None = None, with_roofline: bool = 
     key = (row["model"], row["hardware"], row.get("weight_dtype"), row.get("kv_dtype"), I, O, eng)
     low = row["interactivity"] if lowest is None else lowest
     got, notes = curves(*key, basis, low)
+    disagg = row["model"] in DISAGGREGATED_SWEEPS
+    if disagg:        # the published sweep ran disaggregated deployments too: they join the envelope
+        got = got + disaggregated_curves(*key, basis, low)
     y, lay = envelope(got, row["interactivity"])
     pk = None
     if with_roofline:
         pk_curves, _ = curves(*key, "pure", low)
+        if disagg:
+            pk_curves = pk_curves + disaggregated_curves(*key, "pure", low)
         pk, _ = envelope(pk_curves, row["interactivity"])
     conv = lambda v: None if v is None else v / share      # noqa: E731  output tok/s per chip -> the row's unit
     n = list(notes)

@@ -76,9 +76,35 @@ def source_key(row) -> str:
 def metric_function(r, row) -> Callable:
     """(ttft, decode step) -> the row's inference metric, for a result `r` with batch, input_len, output_len, chips.
     ttft is the static batch's (all B prompts), the step its decode step; rows measured at a concurrency go through
-    `closed_loop_function`."""
+    `closed_loop_function`; rows at max load (continuous batching) stretch the prefill by attention_dp_stretch."""
     if row.get("load") == "concurrency":
         return closed_loop_function(r, row)
+    if row.get("load") == "max":        # served by continuous batching: prompts prefilled whole on one group
+        stretch = attention_dp_stretch(r)
+        f = _static_metric(r, row)
+        return lambda t, s: f(t * stretch, s)
+    return _static_metric(r, row)
+
+
+def attention_dp_stretch(r) -> float:
+    """Factor on a continuously batched cycle's prefill time under attention data-parallel over ep groups: each
+    prompt is prefilled whole on one group and the EP all-to-all makes every group wait for the busiest, so the
+    data-parallel ops of the prefill (all but the experts' side, step_geometry.EXPERT_SIDE_OPS) take
+    busiest_prefill_factor(prompts admitted per step = B / output_len per replica, ep) x their balanced time, as the
+    simulator's steps price them (step_cost.py). 1 without attention data-parallel."""
+    from tokenmath.analyses.serving.simulation.step_geometry import EXPERT_SIDE_OPS, busiest_prefill_factor
+    lay = r.layout
+    a = int(lay.ep)
+    if a <= 1 or int(lay.pp) > 1:
+        return 1.0
+    ops = r.batch_cost.prefill.ops
+    total = sum(float(np.sum(op.total_s)) for op in ops.values())
+    dp_side = sum(float(np.sum(op.total_s)) for k, op in ops.items() if k not in EXPERT_SIDE_OPS)
+    f = busiest_prefill_factor(r.batch / int(lay.dp) / max(r.output_len, 1), a)
+    return 1.0 + (f - 1.0) * (dp_side / total if total > 0 else 0.0)
+
+
+def _static_metric(r, row) -> Callable:
     B, Li, Lo = r.batch, r.input_len, r.output_len
     scale = row.get("value_per_chips", r.chips) / r.chips
     m = row["metric"]
@@ -103,7 +129,8 @@ def closed_loop_function(r, row) -> Callable:
     batch of the B sequences the engine runs (B = N when they fit, else the largest batch that does; the others
     queue). Over one cycle the B running requests are prefilled once each and decode Lo tokens, so the cycle lasts
     what the static batch takes, ttft + Lo x step, whether prefills run as steps of their own or as chunks mixed
-    into decode steps (the same work); by Little's law (requests in the system = throughput x time in it):
+    into decode steps (the same work; under attention data-parallel the prefill is stretched by attention_dp_stretch,
+    each prompt whole on one group); by Little's law (requests in the system = throughput x time in it):
       output tokens/s = B Lo / cycle;  time between one request's tokens (ITL) = cycle / Lo;
       end-to-end = N cycle / B;  TTFT = its own prompt's prefill (ttft / B) + the step that carries it
       (step) + the queue wait (N / B - 1) cycle.
@@ -113,13 +140,14 @@ def closed_loop_function(r, row) -> Callable:
     N = max(int(row.get("concurrency", row.get("batch", B)) or B), B)
     scale = row.get("value_per_chips", r.chips) / r.chips
     m = row["metric"]
-    cycle = lambda t, s: t + Lo * s                 # noqa: E731
+    stretch = attention_dp_stretch(r)
+    cycle = lambda t, s: t * stretch + Lo * s       # noqa: E731
     table = {
         "output_tokens_per_s": lambda t, s: B * Lo / cycle(t, s) * scale,
         "total_tokens_per_s": lambda t, s: B * (r.input_len + Lo) / cycle(t, s) * scale,
         "output_tokens_per_s_per_user": lambda t, s: Lo / cycle(t, s),
         "decode_step_s": lambda t, s: cycle(t, s) / Lo,
-        "ttft_s": lambda t, s: t / B + s + (N / B - 1) * cycle(t, s),
+        "ttft_s": lambda t, s: t * stretch / B + s + (N / B - 1) * cycle(t, s),
         "e2e_latency_s": lambda t, s: N * cycle(t, s) / B,
     }
     if m not in table:

@@ -18,6 +18,14 @@ from tokenmath.analyses.setup import Setup, fmt_layout
 from tokenmath.analyses.serving.grid import Grid, evaluate, point
 
 
+def output_per_chip(decode_per_chip, prefill_per_chip, input_len: int, output_len: int):
+    """Output tokens/s per chip of a disaggregated deployment (arrays broadcast): decode chips at `decode_per_chip`
+    output tokens/s each, plus the prefill chips their prompts need, input_len / output_len prompt tokens per output
+    token at `prefill_per_chip` prompt tokens/s each: 1 / (1 / d + (I / O) / p) (KV transfer time left out)."""
+    d, p = np.asarray(decode_per_chip, float), np.asarray(prefill_per_chip, float)
+    return 1.0 / (1.0 / d + (input_len / output_len) / p)
+
+
 def disaggregate(su: Setup, n: int, lays, g: Grid, B, input_len: int, output_len: int, ttft_s: float | None,
                  tps_user: float | None, opts: dict, colocated: dict) -> dict:
     """Size the two pools for the traffic of `n` decode chips. g: the colocated grid over layouts `lays` and

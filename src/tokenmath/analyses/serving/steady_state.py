@@ -182,21 +182,25 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
     B = float(rep.budget)
     chips = int(rep.su.layout.chips)
 
-    def tau(n_d, m, chunk=None):
-        """A step of n_d decodes and m prompts' worth of prefill (chunk: tokens of prefill when capped)."""
+    def tau(n_d, m, chunk=None, count=None):
+        """A step of n_d decodes and m prompts' worth of prefill (chunk: tokens of prefill when capped; count: the
+        prompts they belong to, when known: each is prefilled whole on one attention group, step_cost.py)."""
         t_p = m * i1 if chunk is None else chunk
         if t_p <= 0 and n_d <= 0:
             return 0.0
         pairs, read, j = _prompt_terms(i1, i2, max(B - n_d, 1.0))
         frac = t_p / i1 if i1 else 0.0
-        return cost.step_s(n_d, n_d * keys, t_p, frac * j if t_p > 0 else 0.0, frac * pairs, frac * pairs,
-                           frac * read, frac * read)
+        chunks = (frac if count is None else count) * j if t_p > 0 else 0.0
+        return cost.step_s(n_d, n_d * keys, t_p, chunks, frac * pairs, frac * pairs, frac * read, frac * read)
 
     def tau_m(n_d, m, room=math.inf):
-        """tau's mean over the whole prompt tokens of m prompts (prompt_totals), at most `room` of them this step."""
+        """tau's mean over the whole prompt tokens of m prompts (prompt_totals), at most `room` of them this step
+        (the prompts it reaches: ceil(m room / total))."""
         if not m:
             return tau(n_d, 0)
-        return float(np.mean([tau(n_d, 0, chunk=min(x, room)) for x in prompt_totals(inp, m)]))
+        return float(np.mean([tau(n_d, 0, chunk=min(x, room),
+                                  count=float(m if x <= room else max(math.ceil(m * room / x), 1)))
+                              for x in prompt_totals(inp, m)]))
 
     if policy is PrefillFirst:
         r = c_run / ds if ds > 1e-9 else c_run

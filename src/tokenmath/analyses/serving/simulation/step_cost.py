@@ -37,7 +37,10 @@ pp stages over M = min(pp, sequences per group) micro-batches, each pass followe
 static_batch does for decode). The step waits on the busiest pass, which holds whole tokens: ceil(T / passes) token
 rows and ceil(S / passes) sequences (its GEMMs, lm_head rows, graphs and CPU; step_geometry.busiest, as static_batch
 takes ceil(batch / groups)), while attention takes the mean share of the step's decodes and chunks (its tables are
-linear in them). Context parallelism is not simulated.
+linear in them). Context parallelism is not simulated. Prefill under attention data-parallel (ep > 1, no pp): a
+prompt is prefilled whole on one group, so the busiest group holds step_geometry.prefill_holder's chunks (at most
+its table's tokens) and every op but the experts' side (EXPERT_SIDE_OPS, pooled by the all-to-all: even share)
+runs at its tokens; TensorRT-LLM tech blog 10 measured this imbalance (DeepSeek-V3, 8 GB200, DEP8). Not for drafts.
 Attention sharded over the batch (Layout.attn batch / dp; engine/forward.py): the fullest rank of a TP group runs the
 core for ceil(S / tp) of a kernel's S sequences, whole heads, its own KV. The tables' pair and cached-token slopes
 are one sequence's (seqs = 1: whole heads, whole KV), so each kernel's pairs and reads are scaled by
@@ -48,6 +51,8 @@ prices the same step (`direct`); heads keeps share = 1 and the arithmetic of bef
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tokenmath.base.errors import InputError
@@ -56,7 +61,8 @@ from tokenmath.engine.forward import ACT_BYTES, forward_pass
 from tokenmath.engine.static_batch import engine_step, kernels_of, launch_time_s
 from tokenmath.mapping.placement import place
 from tokenmath.analyses.serving.simulation.step_geometry import (  # noqa: F401  (chunk_geometry: callers import it here)
-    ATTENTION_OPS, CONTEXT_OPS, PROBE, as_floats, attention_op, busiest, capped_share, chunk_geometry)
+    ATTENTION_OPS, CONTEXT_OPS, EXPERT_SIDE_OPS, PROBE, as_floats, attention_op, busiest, capped_share, chunk_geometry,
+    interpolate_at as _at, prefill_holder)
 from tokenmath.analyses.serving.simulation.verify_steps import SpeculativeSteps
 
 MAX_TABLE = 1 << 20          # tokens per pass the tables cover at most
@@ -81,6 +87,10 @@ class StepCost(SpeculativeSteps):
         self.groups = int(lay.dp * lay.ep)
         self.pp = int(lay.pp)
         self.tp = int(lay.tp)
+        # attention groups the EP all-to-all synchronises (attention data-parallel over ep): a prompt is prefilled on
+        # one of them, so a step waits on the group that holds the most prefill (step_geometry.prefill_holder)
+        self.coupled = int(lay.ep) if int(lay.ep) > 1 and self.pp == 1 else 1
+        self.replicas = self.groups // self.coupled
         self.by_batch = bool(lay.attn_by_batch)          # attention sharded over the batch (batch / dp)
         self.dp_attn = self.by_batch and int(lay.attn) == 2  # dp: the projections replicated, on a rank's sequences
         self.window = int(m.sliding_window) if m.n_sliding_layers else 0
@@ -116,6 +126,9 @@ class StepCost(SpeculativeSteps):
             tab = {"g": as_floats(g, grid.shape), "m0": as_floats(att.memory_s if att else zero, grid.shape),
                    "c0": as_floats(att.compute_s if att else zero, grid.shape), "nf": counts[0], "ns": counts[1],
                    "launch": as_floats(launch, grid.shape), "alpha": [0.0] * n, "beta": 0.0}
+            if self.coupled > 1:      # g's expert-side part, which step_s prices at the step's even share of tokens
+                tab["gx"] = as_floats(sum((np.broadcast_to(p.ops[k].total_s, grid.shape) for k in EXPERT_SIDE_OPS
+                                           if k in p.ops), zero), grid.shape)
             if att is not None:
                 # alpha per chunk length (the kernel model's attention fraction depends on it), beta: one probe
                 if phase == "decode":
@@ -218,15 +231,20 @@ class StepCost(SpeculativeSteps):
             return 0.0
         d = self.split(seqs)
         x = busiest(n_d + t_p, d)        # the busiest pass's whole tokens (GEMM rows) and sequences (lm_head rows)
+        y = busiest(seqs, d)
+        held = t_p > 0 and self.coupled > 1
+        if held:      # the group holding the most prefill chunks: its tokens for every op but the experts' (even)
+            cs, hb = self._held(n_d, t_p, l_p, d)
+            xe, x = x, max(busiest(n_d, d) + math.ceil(cs * t_p - 1e-9), x)
+            y = busiest(n_d, d) + math.ceil(hb - 1e-9)
         i = int(x)
         if i + 1 >= self.size:
             raise InputError("max_tokens", f"a step of {n_d + t_p:,.0f} tokens is beyond the step tables",
                              f"at most {(self.size - 2) * self.groups:,}")
-        f = x - i
         tab = self.t["prefill" if t_p > 0 else "decode"]
-        g = tab["g"]
-        t = g[i] + f * (g[i + 1] - g[i]) if f else g[i]
-        y = busiest(seqs, d)
+        t = _at(tab["g"], x)
+        if held:
+            t += _at(tab["gx"], xe) - _at(tab["gx"], x)
         j = int(y)
         lm = self.lm
         t += lm[j] + (y - j) * (lm[j + 1] - lm[j]) if y != j else lm[j]
@@ -246,15 +264,24 @@ class StepCost(SpeculativeSteps):
                 t += self._indexer(dt["ix"], n_d / d, keys / d * sh, (keys / d - n_d / d) * sh)
         if t_p > 0:
             seq = t_p / l_p
-            sh = self.share(l_p / d) if self.by_batch else 1.0
+            cs = cs if held else 1.0 / d             # share of the step's chunks the busiest pass holds
+            sh = self.share(l_p * cs) if self.by_batch else 1.0
             main = pairs * capped_share(read / l_p, seq, self.topk) if self.topk else pairs
-            t += self._attention(tab, t_p / d * sh, seq, main / d * sh, read / d * sh, pairs_sl / d * sh,
-                                 read_sl / d * sh)
+            k = cs * sh
+            t += self._attention(tab, t_p * k, seq, main * k, read * k, pairs_sl * k, read_sl * k)
             if "ix" in tab:
-                t += self._indexer(tab["ix"], t_p / d * sh, pairs / d * sh, read / d * sh, seq)
+                t += self._indexer(tab["ix"], t_p * k, pairs * k, read * k, seq)
         if self.engine is None:
             return t
         return self._engine(t, tab["launch"][min(i, self.size - 1)], y)
+
+    def _held(self, n_d, t_p, l_p, d) -> tuple[float, float]:
+        """(share of the step's chunks, chunks) on the busiest group: prefill_holder's, at most what one group's
+        tables hold (the rest of a long prompt waits for its next steps, chunked), at least the even share 1 / d."""
+        hb = prefill_holder(l_p, self.replicas, self.coupled)
+        room = (self.size - 2 - busiest(n_d, d)) / t_p
+        cs = max(min(hb / l_p, room), 1.0 / d)
+        return cs, min(hb, cs * l_p)
 
     def _mixed_line(self, n_d, keys, t_p, l_p, pairs, read) -> float:
         """step_s for one group, one stage, no window, whole tokens: the same sum without interpolation."""
@@ -332,6 +359,12 @@ class StepCost(SpeculativeSteps):
         # attention ops at the mean share of the step's decodes and chunks (step_s's tables, linear in them)
         # (a decode step's base keeps its attention: the step kinds read its KV bytes and bottleneck, simulate.py)
         s, tok = busiest(seqs, d), busiest(n_d + t_p, d)
+        held = mixed and self.coupled > 1
+        if held:      # step_s's rule: the group holding the most prefill chunks, the experts at the even share
+            cs, hb = self._held(n_d, t_p, l_p, d)
+            s_e, tok_e = s, tok
+            s = busiest(n_d, d) + math.ceil(hb - 1e-9)
+            tok = max(busiest(n_d, d) + math.ceil(cs * t_p - 1e-9), tok)
         dk = (min(keys / n_d, w) if w else keys / n_d) if n_d else 0.0
 
         def decodes(seqs_):
@@ -341,12 +374,15 @@ class StepCost(SpeculativeSteps):
         base = self._pass(phase, s, tok / s, 0.0, 0.0) if mixed else decodes(s)
         t = sum(op.total_s.item() for k, op in base.ops.items() if k not in CONTEXT_OPS)
         t += base.overhead_s
+        if held:
+            even = self._pass(phase, s_e, tok_e / s_e, 0.0, 0.0)
+            t += sum(even.ops[k].total_s.item() - base.ops[k].total_s.item() for k in EXPERT_SIDE_OPS if k in base.ops)
         if n_d:
             dec = base if not mixed and s == n_d / d else decodes(n_d / d)
             t += sum(dec.ops[k].total_s.item() for k in CONTEXT_OPS if k in dec.ops)
         if mixed:
             pre = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="prefill",
-                               seqs=l_p / d, new_tokens=t_p / l_p, pairs_full=pairs / l_p,
+                               seqs=cs * l_p if held else l_p / d, new_tokens=t_p / l_p, pairs_full=pairs / l_p,
                                pairs_sliding=pairs_sl / l_p, kv_read_full=read / l_p, kv_read_sliding=read_sl / l_p)
             t += sum(pre.ops[k].total_s.item() for k in CONTEXT_OPS if k in pre.ops)
         if self.pp > 1:

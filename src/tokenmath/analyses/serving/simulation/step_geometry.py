@@ -37,6 +37,46 @@ def busiest(total: float, passes: float) -> float:
     return float(math.ceil(total / passes - 1e-9))
 
 
+# ops that run on the rows a rank's experts receive from every attention group (pooled by the EP all-to-all): under
+# attention data-parallel they take the step's even share, whatever group holds a prompt
+EXPERT_SIDE_OPS = ("experts", "moe_permute", "moe_down_quant", "moe_unpermute")
+
+
+def prefill_holder(chunks: float, replicas: int, coupled: int) -> float:
+    """Chunks of a step's `chunks` prefill chunks that its busiest attention group holds. A prompt is prefilled on
+    the one attention group that will keep its KV (attention data-parallel: TensorRT-LLM tech blog 10, "ADP Balance
+    Strategy"; SGLang's DP attention and vLLM's data-parallel engines schedule the same way), so of the `coupled`
+    groups the EP all-to-all synchronises, the busiest holds ceil(n / coupled) of a replica's n whole chunks
+    (round-robin), or all of them when there is less than one; independent replicas (dp) share the chunks evenly.
+    coupled 1: the even share chunks / replicas."""
+    if chunks <= 0:
+        return 0.0
+    c = chunks / replicas
+    if coupled <= 1:
+        return c
+    return min(float(math.ceil(max(round(c), 1) / coupled - 1e-9)), c)
+
+
+def busiest_prefill_factor(prompts_per_step: float, coupled: int) -> float:
+    """E[chunks the busiest of `coupled` groups holds] / E[their even share] over steps that admit M ~
+    Poisson(prompts_per_step) whole prompts (prefill_holder's rule at each M): how much longer a cycle's
+    data-parallel prefill work takes than when every prompt is split evenly over the groups. 1 for one group."""
+    m = float(prompts_per_step)
+    if coupled <= 1 or m <= 0:
+        return 1.0
+    ks = np.arange(0, int(m + 10 * math.sqrt(m) + 12) + 1)
+    pmf = np.exp(ks * math.log(m) - m - np.array([math.lgamma(k + 1) for k in ks]))
+    held = np.array([prefill_holder(float(k), 1, coupled) for k in ks])
+    return float(np.sum(pmf * held) / (m / coupled))
+
+
+def interpolate_at(table, v: float) -> float:
+    """table (a list per integer) linearly interpolated at v >= 0, exact at integers."""
+    i = int(v)
+    f = v - i
+    return table[i] + f * (table[i + 1] - table[i]) if f else table[i]
+
+
 def as_floats(x, shape) -> list:
     return list(map(float, np.broadcast_to(np.asarray(x, float), shape)))
 
