@@ -14,7 +14,8 @@ def interactivity_table(iv) -> None:
     d = iv.to_dict()
     rows, s = d["rows"], d["summary"]
     t = Table(title="Held out: interactivity curves, not fitted (InferenceX pages; throughput per GPU at the "
-                    "stated tok/s/user, input + output tokens as published; envelope over layouts of 1-8 chips)")
+                    "stated tok/s/user, input + output tokens as published; envelope over layouts of 1-8 chips, and "
+                    "for DeepSeek-R1 disaggregated prefill / decode pools of 1-8 chips each)")
     add_id_column(t, "id", [r["id"] for r in rows])
     for col in ("tok/s/user", "conc.", "measured", "predicted", "pred/meas", "pure roofline", "best layout"):
         t.add_column(col, justify="left" if col == "best layout" else "right")
@@ -33,5 +34,5 @@ def interactivity_table(iv) -> None:
             f"the others too fast per user for any layout); predictions faster than the pure roofline: "
             f"{len(s['faster_than_pure_roofline'])} (must be 0)")
     if s["measured_beats_pure_roofline"]:
-        c.print("published points above one node's pure roofline (their sweep ran multi-node disaggregation or MTP, "
-                "which this envelope leaves out): " + ", ".join(s["measured_beats_pure_roofline"]))
+        c.print("published points above the envelope's pure roofline (their sweep ran more than 8 chips per pool, "
+                "or MTP, which this envelope leaves out): " + ", ".join(s["measured_beats_pure_roofline"]))

@@ -10,6 +10,9 @@ For a row (model, chip, precision, lengths, target interactivity x* in tok/s/use
 - along each layout's curve, throughput per chip at x* is interpolated linearly in (log x, log y) between the two
   concurrencies that bracket x*; below the curve's last interactivity the curve's last throughput stands (the layout
   reaches x* and more at that throughput); above its first (concurrency 1) the layout cannot reach x*;
+- for models whose published sweeps ran disaggregated prefill / decode deployments (DISAGGREGATED_SWEEPS:
+  DeepSeek-R1), each decode layout's decode-only steps at batches 1, 2, 4, ... join the envelope with the prefill
+  chips their prompts need (disaggregated_curves; plan_disaggregated.output_per_chip), KV transfer left out;
 - the prediction is the envelope (the best layout) and "unreachable" when no layout reaches x*;
 - output tokens/s per chip convert to the row's definition: "output" as is; "total" (input + output, InferenceX's
   tput_per_gpu) x (I + O) / O, every request counted whole in both phases (1k/1k: x 2; 8k/1k: x 9).
@@ -283,8 +286,8 @@ class InteractivityValidation:
                 "does_not_fit": [p.row["id"] for p in P if any(n.startswith("does not fit") for n in p.notes)],
                 "faster_than_pure_roofline": [p.row["id"] for p in P if p.predicted is not None and
                                               p.pure_roofline is not None and p.predicted > p.pure_roofline * 1.000001],
-                # the published curve is above one node's pure roofline: its sweep ran what this model leaves out
-                # (multi-node disaggregated serving, MTP speculative decoding), or the row's reading is wrong
+                # the published curve is above the envelope's pure roofline: its sweep ran what this model leaves
+                # out (pools of more than 8 chips, MTP speculative decoding), or the row's reading is wrong
                 "measured_beats_pure_roofline": [p.row["id"] for p in P if p.pure_roofline is not None
                                                  and p.measured > p.pure_roofline],
                 "all": _medians(P, lambda p: "all")["all"],
