@@ -98,3 +98,11 @@ def test_disaggregated_curves_pay_for_their_prefill_chips():
         # more users per decode instance: slower per user, more output per chip
         assert all(a >= b for a, b in zip(c.per_user, c.per_user[1:]))
         assert all(a <= b for a, b in zip(c.per_chip, c.per_chip[1:]))
+
+
+def test_infer_under_load_says_when_prompts_wait_on_one_group():
+    dep = tm.infer("deepseek-v3", "h200", chips=8, ep=8, concurrency=64, output_len=256)
+    assert any("attention data-parallel over ep = 8" in n for n in dep.notes)
+    static = tm.infer("deepseek-v3", "h200", chips=8, ep=8, batch=64, output_len=256)
+    tp = tm.infer("llama-3.1-70b", "h100-sxm", chips=8, concurrency=64)
+    assert not any("attention data-parallel" in n for n in static.notes + tp.notes)

@@ -298,6 +298,11 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
         notes.append(f"under load ({load.source}): TTFT is one request's, the decode step the mean time between its "
                      f"tokens; {load.running:,.0f} sequences run at once" if load.running else
                      f"under load ({load.source})")
+        if int(lay.ep) > 1 and int(lay.pp) == 1:
+            notes.append(f"attention data-parallel over ep = {int(lay.ep)} groups: each prompt is prefilled whole on "
+                         "the one group that keeps its KV and every MoE layer's all-to-all waits for it, so the steps "
+                         "that carry prompts run at that group's tokens (TensorRT-LLM tech blog 10, 'ADP Balance "
+                         "Strategy'); disaggregated prefill (plan --disaggregated) avoids it")
     return InferResult(**sizes, load=load, ttft_s=load.ttft_s if load else _scalar(ttft),
                        prefill_s=_scalar(ttft) if load else None,
                        decode_step_s=load.tpot_s if load else _scalar(sv.decode_step_s),
