@@ -20,6 +20,17 @@ def add_id_column(t, header: str, ids) -> None:
     t.add_column(header, min_width=width, overflow="fold")
 
 
+def id_table(title: str, ids, columns, left=()):
+    """A rich Table: an id column that is never cut (add_id_column), then `columns`, right-justified but for those
+    in `left`."""
+    from rich.table import Table
+    t = Table(title=title)
+    add_id_column(t, "id", ids)
+    for col in columns:
+        t.add_column(col, justify="left" if col in left else "right")
+    return t
+
+
 def count_cell(v) -> str:
     """A count or a throughput with thousands separators, "-" for None."""
     return "-" if v is None else f"{v:,.0f}"

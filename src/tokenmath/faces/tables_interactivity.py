@@ -2,23 +2,21 @@
 (analyses/calibration/interactivity.py), built from its result only."""
 from __future__ import annotations
 
-from tokenmath.faces.tables import add_id_column, count_cell as num, held_out_medians, print_table
+from tokenmath.faces.tables import count_cell as num, held_out_medians, id_table, print_table
 
 
 def interactivity_table(iv) -> None:
     """Every point: measured and predicted throughput per GPU (the row's definition) at its tok/s/user, the ratio,
     the best layout; then the median ratio by vendor, MoE/dense and engine. iv: InteractivityValidation."""
     from rich.console import Console
-    from rich.table import Table
     c = Console()
     d = iv.to_dict()
     rows, s = d["rows"], d["summary"]
-    t = Table(title="Held out: interactivity curves, not fitted (InferenceX pages; throughput per GPU at the "
-                    "stated tok/s/user, input + output tokens as published; envelope over layouts of 1-8 chips, and "
-                    "for DeepSeek-R1 disaggregated prefill / decode pools of 1-8 chips each)")
-    add_id_column(t, "id", [r["id"] for r in rows])
-    for col in ("tok/s/user", "conc.", "measured", "predicted", "pred/meas", "pure roofline", "best layout"):
-        t.add_column(col, justify="left" if col == "best layout" else "right")
+    t = id_table("Held out: interactivity curves, not fitted (InferenceX pages; throughput per GPU at the stated "
+                 "tok/s/user, input + output tokens as published; envelope over layouts of 1-8 chips, and for "
+                 "DeepSeek-R1 disaggregated prefill / decode pools of 1-8 chips each)", [r["id"] for r in rows],
+                 ("tok/s/user", "conc.", "measured", "predicted", "pred/meas", "pure roofline", "best layout"),
+                 left=("best layout",))
     for r in rows:
         fits = r["id"] not in s["does_not_fit"]
         ratio = ("unreachable" if fits else "does not fit") if r["predicted"] is None else f"{r['ratio']:.2f}"

@@ -2,7 +2,7 @@
 (analyses/calibration/mlperf.py), built from its result only."""
 from __future__ import annotations
 
-from tokenmath.faces.tables import add_id_column, count_cell as num, held_out_medians, ratio_cell, print_table
+from tokenmath.faces.tables import count_cell as num, held_out_medians, id_table, print_table, ratio_cell
 
 
 def mlperf_table(mv) -> None:
@@ -10,16 +10,13 @@ def mlperf_table(mv) -> None:
     explain the measurement, the held-out prediction at the other systems' implied prompt and its ratio; then the
     median held-out ratio and |error| by vendor and MoE/dense. mv: MLPerfValidation."""
     from rich.console import Console
-    from rich.table import Table
     c = Console()
     d = mv.to_dict()
     rows, s = d["rows"], d["summary"]
-    t = Table(title="Held out: MLPerf Inference Offline, one 8-accelerator node, not fitted (output tokens/s; band = "
-                    "prompts of 1 token .. at the dataset's cap; held out = predicted at the prompt the OTHER systems "
-                    "of the benchmark imply)")
-    add_id_column(t, "id", [r["id"] for r in rows])
-    for col in ("out tok", "measured", "band", "implied prompt", "held out", "pred/meas", "pure roofline"):
-        t.add_column(col, justify="right")
+    t = id_table("Held out: MLPerf Inference Offline, one 8-accelerator node, not fitted (output tokens/s; band = "
+                 "prompts of 1 token .. at the dataset's cap; held out = predicted at the prompt the OTHER systems "
+                 "of the benchmark imply)", [r["id"] for r in rows],
+                 ("out tok", "measured", "band", "implied prompt", "held out", "pred/meas", "pure roofline"))
     for r in rows:
         band = (f"{num(r['predicted_tokens_per_s_prompt_cap'])} - {num(r['predicted_tokens_per_s_prompt_1'])}"
                 if r["input_cap"] else f"<= {num(r['predicted_tokens_per_s_prompt_1'])}")

@@ -142,3 +142,12 @@ def read_user_file(path: str | Path, field: str) -> dict:
 
 def looks_like_path(s: str) -> bool:
     return s.endswith((".json", ".toml")) or "/" in s or "\\" in s
+
+
+def shipped_rows(table: dict | None, name: str, key: str, what: str) -> list:
+    """The [[key]] rows of `table`, or of the shipped file `name` when table is None; refused (field `key`) when
+    there are none. what: what the rows should be, for the error."""
+    rows = (shipped(name) if table is None else table).get(key)
+    if not isinstance(rows, list) or not rows:
+        raise InputError(key, f"no [[{key}]] rows", what)
+    return rows

@@ -54,12 +54,8 @@ BASES = ("calibrated", "kernel", "pure")
 def load_points(table: dict | None = None) -> list[dict]:
     """The rows of `table` ({"point": [...]}, default the shipped file), each checked: every REQUIRED field present
     (url and quote non-empty: a row without its source is refused), no unknown key, numbers in range, ids unique."""
-    if table is None:
-        from tokenmath.specs.catalog import shipped
-        table = shipped(DATA)
-    rows = table.get("point")
-    if not isinstance(rows, list) or not rows:
-        raise InputError("point", "no [[point]] rows", "a list of published points")
+    from tokenmath.specs.catalog import shipped_rows
+    rows = shipped_rows(table, DATA, "point", "a list of published points")
     seen, out = set(), []
     for i, r in enumerate(rows):
         f = f"point[{r.get('id', i)}]"
@@ -137,18 +133,25 @@ def _pure_engine(su):
     return replace(e, step_cpu_s=0.0, step_cpu_per_seq_s=0.0)
 
 
+def _setup_at(model: str, hardware: str, weight_dtype, kv_dtype, engine: str, basis: str):
+    """The setup of a row at efficiency `basis` (BASES): the pure roofline's engine keeps its scheduler and memory
+    limits but spends no CPU time."""
+    if basis not in BASES:
+        raise InputError("basis", f"{basis!r}", ", ".join(BASES))
+    kw = {"efficiency": PEAK} if basis == "pure" else ({"efficiency": DEFAULT} if basis == "kernel" else {})
+    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine, **kw)
+    if basis == "pure":
+        su = replace(su, efficiency=replace(su.efficiency, engine=_pure_engine(su)))
+    return su
+
+
 @lru_cache(maxsize=64)
 def curves(model: str, hardware: str, weight_dtype, kv_dtype, input_len: int, output_len: int, engine: str,
            basis: str, lowest: float) -> tuple[tuple[Curve, ...], tuple[str, ...]]:
     """(curves, notes): every layout of CHIP_COUNTS chips traced until its interactivity is below `lowest` or its
     running requests stop growing, at the efficiency `basis` (BASES). Cached for the run (rows of one page share a
     chip's curves)."""
-    if basis not in BASES:
-        raise InputError("basis", f"{basis!r}", ", ".join(BASES))
-    kw = {"efficiency": PEAK} if basis == "pure" else ({"efficiency": DEFAULT} if basis == "kernel" else {})
-    su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine, **kw)
-    if basis == "pure":
-        su0 = replace(su0, efficiency=replace(su0.efficiency, engine=_pure_engine(su0)))
+    su0 = _setup_at(model, hardware, weight_dtype, kv_dtype, engine, basis)
     inp, out = parse_lengths(input_len, "input_len"), parse_lengths(output_len, "output_len")
     found, skipped = [], []
     for n in CHIP_COUNTS:
@@ -201,10 +204,7 @@ def disaggregated_curves(model: str, hardware: str, weight_dtype, kv_dtype, inpu
     (plan_disaggregated.output_per_chip); each traced until below `lowest` tok/s/user or the batch no longer fits."""
     from tokenmath.analyses.serving.grid import evaluate
     from tokenmath.analyses.serving.plan_disaggregated import output_per_chip
-    kw = {"efficiency": PEAK} if basis == "pure" else ({"efficiency": DEFAULT} if basis == "kernel" else {})
-    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine, **kw)
-    if basis == "pure":
-        su = replace(su, efficiency=replace(su.efficiency, engine=_pure_engine(su)))
+    su = _setup_at(model, hardware, weight_dtype, kv_dtype, engine, basis)
     lays = [tuple(int(v) for v in t[:4]) for n in CHIP_COUNTS
             for t in layouts_for(su.model, n, allow_pp=False, max_tp=su.hardware.scaleup_domain)
             if int(t[1]) == 1 and int(t[3]) == 1]

@@ -40,12 +40,8 @@ OPTIONAL = ("kv_dtype", "notes", "input_cap")
 def load_results(table: dict | None = None) -> list[dict]:
     """The rows of `table` ({"result": [...]}, default the shipped file), each checked: every REQUIRED field present
     (url and quote non-empty), no unknown key, positive figures, ids unique."""
-    if table is None:
-        from tokenmath.specs.catalog import shipped
-        table = shipped(DATA)
-    rows = table.get("result")
-    if not isinstance(rows, list) or not rows:
-        raise InputError("result", "no [[result]] rows", "a list of published MLPerf results")
+    from tokenmath.specs.catalog import shipped_rows
+    rows = shipped_rows(table, DATA, "result", "a list of published MLPerf results")
     seen, out = set(), []
     for r in rows:
         rid = r.get("id", "?")
