@@ -70,6 +70,14 @@ def test_typo_gets_closest_names():
     assert "h100-sxm" in json.loads(r.stdout)["error"]["valid"]
 
 
+def test_a_system_id_as_hardware_names_its_chip():
+    # hgx-h100 is a system of h100-sxm chips; difflib alone would suggest gh200 / rtx-5090, not the chip meant
+    r = run("infer", "--hardware", "hgx-h100", "--json")
+    assert r.exit_code == 2
+    err = json.loads(r.stdout)["error"]
+    assert err["field"] == "hardware" and "--hardware h100-sxm" in err["valid"] and "--system hgx-h100" in err["valid"]
+
+
 @pytest.mark.parametrize("args", [["--batch", "0"], ["--batch", "lots"], ["--input-len", "-5"], ["--output-len", "0"],
                                   ["--chips", "0"]])
 def test_impossible_values_exit_2(args):
@@ -99,3 +107,16 @@ def test_usage_errors_are_json_too():
     p = subprocess.run([sys.executable, "-m", "tokenmath.faces.cli", "infer", "--batch", "0", "--json"], capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert json.loads(p.stdout)["error"]["field"] == "batch"
+
+
+def test_chips_that_tensor_parallelism_cannot_split_name_chips_not_tp():
+    # Llama 3.1 8B: 32 heads, 8 KV heads. 5 chips spread by tp make tp=5 (32 % 5 = 2): the user typed --chips, so the
+    # error names chips and offers chip counts tp can take (4 and 8 are nearest) or --tp 1 with 5 replicas.
+    r = run("infer", "--model", "llama-3.1-8b", "--chips", "5", "--json")
+    assert r.exit_code == 2
+    err = json.loads(r.stdout)["error"]
+    assert err["field"] == "chips" and "tp=5" in err["problem"]
+    assert "--chips 2 or 4 or 8" in err["valid"] and "--tp 1" in err["valid"]
+    # an explicit --tp keeps the tp error
+    r = run("infer", "--model", "llama-3.1-8b", "--chips", "5", "--tp", "5", "--json")
+    assert json.loads(r.stdout)["error"]["field"] == "tp"

@@ -197,6 +197,16 @@ def make_layout(m: Model, chips=None, tp=None, pp=None, ep=None, dp=None, cp=Non
             raise InputError("chips", f"{n} chips but {names} = {given} chips",
                              "degrees whose product equals --chips, or leave dp out to take the rest")
     lay = Layout(tp_, pp_, ep_, dp_) if cp is None else Layout(tp_, pp_, ep_, dp_, cp_)
+    if chips is not None and deg["tp"] is None and not tp_ok(m, tp_):
+        # the user named chips, not tp: say so in their terms, with the chip counts and the --tp that would work
+        n, given = int(chips), tp_ * pp_ * ep_ * dp_ * cp_ // tp_
+        fits = [d for d in range(1, min(m.n_heads, 128) + 1) if tp_ok(m, d)]
+        tps = [d for d in fits if (n // given) % d == 0]
+        near = sorted((given * d for d in fits), key=lambda c: abs(c - n))[:3]
+        raise InputError("chips", f"{n} chips spread by tensor parallelism make tp={tp_}, which does not divide the "
+                         f"{m.n_heads} attention heads" + ("" if m.is_mla else f" / {m.kv_heads} KV heads"),
+                         f"--chips {' or '.join(str(c) for c in sorted(near))}, or add --tp {tps[-1]} "
+                         f"(the other chips become data-parallel replicas)")
     check_layout(m, lay)
     return lay
 

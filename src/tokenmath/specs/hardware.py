@@ -236,4 +236,9 @@ def get_hardware(spec: "str | Hardware") -> Hardware:
         else:
             hid, rec = str(data.get("id", spec)), data
         return from_record(hid, rec, field="hardware")
+    system = shipped("systems.toml").get(key)
+    if system is not None and system.get("chip") in cat:
+        # a system id where a chip is asked for: name the chip it is built of (closest-name matching would not)
+        raise InputError("hardware", f"{spec!r} is a system of {system['chip']} chips, not a chip",
+                         f"pass --hardware {system['chip']} (with --chips), or --system {key} to plan / fleet")
     raise unknown_name("hardware", spec, cat)
