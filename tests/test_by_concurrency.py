@@ -5,14 +5,14 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from tokenmath.analyses.serving.by_concurrency import DEFAULT_CONCURRENCY
+from tokenmath.analyses.serving.by_concurrency import DEFAULT_CONCURRENCY, cheapest_meeting
 from tokenmath.analyses.serving.pareto import pareto
 from tokenmath.analyses.serving.plan import plan
 from tokenmath.analyses.serving.steady_state import steady_state
 from tokenmath.base.errors import InputError
 from tokenmath.faces.cli import cli
 
-STATIC = ("by_concurrency", "by_concurrency_notes")
+STATIC = ("by_concurrency", "by_concurrency_notes", "best_by_concurrency")
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +121,67 @@ def test_cli_pareto_and_plan():
     assert "By concurrency" in r.output and "best layout" in r.output
     r = CliRunner().invoke(cli, ["plan", "--model", "llama-3.1-8b", "--concurrency", "0", "--json"])
     assert r.exit_code == 2
+
+
+def _pt(layout, tp, dp, c, speed, tok_s, ttft):
+    return {"layout": layout, "tp": tp, "pp": 1, "ep": 1, "dp": dp, "concurrency": c,
+            "output_tokens_per_s_per_user": speed, "output_tokens_per_s": tok_s, "ttft_s": ttft}
+
+
+def test_cheapest_meeting_by_hand():
+    pts = [_pt("tp=8", 8, 1, 8, 70.0, 560.0, 0.06),      # 8 chips / 560 tok/s x 1e6 = 14,286 chip-s per Mtok
+           _pt("tp=8", 8, 1, 64, 38.0, 2432.0, 0.08),    # 8 / 2,432 x 1e6 = 3,289.5
+           _pt("tp=4 dp=2", 4, 2, 64, 33.0, 2112.0, 0.07),   # 3,787.9
+           _pt("tp=8", 8, 1, 512, 9.0, 4608.0, 0.9)]     # 1,736.1, the cheapest, but slow and late
+    assert cheapest_meeting(pts, None, None, None)["concurrency"] == 512
+    c = cheapest_meeting(pts, 0.5, 20.0, 2.99)
+    assert (c["layout"], c["concurrency"], c["chips"]) == ("tp=8", 64, 8)
+    assert c["chip_s_per_mtok_output"] == pytest.approx(8 / 2432.0 * 1e6)
+    # $ = 8 chips x $2.99 / 3600 s per chip-hour / 2,432 tok/s x 1e6 = $2.7321 per Mtok
+    assert c["cost_per_mtok_output_request_usd"] == pytest.approx(8 * 2.99 / 3600 / 2432.0 * 1e6)
+    assert cheapest_meeting(pts, 0.5, 20.0, None)["cost_per_mtok_output_request_usd"] is None
+    assert cheapest_meeting(pts, 0.05, None, 2.99) is None          # no point's own TTFT is within 50 ms
+    # equal chip-seconds: the more interactive point wins
+    tie = [_pt("a", 8, 1, 64, 30.0, 2000.0, 0.1), _pt("b", 8, 1, 32, 40.0, 2000.0, 0.1)]
+    assert cheapest_meeting(tie, None, None, None)["layout"] == "b"
+
+
+def test_plan_names_the_cheapest_continuously_batched_point_that_meets_the_targets():
+    # A TTFT target of 500 ms holds a static batch to the few prompts one prefill of the whole batch allows; under
+    # continuous batching each request waits only for its own prompt, so far more users meet it, far cheaper.
+    p = plan("llama-3.1-70b", "hgx-h100", chips=8, ttft_ms=500, engine="vllm")
+    c = p.best_by_concurrency
+    assert c in [dict(q, chips=c["chips"], chip_s_per_mtok_output=c["chip_s_per_mtok_output"],
+                      cost_per_mtok_output_request_usd=c["cost_per_mtok_output_request_usd"])
+                 for q in p.by_concurrency]
+    assert c["ttft_s"] <= 0.5 and p.best["ttft_s"] <= 0.5
+    assert c["concurrency"] > p.best["batch"]
+    assert c["cost_per_mtok_output_request_usd"] < p.best["cost_per_mtok_output_request_usd"]
+    ok = [q for q in p.by_concurrency if q["ttft_s"] <= 0.5]
+    assert c["chip_s_per_mtok_output"] == pytest.approx(min(8 / q["output_tokens_per_s"] * 1e6 for q in ok))
+    # a speed target: every traced point below it is excluded, and the answer meets it
+    q = plan("llama-3.1-70b", "hgx-h100", chips=8, min_tokens_per_s_per_user=40, engine="vllm").best_by_concurrency
+    assert q["output_tokens_per_s_per_user"] >= 40
+    assert plan("llama-3.1-70b", "hgx-h100", chips=8, engine="vllm", concurrency=()).best_by_concurrency is None
+    r = CliRunner().invoke(cli, ["plan", "--model", "llama-3.1-70b", "--chips", "8", "--ttft-ms", "500"])
+    assert "cheapest continuously batched point (1-1,024 users traced) meeting TTFT <= 500 ms" in r.output
+
+
+def test_the_boundary_between_two_traced_concurrencies_is_bisected_to_one_user():
+    # >= 20 tok/s/user: tp=4 dp=2 runs 24.4 tok/s/user at 128 users and 15.9 at 256; the answer is the largest user
+    # count between them that still meets the target, and one user more misses it (the steady state, by itself)
+    p = plan("llama-3.1-70b", "hgx-h100", chips=8, min_tokens_per_s_per_user=20, engine="vllm")
+    c = p.best_by_concurrency
+    assert c["bisected"] and c["output_tokens_per_s_per_user"] >= 20
+    axis = sorted(q["concurrency"] for q in p.by_concurrency if q["layout"] == c["layout"] and not q.get("bisected"))
+    assert c["concurrency"] not in axis
+    below = max(a for a in axis if a < c["concurrency"])
+    above = min(a for a in axis if a > c["concurrency"])
+    assert below < c["concurrency"] < above
+    kw = dict(chips=8, tp=c["tp"], pp=c["pp"], dp=c["dp"], engine="vllm")
+    here, nxt = steady_state("llama-3.1-70b", "h100-sxm", concurrency=[c["concurrency"], c["concurrency"] + 1],
+                             **kw).points
+    assert here.output_tokens_per_s_per_user == pytest.approx(c["output_tokens_per_s_per_user"])
+    assert nxt.output_tokens_per_s_per_user < 20
+    # no targets: nothing to bisect, and the cheapest point is an axis point
+    assert not any(q.get("bisected") for q in plan("llama-3.1-70b", "hgx-h100", chips=8, engine="vllm").by_concurrency)

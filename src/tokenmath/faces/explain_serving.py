@@ -226,7 +226,8 @@ def explain_price(p: PriceResult) -> str:
         f"({r['input_len']:,} in / {r['output_len']:,} out)",
         f"  {su.engine_note}",
         f"  cheapest layout meeting the target: {r['layout']} on {r['chips']} chips, batch {r['batch']}, "
-        f"decode step {r['decode_step_s'] * 1e3:.3g} ms, TTFT {r['ttft_s'] * 1e3:.3g} ms",
+        f"decode step {u.seconds(r['decode_step_s'])}, prefill of the whole batch {u.seconds(r['ttft_s'])} "
+        "(a static batch; under continuous batching a request waits for its own prompt: infer --concurrency)",
         f"  $/s = {r['chips']} x ${su.hardware.price_usd_per_hour}/h / 3600 = "
         f"{usd_per_s(r['chips'], su.hardware.price_usd_per_hour):.5f}",
         f"  output cost (decode only) = $/s x step / batch x 1e6 = ${r['cost_per_mtok_output_usd']:.4g}/Mtok; "

@@ -15,6 +15,7 @@ import numpy as np
 
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg
+from tokenmath.engine.economics import chip_s_per_mtok, request_cost_per_mtok, usd_per_s
 from tokenmath.mapping.layout import ATTENTION_SHARDING, Layout
 from tokenmath.analyses.setup import Setup, fmt_layout
 from tokenmath.analyses.serving.simulation.replica import make_replica
@@ -43,6 +44,15 @@ def concurrency_axis(concurrency, engine) -> tuple[int, ...]:
     return tuple(cs)
 
 
+def reaching(axis: tuple[int, ...], top: int) -> tuple[int, ...]:
+    """The default axis carried on in powers of two until it reaches `top` users (the largest batch any layout holds),
+    so that a machine that serves thousands of users is traced that far (at most MAX_POINTS concurrencies)."""
+    cs = list(axis)
+    while cs and cs[-1] < top and len(cs) < MAX_POINTS:
+        cs.append(cs[-1] * 2)
+    return tuple(cs)
+
+
 def layout_replica(su: Setup, t, inp, out, max_concurrency: int, draft=None):
     """(name, replica, step cost tables, refusal) of layout t = (tp, pp, ep, dp[, attention sharding code]) on setup
     `su`, for closed loops of up to `max_concurrency` users with lengths inp / out (parsed workload lengths):
@@ -65,13 +75,15 @@ def layout_replica(su: Setup, t, inp, out, max_concurrency: int, draft=None):
 
 
 def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, output_len: int,
-          draft=None) -> tuple[list, list]:
+          draft=None, meets=None) -> tuple[list, list]:
     """(points, notes): every layout (tp, pp, ep, dp[, attention sharding code]) of `layouts` at every concurrency,
     each point a dict with the layout, concurrency, tokens/s per user and per chip, TTFT, TPOT and what limits the
     running requests. A layout whose KV cache cannot hold a request, or that the simulator's replica does not model
     (with a draft: pipeline stages, sparse attention), is left out, with a note. draft: a speculative.Draft (every
     decode verifies k + 1 tokens after the draft's k steps; steady_state.py), None: plain decoding. A fifth element
-    (batch / dp attention) prices the replica's KV and steps as the layout shards attention (step_cost.py)."""
+    (batch / dp attention) prices the replica's KV and steps as the layout shards attention (step_cost.py).
+    meets: a test of a point against targets; each layout then gains, flagged `bisected`, the largest concurrency
+    between its last axis point that meets them and the next that does not (users are whole: bisection)."""
     if not concurrency:
         return [], []
     inp, out = parse_lengths(input_len, "input_len"), parse_lengths(output_len, "output_len")
@@ -86,15 +98,11 @@ def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, outp
         if rep is None:
             skipped.append(name)
             continue
-        for c in concurrency:
-            p = closed_loop(rep, cost, c, inp, out)
-            pts.append({"layout": name, "tp": tp, "pp": pp, "ep": ep, "dp": dp,
-                        **({"attention_sharding": ATTENTION_SHARDING[attn]} if attn else {}),
-                        "concurrency": c, "output_tokens_per_s_per_user": finite(p.output_tokens_per_s_per_user),
-                        "output_tokens_per_s_per_chip": finite(p.output_tokens_per_s_per_chip),
-                        "output_tokens_per_s": finite(p.output_tokens_per_s), "ttft_s": finite(p.ttft_s),
-                        "tpot_s": finite(p.tpot_s), "e2e_s": finite(p.e2e_s), "running": finite(p.running),
-                        "queued": finite(p.queued), "limit": p.limit, "regime": p.regime})
+        at = lambda c: _point(name, (tp, pp, ep, dp, attn), c, closed_loop(rep, cost, c, inp, out))  # noqa: E731
+        mine = [at(c) for c in concurrency]
+        pts += mine
+        if meets is not None:
+            pts += _bisected(mine, at, meets)
     notes = []
     if skipped:
         notes.append(f"by concurrency: {len(skipped)} layout{'s' if len(skipped) > 1 else ''} left out, their KV cache "
@@ -104,3 +112,75 @@ def trace(su: Setup, layouts, concurrency: tuple[int, ...], input_len: int, outp
         notes.append(f"by concurrency: not traced, the simulator's replica does not model {'; '.join(refused[:3])}"
                      + ("; ..." if len(refused) > 3 else ""))
     return pts, notes
+
+
+def _point(name: str, t: tuple[int, ...], c: int, p) -> dict:
+    tp, pp, ep, dp, attn = t
+    return {"layout": name, "tp": tp, "pp": pp, "ep": ep, "dp": dp,
+            **({"attention_sharding": ATTENTION_SHARDING[attn]} if attn else {}),
+            "concurrency": c, "output_tokens_per_s_per_user": finite(p.output_tokens_per_s_per_user),
+            "output_tokens_per_s_per_chip": finite(p.output_tokens_per_s_per_chip),
+            "output_tokens_per_s": finite(p.output_tokens_per_s), "ttft_s": finite(p.ttft_s),
+            "tpot_s": finite(p.tpot_s), "e2e_s": finite(p.e2e_s), "running": finite(p.running),
+            "queued": finite(p.queued), "limit": p.limit, "regime": p.regime}
+
+
+def _bisected(axis_points: list[dict], at, meets) -> list[dict]:
+    """[the point at the largest concurrency between the last axis point that meets the targets and the next one,
+    which does not], or [] (none meets, all meet, or they are neighbours). A user's speed falls and a request's TTFT
+    grows with the users, so the points that meet are the ones below a boundary."""
+    ok = [meets(q) for q in axis_points]
+    if not any(ok) or all(ok):
+        return []
+    i = max(j for j, m in enumerate(ok) if m)
+    if i + 1 >= len(axis_points):
+        return []
+    lo, hi, best = axis_points[i]["concurrency"], axis_points[i + 1]["concurrency"], None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        q = at(mid)
+        if meets(q):
+            lo, best = mid, q
+        else:
+            hi = mid
+    return [] if best is None else [{**best, "bisected": True}]
+
+
+def targets_test(ttft_s: float | None, min_tokens_per_s_per_user: float | None):
+    """The test `trace(meets=...)` and `cheapest_meeting` apply: a point's own TTFT <= ttft_s and its user speed
+    (1 / time per output token) >= the target (None: no target; both None: None, nothing to bisect)."""
+    if ttft_s is None and min_tokens_per_s_per_user is None:
+        return None
+
+    def meets(p: dict) -> bool:
+        speed, ttft = p["output_tokens_per_s_per_user"], p["ttft_s"]
+        if speed is None or ttft is None:
+            return False
+        return ((ttft_s is None or ttft <= ttft_s)
+                and (min_tokens_per_s_per_user is None or speed >= min_tokens_per_s_per_user))
+    return meets
+
+
+def cheapest_meeting(points: list[dict], ttft_s: float | None, min_tokens_per_s_per_user: float | None,
+                     usd_per_chip_hour: float | None) -> dict | None:
+    """The steady-state point (of `trace`) with the fewest chip-seconds per million output tokens whose own TTFT is
+    at most ttft_s and whose user speed (1 / time per output token) is at least the target (None: no target); among
+    equals the more interactive. What a continuously batching server meets, where plan's static batch prefills
+    whole batches: its cost counts the prefill steps that share the chips (whole requests per output token). The
+    point with `chips`, `chip_s_per_mtok_output` and `cost_per_mtok_output_request_usd` (None unpriced); None when no
+    point meets the targets."""
+    best, key = None, None
+    meets = targets_test(ttft_s, min_tokens_per_s_per_user)
+    for p in points:
+        speed, tok_s = p["output_tokens_per_s_per_user"], p["output_tokens_per_s"]
+        if not tok_s or speed is None or (meets is not None and not meets(p)):
+            continue
+        chips = p["tp"] * p["pp"] * p["ep"] * p["dp"]
+        k = (chip_s_per_mtok(chips, tok_s), -speed)
+        if key is None or k < key:
+            best, key = {**p, "chips": chips, "chip_s_per_mtok_output": k[0]}, k
+    if best is not None:
+        best["cost_per_mtok_output_request_usd"] = (
+            None if usd_per_chip_hour is None
+            else finite(request_cost_per_mtok(usd_per_s(best["chips"], usd_per_chip_hour), best["output_tokens_per_s"])))
+    return best

@@ -37,7 +37,8 @@ from tokenmath.specs.model import Model
 from tokenmath.specs.systems import System
 from tokenmath.analyses.setup import Setup, check_ep_comm, check_ep_imbalance, fmt_layout, system_setup
 from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, links_for, point
-from tokenmath.analyses.serving.by_concurrency import concurrency_axis, trace
+from tokenmath.analyses.serving.by_concurrency import (cheapest_meeting, concurrency_axis, reaching, targets_test,
+                                                       trace)
 from tokenmath.analyses.serving.pareto import flag_frontier, frontier_mask
 from tokenmath.analyses.serving.plan_disaggregated import disaggregate
 from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
@@ -81,6 +82,8 @@ class Plan:
     by_concurrency: tuple[dict, ...] = ()
     by_concurrency_notes: tuple[str, ...] = ()
     draft: Draft | None = None          # speculative decoding (None: plain decoding)
+    # the cheapest of those steady-state points meeting the targets with its own TTFT (by_concurrency.cheapest_meeting)
+    best_by_concurrency: dict | None = None
 
     def to_dict(self) -> dict:
         hw = self.setup.hardware
@@ -93,7 +96,8 @@ class Plan:
                 "points_fitting": self.points_fitting, "search_s": self.search_s, **self.options,
                 "disaggregated": self.disaggregated, "notes": list(self.notes),
                 **({} if self.draft is None else {"speculation": self.draft.to_dict()}),
-                "by_concurrency": list(self.by_concurrency), "by_concurrency_notes": list(self.by_concurrency_notes)}
+                "by_concurrency": list(self.by_concurrency), "by_concurrency_notes": list(self.by_concurrency_notes),
+                "best_by_concurrency": self.best_by_concurrency}
 
 
 def _targets(ttft_ms, min_tps_user) -> tuple[float | None, float | None]:
@@ -229,7 +233,10 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
               if disaggregated else None)
     traced = [tuple(int(v) for v in g.layouts[i]) for i in [li, *order]]
     # each layout with its own attention sharding (the replica's KV and steps follow it) and its own draft
-    by_c, c_notes = trace(su, list(dict.fromkeys(traced)), cs, input_len, output_len, draft=dr)
+    if concurrency is None:     # the default axis, on until the largest batch that fits: as far as the static search
+        cs = reaching(cs, top)
+    by_c, c_notes = trace(su, list(dict.fromkeys(traced)), cs, input_len, output_len, draft=dr,
+                          meets=targets_test(ttft_s, tps_user))
     if by_c and (imb != 1.0 or ep_overlap or ep_comm != "bf16"):
         c_notes.append("by concurrency: the steady state prices EP as balanced, not overlapped, bf16 both ways")
     return Plan(setup=su, chips=n, input_len=input_len, output_len=output_len,
@@ -241,6 +248,6 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
                          **({"prefix_hit": hit} if hit else {})},
                 disaggregated=disagg,
                 notes=tuple(notes), by_concurrency=tuple(flag_frontier(by_c)), by_concurrency_notes=tuple(c_notes),
-                draft=dr)
+                draft=dr, best_by_concurrency=cheapest_meeting(by_c, ttft_s, tps_user, price) if by_c else None)
 
 

@@ -27,7 +27,7 @@ def _ep_options(f):
 @click.option("--model", "-m", default="deepseek-v3", show_default=True, help="Catalog id or path to a config.json.")
 @_system_option
 @click.option("--chips", type=int, callback=positive, help="Total chips (default: the system's usual size).")
-@click.option("--ttft-ms", type=float, callback=positive_float, help="Target: time to first token (prefill of the batch), ms.")
+@click.option("--ttft-ms", type=float, callback=positive_float, help="Target: time to first token, ms: the static batch's whole prefill for `best`, one request's own under continuous batching for the by-concurrency answer.")
 @click.option("--min-tokens-per-s-per-user", type=float, callback=positive_float, help="Target: output tokens/s per user.")
 @click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
 @click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
