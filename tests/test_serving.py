@@ -224,6 +224,28 @@ def test_fleet_scales_with_demand():
     assert "fastest reaches" in e.value.valid
 
 
+def test_fleet_sized_for_continuous_batching_by_hand():
+    from tokenmath.analyses.serving.steady_state import steady_state
+    a = fleet("llama-3.1-70b", "h100-sxm", demand=1e6, engine="vllm").to_dict()
+    c = a["continuously_batched"]
+    # the users' speed counts the prompts admitted among the decodes: the target holds, one user more breaks it
+    assert c["tokens_per_s_per_user"] >= 20.0
+    kw = dict(chips=c["replica_chips"], tp=c["tp"], pp=c["pp"], dp=c["dp"], engine="vllm")
+    here, more = steady_state("llama-3.1-70b", "h100-sxm", concurrency=[c["concurrency"], c["concurrency"] + 1],
+                              **kw).points
+    assert here.output_tokens_per_s == pytest.approx(c["replica_output_tokens_per_s"])
+    assert more.output_tokens_per_s_per_user < 20.0
+    # replicas = ceil(1e6 / replica tok/s), chips = replicas x replica chips, MW = chips x 700 W, $ = chips x $2.99 x 8760
+    assert c["replicas"] == -(-1e6 // c["replica_output_tokens_per_s"])
+    assert c["chips"] == c["replicas"] * c["replica_chips"]
+    assert c["megawatts"] == pytest.approx(c["chips"] * 700 / 1e6)
+    assert c["usd_per_year"] == pytest.approx(c["chips"] * 2.99 * 8760)
+    # Llama 3.1 70B on H100 at 20 tok/s/user: the static batch (decode-only speed) needs fewer chips than replicas
+    # whose steps also carry the prompts (the by-concurrency points of test_by_concurrency: 24% more here)
+    assert c["chips"] > a["chips"]
+    assert fleet("llama-3.1-70b", "h100-sxm", demand=1e6, engine="none").to_dict()["continuously_batched"] is None
+
+
 @pytest.mark.parametrize("cmd", [
     ["hyperbola", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--chips", "8"],
     ["pareto", "--model", "deepseek-v3", "--hardware", "h200"],

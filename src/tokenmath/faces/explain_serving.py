@@ -215,6 +215,19 @@ def explain_fleet(f: Fleet) -> str:
         L.append(f"  cost = {r['chips']:,} chips x ${hw.price_usd_per_hour}/h x {HOURS_PER_YEAR} h = "
                  f"${r['usd_per_year']:,.0f} per year (${r['fleet_cost_per_mtok_output_usd']:.4g} per Mtok output over the "
                  f"demand; one replica at full load ${r['cost_per_mtok_output_request_usd']:.4g} per Mtok, whole request)")
+    c = r.get("continuously_batched")
+    if c is not None:
+        L.append(f"  the replica above is a static batch (its speed the decode alone); batching continuously, the "
+                 f"prompts admitted among the decodes slow every user: {c['replica_chips']} chips ({c['layout']}) at "
+                 f"{c['concurrency']:,} users, {c['tokens_per_s_per_user']:,.1f} tok/s per user, TTFT "
+                 f"{u.seconds(c['ttft_s'])}, {c['replica_output_tokens_per_s']:,.0f} output tok/s -> {c['replicas']:,} "
+                 f"replicas, {c['chips']:,} chips"
+                 + (f", {c['megawatts']:,.2f} MW" if c["megawatts"] is not None else "")
+                 + (f", ${c['usd_per_year']:,.0f} per year" if c["usd_per_year"] is not None else "")
+                 + " (prefill on its own chips avoids the slowdown: plan --disaggregated)")
+    elif f.setup.engine is not None:
+        L.append("  batching continuously, no traced replica meets the speed target (the prompts admitted among the "
+                 "decodes slow every user below it)")
     return "\n".join(L)
 
 

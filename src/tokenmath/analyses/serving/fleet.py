@@ -2,6 +2,9 @@
 
 Each replica runs the cheapest layout and batch (one scale-up domain's chip counts) that meets the per-user speed
 target; replicas = ceil(demand / replica throughput). Power is chip TDP x PUE (PUE 1.0 = chips only).
+That replica is a static batch, its speed the decode alone; with an engine, `continuously_batched` sizes the same
+demand with replicas that batch continuously (the engine's closed-loop steady state), whose users' speed counts the
+prompts admitted among their decodes: more replicas for the same per-user target.
 """
 from __future__ import annotations
 
@@ -17,6 +20,10 @@ from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, up_to, meeting_speed
 from tokenmath.mapping.layout import ATTENTION_SHARDING
 from tokenmath.analyses.serving.speculative import resolve_draft, speculation_notes
+from tokenmath.analyses.serving.by_concurrency import (DEFAULT_CONCURRENCY, cheapest_meeting, reaching, targets_test,
+                                                       trace)
+
+CONTINUOUS_LAYOUTS = 3     # layouts whose steady state is traced (each builds its step tables: ~0.05-2 s)
 
 
 @dataclass(frozen=True)
@@ -49,14 +56,7 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     t = g.layouts[li]
     rep_chips = int(g.chips[li, 0])
     rep_tput = float(g.output_tokens_per_s[li, bi])
-    replicas = math.ceil(demand / rep_tput)
-    chips = replicas * rep_chips
-    mw = megawatts(chips, hw.tdp_w, pue) if hw.tdp_w else None
-    priced = hw.price_usd_per_hour is not None
-    usd_year = usd_per_year(chips, hw.price_usd_per_hour) if priced else None
-    # the fleet runs all year for `demand` output tokens/s: its $ per second over those tokens (the last replica's
-    # idle headroom included); the replica's own costs at its point are the same keys as every other command's
-    per_mtok = request_cost_per_mtok(usd_per_s(chips, hw.price_usd_per_hour), demand) if priced else None
+    size = _sizing(demand, rep_chips, rep_tput, hw, pue)
     costs = g.costs_per_mtok(hw.price_usd_per_hour)
     res = {"model": su.model.id, "hardware": hw.id, "engine": su.engine_dict,
            "notes": [su.engine_note, *speculation_notes(dr)],
@@ -67,10 +67,47 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
            "layout": fmt_layout(*t), "tp": t[0], "pp": t[1], "ep": t[2], "dp": t[3], "batch": int(g.batch[li, bi]),
            **({"attention_sharding": ATTENTION_SHARDING[t[4]]} if len(t) > 4 else {}),
            "replica_chips": rep_chips, "replica_output_tokens_per_s": rep_tput,
-           "tokens_per_s_per_user": finite(g.tokens_per_s_per_user[li, bi]), "replicas": replicas, "chips": chips,
-           "domain_size": hw.scaleup_domain, "domains": math.ceil(chips / hw.scaleup_domain),
-           "pue": pue, "megawatts": finite(mw) if mw is not None else None,
-           "usd_per_year": finite(usd_year) if usd_year is not None else None,
+           "tokens_per_s_per_user": finite(g.tokens_per_s_per_user[li, bi]), **size, "pue": pue,
            **{k: None if costs is None else finite(costs[k][li, bi]) for k in COST_KEYS},
-           "fleet_cost_per_mtok_output_usd": finite(per_mtok) if per_mtok is not None else None}
+           "continuously_batched": (_continuous(su, g, per_chip, demand, target, input_len, output_len, dr, pue)
+                                    if su.engine is not None else None)}
     return Fleet(setup=su, result=res)
+
+
+def _sizing(demand: float, replica_chips: int, replica_tput: float, hw, pue: float) -> dict:
+    """Replicas, chips, scale-up domains, MW and $ a year for `demand` output tokens/s from replicas of
+    `replica_chips` chips serving `replica_tput` each; the fleet's $ per Mtok over the demand (its last replica's
+    idle headroom included)."""
+    replicas = math.ceil(demand / replica_tput)
+    chips = replicas * replica_chips
+    mw = megawatts(chips, hw.tdp_w, pue) if hw.tdp_w else None
+    priced = hw.price_usd_per_hour is not None
+    usd_year = usd_per_year(chips, hw.price_usd_per_hour) if priced else None
+    per_mtok = request_cost_per_mtok(usd_per_s(chips, hw.price_usd_per_hour), demand) if priced else None
+    return {"replicas": replicas, "chips": chips, "domain_size": hw.scaleup_domain,
+            "domains": math.ceil(chips / hw.scaleup_domain), "megawatts": finite(mw) if mw is not None else None,
+            "usd_per_year": finite(usd_year) if usd_year is not None else None,
+            "fleet_cost_per_mtok_output_usd": finite(per_mtok) if per_mtok is not None else None}
+
+
+def _continuous(su: Setup, g, per_chip, demand, target, input_len, output_len, draft, pue) -> dict | None:
+    """The fleet when each replica batches continuously (the engine's closed-loop steady state,
+    by_concurrency.py): of the CONTINUOUS_LAYOUTS layouts with the most static throughput per chip at the target,
+    the point with the most output per chip whose time per output token (the prompts it admits included) still
+    meets the target, users bisected to one; None when none does."""
+    best = per_chip.max(axis=1)
+    order = [i for i in np.argsort(-best) if np.isfinite(best[i])][:CONTINUOUS_LAYOUTS]
+    if not order:
+        return None
+    cs = reaching(DEFAULT_CONCURRENCY, int(max(g.max_batch[i, 0] for i in order)))
+    pts, _ = trace(su, [tuple(int(v) for v in g.layouts[i]) for i in order], cs, input_len, output_len,
+                   draft=draft, meets=targets_test(None, target))
+    c = cheapest_meeting(pts, None, target, su.hardware.price_usd_per_hour)
+    if c is None:
+        return None
+    keep = ("layout", "tp", "pp", "ep", "dp", "attention_sharding", "concurrency", "ttft_s", "tpot_s")
+    return {**{k: c[k] for k in keep if k in c}, "replica_chips": c["chips"],
+            "replica_output_tokens_per_s": c["output_tokens_per_s"],
+            "tokens_per_s_per_user": c["output_tokens_per_s_per_user"],
+            **_sizing(demand, c["chips"], c["output_tokens_per_s"], su.hardware, pue),
+            "cost_per_mtok_output_request_usd": c["cost_per_mtok_output_request_usd"]}
