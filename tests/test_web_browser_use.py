@@ -168,8 +168,9 @@ def test_a_malformed_number_is_refused_not_guessed(page, typed):
 def test_chips_that_split_badly_are_blamed_on_chips_not_on_an_untyped_tp(page):
     open_tab(page, "?chips=3")
     msg = error_text(page, "overview")
-    assert msg.startswith("chips: 3 chips split automatically as tp=3 (tp left blank)"), msg
-    assert "or set tp yourself" in msg
+    # the engine's own refusal names chips (mapping/layout.make_layout); the page puts its flags in field words
+    assert msg.startswith("chips: 3 chips spread by tensor parallelism make tp=3"), msg
+    assert "chips = 1 or 2 or 4, or add tp = 1" in msg and "--" not in msg
     assert page.evaluate("document.querySelector('#chips').classList.contains('invalid')")
 
 
