@@ -89,6 +89,25 @@ def test_price_needs_a_priced_chip():
     assert 1 / r["decode_step_s"] >= 20
 
 
+def test_price_continuously_batched_by_hand():
+    from tokenmath.analyses.serving.steady_state import steady_state
+    r = price("llama-3.1-70b", "h100-sxm", engine="vllm").to_dict()
+    # a static batch's whole request per output token = output cost + input cost x input / output tokens
+    assert r["cost_per_mtok_output_request_usd"] == pytest.approx(
+        r["cost_per_mtok_output_usd"] + r["cost_per_mtok_input_usd"] * 2000 / 500)
+    c = r["continuously_batched"]
+    assert c["tokens_per_s_per_user"] >= 20
+    kw = dict(chips=c["chips"], tp=c["tp"], pp=c["pp"], dp=c["dp"], engine="vllm", input_len=2000, output_len=500)
+    here, more = steady_state("llama-3.1-70b", "h100-sxm", concurrency=[c["concurrency"], c["concurrency"] + 1],
+                              **kw).points
+    assert more.output_tokens_per_s_per_user < 20            # one user more and the target is missed
+    # $ per Mtok = chips x $2.99 / 3600 / output tok/s x 1e6; priced at utilization 0.6 and margin 0.5: / 0.3
+    cost = c["chips"] * 2.99 / 3600 / here.output_tokens_per_s * 1e6
+    assert c["cost_per_mtok_output_request_usd"] == pytest.approx(cost)
+    assert c["price_per_mtok_output_request_usd"] == pytest.approx(cost / (0.6 * 0.5))
+    assert price("llama-3.1-8b", "h100-sxm", engine="none").to_dict()["continuously_batched"] is None
+
+
 def test_cost_scale_is_a_price_rescaling():
     """cost_scale c compares prices with c x the closed form's cost: deducing (p_in, p_out) at scale c is the same
     inference as deducing (p_in / c, p_out / c) at scale 1 (same samples, same seed)."""

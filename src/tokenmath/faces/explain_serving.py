@@ -240,11 +240,22 @@ def explain_price(p: PriceResult) -> str:
         f"  {su.engine_note}",
         f"  cheapest layout meeting the target: {r['layout']} on {r['chips']} chips, batch {r['batch']}, "
         f"decode step {u.seconds(r['decode_step_s'])}, prefill of the whole batch {u.seconds(r['ttft_s'])} "
-        "(a static batch; under continuous batching a request waits for its own prompt: infer --concurrency)",
+        "(a static batch)",
         f"  $/s = {r['chips']} x ${su.hardware.price_usd_per_hour}/h / 3600 = "
         f"{usd_per_s(r['chips'], su.hardware.price_usd_per_hour):.5f}",
         f"  output cost (decode only) = $/s x step / batch x 1e6 = ${r['cost_per_mtok_output_usd']:.4g}/Mtok; "
         f"input cost = $/s x TTFT / (batch x input) x 1e6 = ${r['cost_per_mtok_input_usd']:.4g}/Mtok",
         f"  price = cost / (utilization {r['utilization']:g} x (1 - margin {r['margin']:g})): "
         f"input ${r['price_per_mtok_input_usd']:.4g}, output ${r['price_per_mtok_output_usd']:.4g} per Mtok "
-        f"(output/input {r['output_input_ratio']:.2f}x)"])
+        f"(output/input {r['output_input_ratio']:.2f}x)",
+        *_price_continuous(r)])
+
+
+def _price_continuous(r: dict) -> list[str]:
+    c = r.get("continuously_batched")
+    if c is None:
+        return []
+    return [f"  whole request per output token: static batch ${r['cost_per_mtok_output_request_usd']:.4g}/Mtok; batching "
+            f"continuously at the same speed ({c['layout']}, {c['concurrency']:,} users, "
+            f"{c['tokens_per_s_per_user']:,.1f} tok/s/user, TTFT {u.seconds(c['ttft_s'])}) "
+            f"${c['cost_per_mtok_output_request_usd']:.4g}/Mtok, priced ${c['price_per_mtok_output_request_usd']:.4g}/Mtok"]

@@ -184,3 +184,28 @@ def cheapest_meeting(points: list[dict], ttft_s: float | None, min_tokens_per_s_
             None if usd_per_chip_hour is None
             else finite(request_cost_per_mtok(usd_per_s(best["chips"], usd_per_chip_hour), best["output_tokens_per_s"])))
     return best
+
+
+def cheapest_continuous(su: Setup, g, rank, target: float, input_len: int, output_len: int, draft=None,
+                        layouts: int = 3) -> dict | None:
+    """The continuously batched answer to a static search at a per-user speed target: of the `layouts` layouts of
+    grid `g` (analyses/serving/grid.py) with the lowest `rank` ((L, B), inf where a point misses the target), the
+    steady-state point with the fewest chip-seconds per output token whose users still get `target` tokens/s (the
+    prompts admitted among their decodes included), users on the default axis carried to the largest batch that
+    fits, the boundary bisected (cheapest_meeting's point; None when none meets). Each traced layout builds its
+    step tables (~0.05-2 s)."""
+    best = np.min(rank, axis=1)
+    order = [i for i in np.argsort(best) if np.isfinite(best[i])][:layouts]
+    if not order:
+        return None
+    cs = reaching(DEFAULT_CONCURRENCY, int(max(g.max_batch[i, 0] for i in order)))
+    pts, _ = trace(su, [tuple(int(v) for v in g.layouts[i]) for i in order], cs, input_len, output_len,
+                   draft=draft, meets=targets_test(None, target))
+    return cheapest_meeting(pts, None, target, su.hardware.price_usd_per_hour)
+
+
+def continuous_fields(c: dict) -> dict:
+    """The keys fleet and price report of a continuously batched point (one meaning each): its layout, the users it
+    runs (`concurrency`), their speed, a request's own TTFT and the time per output token."""
+    keep = ("layout", "tp", "pp", "ep", "dp", "attention_sharding", "concurrency", "ttft_s", "tpot_s")
+    return {**{k: c[k] for k in keep if k in c}, "tokens_per_s_per_user": c["output_tokens_per_s_per_user"]}

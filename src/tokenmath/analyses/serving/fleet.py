@@ -20,10 +20,7 @@ from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, up_to, meeting_speed
 from tokenmath.mapping.layout import ATTENTION_SHARDING
 from tokenmath.analyses.serving.speculative import resolve_draft, speculation_notes
-from tokenmath.analyses.serving.by_concurrency import (DEFAULT_CONCURRENCY, cheapest_meeting, reaching, targets_test,
-                                                       trace)
-
-CONTINUOUS_LAYOUTS = 3     # layouts whose steady state is traced (each builds its step tables: ~0.05-2 s)
+from tokenmath.analyses.serving.by_concurrency import cheapest_continuous, continuous_fields
 
 
 @dataclass(frozen=True)
@@ -91,23 +88,11 @@ def _sizing(demand: float, replica_chips: int, replica_tput: float, hw, pue: flo
 
 
 def _continuous(su: Setup, g, per_chip, demand, target, input_len, output_len, draft, pue) -> dict | None:
-    """The fleet when each replica batches continuously (the engine's closed-loop steady state,
-    by_concurrency.py): of the CONTINUOUS_LAYOUTS layouts with the most static throughput per chip at the target,
-    the point with the most output per chip whose time per output token (the prompts it admits included) still
-    meets the target, users bisected to one; None when none does."""
-    best = per_chip.max(axis=1)
-    order = [i for i in np.argsort(-best) if np.isfinite(best[i])][:CONTINUOUS_LAYOUTS]
-    if not order:
-        return None
-    cs = reaching(DEFAULT_CONCURRENCY, int(max(g.max_batch[i, 0] for i in order)))
-    pts, _ = trace(su, [tuple(int(v) for v in g.layouts[i]) for i in order], cs, input_len, output_len,
-                   draft=draft, meets=targets_test(None, target))
-    c = cheapest_meeting(pts, None, target, su.hardware.price_usd_per_hour)
+    """The fleet when each replica batches continuously (by_concurrency.cheapest_continuous over the layouts with
+    the most static throughput per chip at the target); None when no traced point meets the target."""
+    c = cheapest_continuous(su, g, -per_chip, target, input_len, output_len, draft)
     if c is None:
         return None
-    keep = ("layout", "tp", "pp", "ep", "dp", "attention_sharding", "concurrency", "ttft_s", "tpot_s")
-    return {**{k: c[k] for k in keep if k in c}, "replica_chips": c["chips"],
-            "replica_output_tokens_per_s": c["output_tokens_per_s"],
-            "tokens_per_s_per_user": c["output_tokens_per_s_per_user"],
+    return {**continuous_fields(c), "replica_chips": c["chips"], "replica_output_tokens_per_s": c["output_tokens_per_s"],
             **_sizing(demand, c["chips"], c["output_tokens_per_s"], su.hardware, pue),
             "cost_per_mtok_output_request_usd": c["cost_per_mtok_output_request_usd"]}

@@ -14,6 +14,7 @@ from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.engine.economics import decode_cost_per_mtok, prefill_cost_per_mtok, usd_per_s
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
+from tokenmath.analyses.serving.by_concurrency import cheapest_continuous, continuous_fields
 from tokenmath.analyses.serving.grid import up_to, meeting_speed
 
 
@@ -60,5 +61,20 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
            "cost_per_mtok_input_usd": finite(c_in), "cost_per_mtok_output_usd": finite(c_out),
            "margin": margin, "utilization": utilization,
            "price_per_mtok_input_usd": finite(c_in * scale), "price_per_mtok_output_usd": finite(c_out * scale),
-           "output_input_ratio": finite(c_out / c_in)}
+           "output_input_ratio": finite(c_out / c_in),
+           # the static batch's whole request per output token, to set beside the continuously batched one
+           "cost_per_mtok_output_request_usd": finite(c_out + c_in * input_len / output_len),
+           "continuously_batched": (_continuous(su, g, np.where(ok, out_cost, np.inf), target, input_len, output_len,
+                                                scale) if su.engine is not None else None)}
     return PriceResult(setup=su, result=res)
+
+
+def _continuous(su, g, rank, target, input_len, output_len, scale) -> dict | None:
+    """The same target met by a server that batches continuously (by_concurrency.cheapest_continuous): a whole
+    request's cost per output token there, and the price at the same utilization and margin."""
+    c = cheapest_continuous(su, g, rank, target, input_len, output_len)
+    if c is None:
+        return None
+    cost = c["cost_per_mtok_output_request_usd"]
+    return {**continuous_fields(c), "chips": c["chips"], "cost_per_mtok_output_request_usd": cost,
+            "price_per_mtok_output_request_usd": finite(cost * scale)}
