@@ -326,3 +326,25 @@ def test_moe_experts_pad_per_expert():
     assert float(ex.fixed_s) == pytest.approx(2 * 3.2e-6 + 1 * 0.9e-6)
     assert ex.kernels == 3
     assert pc.ops["moe_permute"].kernels == pc.ops["moe_unpermute"].kernels == 1
+
+
+def test_a_long_token_axis_priced_by_runs_equals_the_plain_evaluation():
+    """gemm_fraction prices a long 1-D token axis once per run of equal tile rows (u(M) = M x u(M_r) / M_r within a
+    run, the GEMV boundary its own cut); the answer must equal the element-by-element evaluation to rounding."""
+    import numpy as np
+    from tokenmath.engine import kernels as k
+    from tokenmath.specs.hardware import get_hardware
+    from tokenmath.specs.kernels import kernel_model
+    rng = np.random.default_rng(0)
+    axes = [np.arange(1, 12000, dtype=float), np.arange(0.25, 3000, 0.25), np.sort(rng.uniform(0.5, 9000, 8000)),
+            np.arange(12000, 0, -1, dtype=float)]
+    for chip in ("h100-sxm", "b200", "mi300x", "rtx-4090"):
+        km = kernel_model(get_hardware(chip))
+        for M in axes:
+            for shapes, groups in ((((7168.0, 2048.0), (2048.0, 7168.0)), 1), ((((1536.0, 2880.0),), 8.0))):
+                fast = k.gemm_fraction(km, "fp8", M, shapes, groups)
+                plain = k.gemm_fraction(km, "fp8", M.reshape(1, -1), shapes, groups)[0]   # 2-D: no run path
+                assert np.allclose(fast, plain, rtol=1e-12, atol=0), chip
+    # an unordered axis (runs of one) takes the plain path
+    M = rng.permutation(np.arange(1, 9000, dtype=float))
+    assert k._runs(M, k.tile_rows(kernel_model(get_hardware("h100-sxm")), M)) is None

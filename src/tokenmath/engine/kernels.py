@@ -32,10 +32,34 @@ import numpy as np
 from tokenmath.specs.kernels import DTYPE_CLASS, KernelModel, kernels_per_op
 
 
+RUNS_MIN = 4096     # a 1-D M axis this long is priced once per run of equal tile rows (step tables: 1e4-1e6 tokens)
+
+
 def gemm_utilization(M, N, K, compute_units, tile_m, tile_n, groups=1, split_k_min_k=256):
     """Share (0, 1] of the chip's tensor throughput that the useful FLOPs of `groups` GEMMs of M x N x K get after
     tile and wave quantization (compute_units 0: no wave quantization)."""
-    M = np.maximum(np.asarray(M, float), 1.0)
+    return _utilization(np.maximum(np.asarray(M, float), 1.0), N, K, compute_units, tile_m, tile_n, groups,
+                        split_k_min_k)
+
+
+def _runs(M: np.ndarray, tm: np.ndarray, gemv_max_m: float = 0.0):
+    """(first index of each run, run of every element) of a 1-D M axis cut where its tile rows (mt = ceil(M / tm),
+    tm) change or it crosses gemv_max_m, or None when runs are too short to be worth it (an unordered axis)."""
+    mt = np.ceil(M / tm)
+    new = np.empty(M.size, bool)
+    new[0] = True
+    np.not_equal(mt[1:], mt[:-1], out=new[1:])
+    new[1:] |= tm[1:] != tm[:-1]
+    if gemv_max_m:
+        gemv = M <= gemv_max_m
+        new[1:] |= gemv[1:] != gemv[:-1]
+    first = np.flatnonzero(new)
+    if first.size * 4 > M.size:
+        return None
+    return first, np.cumsum(new) - 1
+
+
+def _utilization(M, N, K, compute_units, tile_m, tile_n, groups, split_k_min_k):
     N, K = np.asarray(N, float), np.asarray(K, float)
     mt, nt = np.ceil(M / tile_m), np.ceil(N / tile_n)
     tile_util = (M * N) / (mt * tile_m * nt * tile_n)
@@ -78,6 +102,19 @@ def gemm_fraction(km: KernelModel, compute_key: str, M, shapes, groups=1):
     if km.curve_rows:     # a machine's own measured curve in place of tile and wave quantization
         return km.gemm_fraction(compute_key) * measured_share(km, M, shapes)
     tm = tile_rows(km, M)
+    if (np.ndim(M) == 1 and np.size(M) >= RUNS_MIN and np.ndim(groups) == 0
+            and all(np.ndim(x) == 0 for shape in shapes for x in shape)):
+        # a step table's long token axis, exactly and once per run of equal tile rows: within a run every GEMM's
+        # utilisation is M x (its value at the run's first M) / that M, so the harmonic mean is too; a GEMV
+        # (M <= gemv_max_m) computes only its rows, at the class fraction itself
+        M = np.maximum(np.asarray(M, float), 1.0)
+        runs = _runs(M, tm, km.gemv_max_m)
+        if runs is not None:
+            first, run = runs
+            out = M * (gemm_fraction(km, compute_key, M[first], shapes, groups) / M[first])[run]
+            if km.gemv_max_m:
+                out = np.where(M <= km.gemv_max_m, km.gemm_fraction(compute_key), out)
+            return out
     # every candidate tile width at once, on a leading axis in front of every operand's dimensions (one numpy pass
     # instead of one per width)
     nd = max([np.ndim(M), np.ndim(groups), np.ndim(tm)] + [np.ndim(x) for shape in shapes for x in shape])
