@@ -246,6 +246,30 @@ def test_fleet_sized_for_continuous_batching_by_hand():
     assert fleet("llama-3.1-70b", "h100-sxm", demand=1e6, engine="none").to_dict()["continuously_batched"] is None
 
 
+def test_fleet_with_prefill_on_chips_of_its_own_by_hand():
+    from tokenmath.specs.kv_cache import kv_bytes_per_sequence
+    from tokenmath.specs.model_catalog import get_model
+    a = fleet("deepseek-v3", "h200", demand=1e6, engine="vllm").to_dict()
+    d = a["disaggregated"]
+    dec, pre = d["decode"], d["prefill"]
+    # decode instances = ceil(1e6 / one instance's output tok/s); prefill instances = ceil(1e6 x 1024 / 256 prompt
+    # tok/s / one instance's); the fleet is both pools, 700 W each
+    assert dec["instances"] == -(-1e6 // dec["instance_output_tokens_per_s"])
+    assert pre["instances"] == -(-(1e6 * 1024 / 256) // pre["instance_prompt_tokens_per_s"])
+    assert d["chips"] == dec["instances"] * dec["instance_chips"] + pre["instances"] * pre["instance_chips"]
+    assert d["megawatts"] == pytest.approx(d["chips"] * 700 / 1e6)
+    # the decode pool meets the speed with decodes alone; the prefill pool's batches stay within the 2 s TTFT
+    # target (MLPerf's server constraint, the simulator's goodput default)
+    assert dec["tokens_per_s_per_user"] >= 20 and pre["ttft_s"] <= 2.0
+    # each request's prompt KV crosses once: 1024 tokens x 70.3 kB (MLA, bf16) per request, 1e6 / 256 requests/s
+    kv = kv_bytes_per_sequence(get_model("deepseek-v3"), 1024, 2)
+    assert d["kv_bytes_per_request"] == pytest.approx(kv)
+    assert d["kv_transfer_bytes_per_s"] == pytest.approx(kv * 1e6 / 256)
+    # no prompts among the decodes: far fewer chips than replicas that batch continuously (whose expert-parallel
+    # layouts prefill whole prompts on one attention group while the others wait)
+    assert d["chips"] < 0.5 * a["continuously_batched"]["chips"]
+
+
 @pytest.mark.parametrize("cmd", [
     ["hyperbola", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--chips", "8"],
     ["pareto", "--model", "deepseek-v3", "--hardware", "h200"],

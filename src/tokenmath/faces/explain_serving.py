@@ -228,6 +228,18 @@ def explain_fleet(f: Fleet) -> str:
     elif f.setup.engine is not None:
         L.append("  batching continuously, no traced replica meets the speed target (the prompts admitted among the "
                  "decodes slow every user below it)")
+    d = r.get("disaggregated")
+    if d is not None:
+        dec, pre = d["decode"], d["prefill"]
+        L.append(f"  prefill on chips of its own: decode {dec['instances']:,} x {dec['instance_chips']} chips "
+                 f"({dec['layout']}, batch {dec['batch']:,}, {dec['tokens_per_s_per_user']:,.1f} tok/s per user, "
+                 f"{dec['instance_output_tokens_per_s']:,.0f} output tok/s each) + prefill {pre['instances']:,} x "
+                 f"{pre['instance_chips']} chips ({pre['layout']}, batches of {pre['batch']:,} prompts in "
+                 f"{u.seconds(pre['ttft_s'])}, {pre['instance_prompt_tokens_per_s']:,.0f} prompt tok/s each) = "
+                 f"{d['chips']:,} chips"
+                 + (f", {d['megawatts']:,.2f} MW" if d["megawatts"] is not None else "")
+                 + (f", ${d['usd_per_year']:,.0f} per year" if d["usd_per_year"] is not None else "")
+                 + f"; KV moved between the pools {u.rate(d['kv_transfer_bytes_per_s'], 'B/s')}")
     return "\n".join(L)
 
 

@@ -17,10 +17,12 @@ from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.engine.economics import megawatts, request_cost_per_mtok, usd_per_s, usd_per_year
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
-from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, up_to, meeting_speed
+from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, meeting_speed, point, up_to
 from tokenmath.mapping.layout import ATTENTION_SHARDING
 from tokenmath.analyses.serving.speculative import resolve_draft, speculation_notes
 from tokenmath.analyses.serving.by_concurrency import cheapest_continuous, continuous_fields
+from tokenmath.analyses.serving.plan_disaggregated import disaggregate
+from tokenmath.analyses.serving.simulation.simulate import TTFT_TARGET_S
 
 
 @dataclass(frozen=True)
@@ -67,21 +69,28 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
            "tokens_per_s_per_user": finite(g.tokens_per_s_per_user[li, bi]), **size, "pue": pue,
            **{k: None if costs is None else finite(costs[k][li, bi]) for k in COST_KEYS},
            "continuously_batched": (_continuous(su, g, per_chip, demand, target, input_len, output_len, dr, pue)
-                                    if su.engine is not None else None)}
+                                    if su.engine is not None else None),
+           "disaggregated": (None if dr is not None else
+                             _disaggregated(su, g, point(g, li, bi, hw.price_usd_per_hour), demand, target,
+                                            input_len, output_len, pue))}
     return Fleet(setup=su, result=res)
 
 
 def _sizing(demand: float, replica_chips: int, replica_tput: float, hw, pue: float) -> dict:
     """Replicas, chips, scale-up domains, MW and $ a year for `demand` output tokens/s from replicas of
     `replica_chips` chips serving `replica_tput` each; the fleet's $ per Mtok over the demand (its last replica's
-    idle headroom included)."""
+    idle headroom included): _of_chips."""
     replicas = math.ceil(demand / replica_tput)
-    chips = replicas * replica_chips
+    return {"replicas": replicas, **_of_chips(replicas * replica_chips, demand, hw, pue)}
+
+
+def _of_chips(chips: int, demand: float, hw, pue: float) -> dict:
+    """Chips, scale-up domains, MW, $ a year and $ per Mtok over the demand of a fleet of `chips` chips."""
     mw = megawatts(chips, hw.tdp_w, pue) if hw.tdp_w else None
     priced = hw.price_usd_per_hour is not None
     usd_year = usd_per_year(chips, hw.price_usd_per_hour) if priced else None
     per_mtok = request_cost_per_mtok(usd_per_s(chips, hw.price_usd_per_hour), demand) if priced else None
-    return {"replicas": replicas, "chips": chips, "domain_size": hw.scaleup_domain,
+    return {"chips": chips, "domain_size": hw.scaleup_domain,
             "domains": math.ceil(chips / hw.scaleup_domain), "megawatts": finite(mw) if mw is not None else None,
             "usd_per_year": finite(usd_year) if usd_year is not None else None,
             "fleet_cost_per_mtok_output_usd": finite(per_mtok) if per_mtok is not None else None}
@@ -96,3 +105,28 @@ def _continuous(su: Setup, g, per_chip, demand, target, input_len, output_len, d
     return {**continuous_fields(c), "replica_chips": c["chips"], "replica_output_tokens_per_s": c["output_tokens_per_s"],
             **_sizing(demand, c["chips"], c["output_tokens_per_s"], su.hardware, pue),
             "cost_per_mtok_output_request_usd": c["cost_per_mtok_output_request_usd"]}
+
+
+def _disaggregated(su: Setup, g, colocated: dict, demand, target, input_len, output_len, pue) -> dict:
+    """The fleet with prefill on chips of its own (plan_disaggregated.disaggregate: the decode instance with the most
+    decode-only output per chip at the speed target, the prefill instance with the most prompt tokens/s per chip
+    whose batch's prefill stays within TTFT_TARGET_S), in whole instances: decode instances = ceil(demand / one
+    instance's output tokens/s), prefill instances = ceil(demand x input / output / one instance's prompt tokens/s).
+    The KV each request carries between the pools is reported, not priced (plan --disaggregated)."""
+    chips0 = int(colocated["tp"] * colocated["pp"] * colocated["ep"] * colocated["dp"])
+    d = disaggregate(su, chips0, g.layouts, g, g.batch, input_len, output_len, TTFT_TARGET_S, target, {}, colocated)
+    dec, pre = d["decode"], d["prefill"]
+    dec_chips = int(dec["tp"] * dec["pp"] * dec["ep"] * dec["dp"])
+    pre_chips = int(pre["tp"] * pre["pp"] * pre["ep"] * pre["dp"])
+    dec_n = math.ceil(demand / d["decode"]["decode_output_tokens_per_s"])
+    pre_n = math.ceil(demand * input_len / output_len / (pre["prompt_tokens_per_s_per_chip"] * pre_chips))
+    size = _of_chips(dec_n * dec_chips + pre_n * pre_chips, demand, su.hardware, pue)
+    return {"decode": {k: dec[k] for k in ("layout", "tp", "pp", "ep", "dp", "batch", "decode_step_s")}
+            | {"tokens_per_s_per_user": dec["output_tokens_per_s_per_user"], "instance_chips": dec_chips,
+               "instance_output_tokens_per_s": dec["decode_output_tokens_per_s"], "instances": dec_n,
+               "chips": dec_n * dec_chips},
+            "prefill": {k: pre[k] for k in ("layout", "tp", "pp", "ep", "dp", "batch", "ttft_s")}
+            | {"instance_chips": pre_chips, "instance_prompt_tokens_per_s": pre["prompt_tokens_per_s_per_chip"]
+               * pre_chips, "instances": pre_n, "chips": pre_n * pre_chips},
+            **size, "kv_bytes_per_request": d["kv_bytes_per_request"],
+            "kv_transfer_bytes_per_s": d["kv_bytes_per_request"] * demand / output_len}
