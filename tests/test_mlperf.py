@@ -94,3 +94,5 @@ def test_validate_json_has_the_section():
     d = json.loads(r.output)["mlperf"]
     assert len(d["rows"]) == 22 and d["faster_than_pure_roofline"] == []
     assert {"heldout_ratio", "implied_prompt_tokens", "predicted_tokens_per_s_prompt_1"} <= set(d["rows"][0])
+    srv = d["server"]
+    assert len(srv["rows"]) == 19 and {"ratio", "measured_server_over_offline", "ttft_limit_s"} <= set(srv["rows"][0])

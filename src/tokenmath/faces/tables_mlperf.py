@@ -36,3 +36,28 @@ def mlperf_table(mv) -> None:
     for b in s["bound_only"]:
         c.print(f"no published prompt cap, upper bound only: {b['id']} measured {num(b['measured'])} tokens/s, "
                 f"{num(b['bound_prompt_1'])} with 1-token prompts ({b['bound_over_measured']:.2f} x)")
+
+
+def mlperf_server_table(sv: dict) -> None:
+    """Every Server run: the latency limits, measured and predicted node tokens/s, their ratio, and Server / Offline
+    measured and predicted; then the medians by vendor and MoE / dense. sv: mlperf_server.validate_server's dict."""
+    from rich.console import Console
+    c = Console()
+    rows, s = sv["rows"], sv["summary"]
+    t = id_table("Held out: MLPerf Inference Server, not fitted (output tokens/s within the run's TTFT / TPOT limits, "
+                 "at the prompt the other systems imply in Offline; server/offline = what the limits cost)",
+                 [r["id"] for r in rows], ("limits", "measured", "predicted", "pred/meas", "users",
+                                           "server/offline meas.", "pred."))
+    for r in rows:
+        share = r["predicted_server_over_offline"]
+        t.add_row(r["id"], f"{r['ttft_limit_s']:g} s / {r['tpot_limit_s'] * 1e3:g} ms", num(r["measured_tokens_per_s"]),
+                  num(r["predicted_tokens_per_s"]), ratio_cell(r["ratio"]), num(r["users"]),
+                  f"{r['measured_server_over_offline']:.2f}", "-" if share is None else f"{share:.2f}")
+    print_table(c, t)
+    c.print(held_out_medians("MLPerf Server held out: median predicted / measured and median |error|", s,
+                             ("vendor", "moe"), ("predicted", "predicted"), "median_ratio", "median_abs_error"))
+    a = s["all"]
+    if a["median_measured_server_over_offline"] is not None and a["median_predicted_server_over_offline"] is not None:
+        c.print(f"the limits cost a median {1 - a['median_measured_server_over_offline']:.0%} of Offline's throughput "
+                f"measured, {1 - a['median_predicted_server_over_offline']:.0%} predicted (the steady state's mean TTFT "
+                "and TPOT stand in for MLPerf's 99th percentiles, without the Poisson queue)")

@@ -35,6 +35,9 @@ REQUIRED = ("id", "benchmark", "round", "submitter", "system", "url", "quote", "
 # input_cap absent: no published cap on the prompts; the row is checked against its upper bound only (1-token
 # prompts: no prompt makes a node faster), and stays out of the held-out medians
 OPTIONAL = ("kv_dtype", "notes", "input_cap")
+# the same system's Server run (mlperf_server.py): its completed tokens/s and the latency limits it met
+SERVER = ("server_url", "server_quote", "server_tokens_per_s", "server_samples_per_s", "server_limits_quote",
+          "server_ttft_limit_s", "server_tpot_limit_s")
 
 
 def load_results(table: dict | None = None) -> list[dict]:
@@ -48,8 +51,13 @@ def load_results(table: dict | None = None) -> list[dict]:
         missing = [k for k in REQUIRED if r.get(k) in (None, "")]
         if missing:
             raise InputError(f"result {rid}", f"missing {', '.join(missing)}", "every field of " + ", ".join(REQUIRED))
-        known_keys(r, REQUIRED + OPTIONAL, f"result {rid}")
-        for k in ("tokens_per_s", "samples_per_s", "input_cap", "chips"):
+        known_keys(r, REQUIRED + OPTIONAL + SERVER, f"result {rid}")
+        some = [k for k in SERVER if k in r]
+        if some and len(some) < len(SERVER):
+            raise InputError(f"result {rid}", f"a Server run needs every one of {', '.join(SERVER)}",
+                             "all of them, or none")
+        for k in ("tokens_per_s", "samples_per_s", "input_cap", "chips", "server_tokens_per_s", "server_samples_per_s",
+                  "server_ttft_limit_s", "server_tpot_limit_s"):
             if k not in r:
                 continue
             if not (isinstance(r[k], (int, float)) and math.isfinite(r[k]) and r[k] > 0):

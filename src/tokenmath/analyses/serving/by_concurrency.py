@@ -187,21 +187,21 @@ def cheapest_meeting(points: list[dict], ttft_s: float | None, min_tokens_per_s_
 
 
 def cheapest_continuous(su: Setup, g, rank, target: float, input_len: int, output_len: int, draft=None,
-                        layouts: int = 3) -> dict | None:
+                        layouts: int = 3, ttft_s: float | None = None) -> dict | None:
     """The continuously batched answer to a static search at a per-user speed target: of the `layouts` layouts of
     grid `g` (analyses/serving/grid.py) with the lowest `rank` ((L, B), inf where a point misses the target), the
     steady-state point with the fewest chip-seconds per output token whose users still get `target` tokens/s (the
     prompts admitted among their decodes included), users on the default axis carried to the largest batch that
-    fits, the boundary bisected (cheapest_meeting's point; None when none meets). Each traced layout builds its
-    step tables (~0.05-2 s)."""
+    fits, the boundary bisected (cheapest_meeting's point; None when none meets); ttft_s: a request's own TTFT must
+    stay within it too. Each traced layout builds its step tables (~0.05-2 s)."""
     best = np.min(rank, axis=1)
     order = [i for i in np.argsort(best) if np.isfinite(best[i])][:layouts]
     if not order:
         return None
     cs = reaching(DEFAULT_CONCURRENCY, int(max(g.max_batch[i, 0] for i in order)))
     pts, _ = trace(su, [tuple(int(v) for v in g.layouts[i]) for i in order], cs, input_len, output_len,
-                   draft=draft, meets=targets_test(None, target))
-    return cheapest_meeting(pts, None, target, su.hardware.price_usd_per_hour)
+                   draft=draft, meets=targets_test(ttft_s, target))
+    return cheapest_meeting(pts, ttft_s, target, su.hardware.price_usd_per_hour)
 
 
 def continuous_fields(c: dict) -> dict:

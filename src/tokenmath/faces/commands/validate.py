@@ -15,7 +15,7 @@ def validate(as_json, plot_file, write_calibration):
     """Predict every published measurement shipped with tokenmath: held-out error by regime, MoE/dense and chip
     vendor (leave one source / regime / vendor / MoE-or-dense out), the pure-roofline check, the fitted parameters;
     then, held out and never fitted, published throughput-per-GPU vs tok/s/user points (InferenceX curves) and MLPerf
-    Inference Offline results."""
+    Inference Offline and Server results."""
     from tokenmath.analyses.calibration.validate import validate as run, validate_flat, write_calibration as write
     v = run()                      # the physics set the serving commands ship with
     flat = validate_flat()         # the flat per-family set, for comparison
@@ -27,13 +27,15 @@ def validate(as_json, plot_file, write_calibration):
     from tokenmath.analyses.training.validate_runs import validate_runs
     from tokenmath.analyses.calibration.interactivity import validate_interactivity
     from tokenmath.analyses.calibration.mlperf import validate_mlperf
+    from tokenmath.analyses.calibration.mlperf_server import validate_server
     runs = validate_runs()
     curves = validate_interactivity()
     mlperf = validate_mlperf()
+    server = validate_server(mlperf)
     if as_json:
         extra = {k: x for k, x in flat.to_dict().items() if k != "rows"}
         emit_json({**v.to_dict(), "flat": extra, "training_runs": runs.to_dict(),
-                   "interactivity": curves.to_dict(), "mlperf": mlperf.to_dict()})
+                   "interactivity": curves.to_dict(), "mlperf": {**mlperf.to_dict(), "server": server}})
         return
     from tokenmath.faces.explain_training import training_runs_text
     from tokenmath.faces.tables import validation_table
@@ -41,7 +43,8 @@ def validate(as_json, plot_file, write_calibration):
     validation_table(v, flat)
     click.echo(training_runs_text(runs))
     interactivity_table(curves)
-    from tokenmath.faces.tables_mlperf import mlperf_table
+    from tokenmath.faces.tables_mlperf import mlperf_server_table, mlperf_table
     mlperf_table(mlperf)
+    mlperf_server_table(server)
     if plot_file:
         click.echo(f"chart written to {plot_file}")

@@ -1,0 +1,138 @@
+"""Held-out validation on MLPerf Inference Server results (data/mlperf.toml, the server_* fields of each result).
+Nothing is fitted to them.
+
+Server issues queries as a Poisson process; a run is VALID only while the 99th percentiles of time to first token
+and of time per output token stay within the benchmark's limits (2 s and 200 ms for Llama 2 70B and Mixtral 8x7B),
+so its throughput is what continuous batching serves under a latency bound, below Offline's max load. The
+prediction is the engine's closed-loop steady state (analyses/serving/by_concurrency.py, the one plan and fleet
+use): of the three layouts of the node with the most static throughput per chip, the point with the most output
+tokens/s per chip whose requests get their first token within the TTFT limit and their tokens at most the TPOT limit
+apart, users bisected to one, times the node's chips. It is read at the prompt length the OTHER systems of the
+benchmark imply in Offline (mlperf.held_out: the dataset's mean prompt is unpublished), with the Server run's own
+output length. The closed form's TTFT and TPOT are means where MLPerf bounds 99th percentiles, and a closed loop
+has no Poisson queue: the prediction is the ceiling the limits allow, optimistic where tails bind.
+
+Besides the ratio predicted / measured, the row reports Server / Offline both measured and predicted: what the
+latency limits cost, a figure that does not depend on the absolute efficiency.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenmath.analyses.calibration.labels import is_moe, vendor_of
+from tokenmath.analyses.calibration.mlperf import MLPerfCheck
+from tokenmath.base.errors import InputError
+
+
+@dataclass(frozen=True)
+class ServerCheck:
+    offline: MLPerfCheck
+    output_len: int
+    predicted: float | None          # node output tokens/s within the limits (None: no prompt estimate or none meets)
+    layout: str | None
+    users: int | None                # concurrent requests at that point
+
+    @property
+    def row(self) -> dict:
+        return self.offline.row
+
+    @property
+    def measured(self) -> float:
+        return float(self.row["server_tokens_per_s"])
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.predicted is None else self.predicted / self.measured
+
+    @property
+    def measured_share(self) -> float:
+        """Server over Offline, both measured: what the latency limits cost the node."""
+        return self.measured / self.offline.measured
+
+    @property
+    def predicted_share(self) -> float | None:
+        """The same share predicted, both at the held-out prompt."""
+        off = self.offline.heldout_predicted
+        return None if self.predicted is None or not off else self.predicted / off
+
+    def to_dict(self) -> dict:
+        r = self.row
+        return {"id": r["id"], "benchmark": r["benchmark"], "url": r["server_url"],
+                "ttft_limit_s": r["server_ttft_limit_s"], "tpot_limit_s": r["server_tpot_limit_s"],
+                "measured_tokens_per_s": self.measured, "output_len": self.output_len,
+                "prompt_tokens": self.offline.heldout_prompt, "predicted_tokens_per_s": self.predicted,
+                "ratio": self.ratio, "layout": self.layout, "users": self.users,
+                "measured_server_over_offline": self.measured_share,
+                "predicted_server_over_offline": self.predicted_share,
+                "moe": is_moe(r["model"]), "vendor": vendor_of(r["hardware"])}
+
+
+def _node_within_limits(row: dict, input_len: int, output_len: int) -> tuple[float | None, str | None, int | None]:
+    """(node output tokens/s, layout, users) of the best steady-state point within the row's Server limits."""
+    from tokenmath.analyses.serving.by_concurrency import cheapest_continuous
+    from tokenmath.analyses.serving.grid import batch_axis, evaluate
+    from tokenmath.analyses.setup import setup
+    from tokenmath.mapping.candidates import layouts_for
+    chips = int(row["chips"])
+    tpot = float(row["server_tpot_limit_s"])
+    try:
+        su = setup(row["model"], row["hardware"], weight_dtype=row["weight_dtype"], kv_dtype=row.get("kv_dtype"),
+                   engine=row["engine"])
+        lays = layouts_for(su.model, chips, max_tp=su.hardware.scaleup_domain)
+        probe = evaluate(su, lays, [1], input_len, output_len)
+        top = int(np.max(probe.max_batch))
+        if top < 1:
+            return None, None, None
+        g = evaluate(su, lays, batch_axis(top), input_len, output_len)
+        rank = np.where(g.fits & (g.step_s <= tpot), -g.output_tokens_per_s_per_chip, np.inf)
+        c = cheapest_continuous(su, g, rank, 1.0 / tpot, input_len, output_len,
+                                ttft_s=float(row["server_ttft_limit_s"]))
+    except InputError:
+        return None, None, None
+    if c is None:
+        return None, None, None
+    return c["output_tokens_per_s"] / c["chips"] * chips, c["layout"], int(c["concurrency"])
+
+
+def server_checks(offline: list[MLPerfCheck]) -> list[ServerCheck]:
+    """Every Offline check whose row has a Server run and a held-out prompt, predicted within its limits."""
+    out = []
+    for c in offline:
+        r = c.row
+        if "server_tokens_per_s" not in r or c.heldout_prompt is None:
+            continue
+        o = max(1, int(round(r["server_tokens_per_s"] / r["server_samples_per_s"])))
+        t, lay, users = _node_within_limits(r, max(1, int(round(c.heldout_prompt))), o)
+        out.append(ServerCheck(c, o, t, lay, users))
+    return out
+
+
+def server_summary(checks: list[ServerCheck]) -> dict:
+    """Medians by vendor, MoE / dense and all: predicted / measured and its |error|, and the Server / Offline shares."""
+    def summary(cs):
+        rs = [c.ratio for c in cs if c.ratio is not None]
+        ps = [c.predicted_share for c in cs if c.predicted_share is not None]
+        return {"rows": len(cs), "predicted": len(rs),
+                "median_ratio": float(np.median(rs)) if rs else None,
+                "median_abs_error": float(np.median(np.abs(np.asarray(rs) - 1.0))) if rs else None,
+                "median_measured_server_over_offline": float(np.median([c.measured_share for c in cs])) if cs else None,
+                "median_predicted_server_over_offline": float(np.median(ps)) if ps else None}
+    out = {"all": summary(checks)}
+    for key, label in (("vendor", lambda c: vendor_of(c.row["hardware"])),
+                       ("moe", lambda c: "moe" if is_moe(c.row["model"]) else "dense")):
+        names = sorted({label(c) for c in checks})
+        out[key] = {n: summary([c for c in checks if label(c) == n]) for n in names}
+    return out
+
+
+def validate_server(offline) -> dict:
+    """The Server section of `tokenmath validate --json`'s `mlperf`: every row with a Server run predicted within
+    its limits at its held-out prompt. offline: mlperf.MLPerfValidation."""
+    checks = server_checks(offline.checks)
+    return {"title": "MLPerf Inference Server, held out (never fitted)",
+            "method": "the engine's closed-loop steady state with the most output per chip whose mean TTFT and TPOT "
+                      "are within the run's limits (MLPerf bounds their 99th percentiles), at the prompt the other "
+                      "systems of the benchmark imply in Offline",
+            "rows": [c.to_dict() for c in checks], "summary": server_summary(checks)}
