@@ -89,9 +89,9 @@ def test_held_out_accuracy_as_documented(shipped):
 
 def test_validate_json_has_the_section():
     import json
-    r = CliRunner().invoke(cli, ["validate", "--json"])
+    r = CliRunner(env={"TOKENMATH_PROGRESS": "1"}).invoke(cli, ["validate", "--json", "--quiet"])
     assert r.exit_code == 0
-    d = json.loads(r.output)["mlperf"]
+    d = json.loads(r.stdout)["mlperf"]        # --quiet: no progress lines on stderr even where they are asked for
     assert len(d["rows"]) == 22 and d["faster_than_pure_roofline"] == []
     assert {"heldout_ratio", "implied_prompt_tokens", "predicted_tokens_per_s_prompt_1"} <= set(d["rows"][0])
     srv = d["server"]

@@ -10,14 +10,19 @@ from tokenmath.faces.commands.common import PLOT_OPTION, emit_json, force_option
               callback=output_path("write_calibration", (".toml",)),
               help="Write the fitted efficiencies as TOML (ships as tokenmath/data/calibration.toml).")
 @force_option
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr (they are shown only on a terminal).")
 @guarded
-def validate(as_json, plot_file, write_calibration):
+def validate(as_json, plot_file, write_calibration, quiet):
     """Predict every published measurement shipped with tokenmath: held-out error by regime, MoE/dense and chip
     vendor (leave one source / regime / vendor / MoE-or-dense out), the pure-roofline check, the fitted parameters;
     then, held out and never fitted, published throughput-per-GPU vs tok/s/user points (InferenceX curves) and MLPerf
     Inference Offline and Server results."""
     from tokenmath.analyses.calibration.validate import validate as run, validate_flat, write_calibration as write
+    from tokenmath.faces.progress import reporter
+    say = reporter(quiet) or (lambda msg: None)
+    say("measurements: fitting the physics set and holding out by source, regime, vendor and MoE / dense")
     v = run()                      # the physics set the serving commands ship with
+    say("the flat per-family set, for comparison")
     flat = validate_flat()         # the flat per-family set, for comparison
     if write_calibration:
         write(v, write_calibration, flat=flat)
@@ -28,9 +33,13 @@ def validate(as_json, plot_file, write_calibration):
     from tokenmath.analyses.calibration.interactivity import validate_interactivity
     from tokenmath.analyses.calibration.mlperf import validate_mlperf
     from tokenmath.analyses.calibration.mlperf_server import validate_server
+    say("published training runs")
     runs = validate_runs()
+    say("InferenceX interactivity curves")
     curves = validate_interactivity()
+    say("MLPerf Offline")
     mlperf = validate_mlperf()
+    say("MLPerf Server")
     server = validate_server(mlperf)
     if as_json:
         extra = {k: x for k, x in flat.to_dict().items() if k != "rows"}
