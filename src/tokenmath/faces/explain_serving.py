@@ -221,7 +221,7 @@ def explain_fleet(f: Fleet) -> str:
                  f"prompts admitted among the decodes slow every user: {c['replica_chips']} chips ({c['layout']}) at "
                  f"{c['concurrency']:,} users, {c['tokens_per_s_per_user']:,.1f} tok/s per user, TTFT "
                  f"{u.seconds(c['ttft_s'])}, {c['replica_output_tokens_per_s']:,.0f} output tok/s -> {c['replicas']:,} "
-                 f"replicas, {c['chips']:,} chips"
+                 f"replica{'' if c['replicas'] == 1 else 's'}, {c['chips']:,} chips"
                  + (f", {c['megawatts']:,.2f} MW" if c["megawatts"] is not None else "")
                  + (f", ${c['usd_per_year']:,.0f} per year" if c["usd_per_year"] is not None else "")
                  + " (prefill on its own chips avoids the slowdown: plan --disaggregated)")
