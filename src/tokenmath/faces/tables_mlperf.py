@@ -59,5 +59,5 @@ def mlperf_server_table(sv: dict) -> None:
     a = s["all"]
     if a["median_measured_server_over_offline"] is not None and a["median_predicted_server_over_offline"] is not None:
         c.print(f"the limits cost a median {1 - a['median_measured_server_over_offline']:.0%} of Offline's throughput "
-                f"measured, {1 - a['median_predicted_server_over_offline']:.0%} predicted (the steady state's mean TTFT "
-                "and TPOT stand in for MLPerf's 99th percentiles, without the Poisson queue)")
+                f"measured, {1 - a['median_predicted_server_over_offline']:.0%} predicted (in the model the limits "
+                "hardly bind at capacity; in the measured runs the 99th-percentile time per output token does)")

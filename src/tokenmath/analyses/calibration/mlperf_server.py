@@ -10,7 +10,8 @@ tokens/s per chip whose requests get their first token within the TTFT limit and
 apart, users bisected to one, times the node's chips. It is read at the prompt length the OTHER systems of the
 benchmark imply in Offline (mlperf.held_out: the dataset's mean prompt is unpublished), with the Server run's own
 output length. The closed form's TTFT and TPOT are means where MLPerf bounds 99th percentiles, and a closed loop
-has no Poisson queue: the prediction is the ceiling the limits allow, optimistic where tails bind.
+has no Poisson queue: the prediction is the ceiling the limits allow (docs/reference/validation.md: at that ceiling
+the simulator's open-loop 99th percentiles stay far inside the limits, where the measured runs' TPOT binds).
 
 Besides the ratio predicted / measured, the row reports Server / Offline both measured and predicted: what the
 latency limits cost, a figure that does not depend on the absolute efficiency.
