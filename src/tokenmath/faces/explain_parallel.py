@@ -61,6 +61,14 @@ def plan_text(p: Plan) -> str:
         L.append("  communication per decode step: " + ", ".join(f"{k} {u.seconds(v)}" for k, v in br.items())
                  + f" = {b['communication_share']:.0%} of the {u.seconds(b['decode_step_s'])} step")
     L.append(f"  KV per chip {u.bytes_(b['kv_per_chip_bytes'])}, memory per chip {u.bytes_(b['memory_per_chip_bytes'])}")
+    c = p.best_by_concurrency
+    if c is not None:
+        # the static batch above prefills whole batches; a continuously batching server meets the targets so
+        cost = c.get("cost_per_mtok_output_request_usd")
+        L.append(f"  static batch (TTFT = the whole batch's prefill); batching continuously: {c['layout']} at "
+                 f"{c['concurrency']:,} users, {c['output_tokens_per_s_per_user']:,.1f} tok/s/user, TTFT "
+                 f"{u.seconds(c['ttft_s'])}" + (f", {u.usd(cost)}/Mtok" if cost is not None else "")
+                 + " (By concurrency, below)")
     if p.runner_ups:
         L.append("runner-ups:  " + _head(w))
         for r in p.runner_ups:
