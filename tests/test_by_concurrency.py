@@ -163,7 +163,8 @@ def test_plan_names_the_cheapest_continuously_batched_point_that_meets_the_targe
     q = plan("llama-3.1-70b", "hgx-h100", chips=8, min_tokens_per_s_per_user=40, engine="vllm").best_by_concurrency
     assert q["output_tokens_per_s_per_user"] >= 40
     assert plan("llama-3.1-70b", "hgx-h100", chips=8, engine="vllm", concurrency=()).best_by_concurrency is None
-    r = CliRunner().invoke(cli, ["plan", "--model", "llama-3.1-70b", "--chips", "8", "--ttft-ms", "500"])
+    r = CliRunner().invoke(cli, ["plan", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--chips", "8",
+                                 "--ttft-ms", "500"])
     assert "cheapest continuously batched point (1-1,024 users traced) meeting TTFT <= 500 ms" in r.output
 
 

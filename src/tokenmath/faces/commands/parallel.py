@@ -8,7 +8,7 @@ from tokenmath.faces.commands.common import attention_option, ep_transport_optio
 from tokenmath.faces.commands.speculation import grid_speculation_options
 from tokenmath.faces.commands.whatif import whatif_options
 
-DEFAULT_SYSTEM = "hgx-h100"
+DEFAULT_SYSTEM = "hgx-h200"      # the default model (DeepSeek-V3, fp8) fits on one 8-GPU H200 node, not on 8 H100s
 
 
 def _system_option(f):
