@@ -267,7 +267,7 @@ def test_budget_sets_the_target():
 @pytest.mark.parametrize("kw,field", [
     (dict(target_loss=1.81686), "target_loss"), (dict(target_loss=1.5), "target_loss"),
     (dict(target_loss=1.69, fit="hoffmann"), "target_loss"), (dict(compute=0), "compute"),
-    (dict(compute=-1e24), "compute"), (dict(), "target_loss"), (dict(target_loss=1.95, compute=1e24), "target_loss"),
+    (dict(compute=-1e24), "compute"), (dict(target_loss=1.95, compute=1e24), "target_loss"),
     (dict(target_loss=1.95, inference_tokens=-1), "inference_tokens"),
     (dict(target_loss=1.95, rl_rollout_tokens=float("inf")), "rl_rollout_tokens"),
     (dict(target_loss=1.95, fit="kaplan"), "fit"), (dict(target_loss=1.95, mfu=0), "mfu"),
@@ -311,3 +311,14 @@ def test_cli_json_explain_plot(tmp_path):
     r = run("overtrain", "--target-loss", "1.95", "--inference-tokens", "1e13", "--flop-only", "--plot", str(p))
     assert r.exit_code == 0, r.output
     assert "cost (USD)" in p.read_text() or p.stat().st_size > 5000
+
+
+def test_no_target_is_chinchillas_own_compute():
+    # as `chinchilla` does: with neither a loss nor a budget, the target is the loss Chinchilla's own training
+    # compute (5.76e23 FLOPs, Hoffmann et al. App. F) reaches at its compute-optimal N, D under the fit
+    from tokenmath.analyses.training.scaling_laws import compute_optimal, get_fit, loss
+    f = get_fit("epoch")
+    n, d = compute_optimal(5.76e23, f)
+    r = overtrain(flop_only=True)
+    assert r.target_loss == pytest.approx(float(loss(n, d, f)))
+    assert any("no target given" in n for n in r.notes)

@@ -41,6 +41,7 @@ from tokenmath.analyses.training.overtrain_result import DEFAULT_MFU, OvertrainR
 from tokenmath.analyses.training.rl_cost import TERMS, RLRecipe, rl_usd_per_token
 from tokenmath.analyses.training.training_cost import DEFAULT_RUN_DAYS, TrainingCosts
 from tokenmath.analyses.training.scaling_laws import (
+    CHINCHILLA_COMPUTE,
     FLOPS_PER_PARAM_TOKEN,
     check_loss,
     compute_optimal,
@@ -183,9 +184,12 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     uses 0.40 unless given). See the module doc for the costs.
     """
     f = get_fit(fit)
-    if (target_loss is None) == (compute is None):
+    if target_loss is not None and compute is not None:
         raise InputError("target_loss", "give exactly one of a target loss or a training compute budget",
                          "--target-loss L (nats/token) or --compute C (FLOPs)")
+    defaulted = target_loss is None and compute is None
+    if defaulted:          # as `chinchilla` does: Chinchilla's own compute sets the loss to reach
+        compute = CHINCHILLA_COMPUTE
     C_target = None
     if compute is not None:
         C_target = positive_number(compute, "compute", "FLOPs")
@@ -244,6 +248,9 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
         output_len=rl.response_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     all_costs = [c for c in (costs, rl_costs) if c is not None]
     notes: list[str] = []
+    if defaulted:
+        notes.append("no target given: the loss Chinchilla's own training compute reaches, 5.76e23 FLOPs (Hoffmann et "
+                     "al. App. F); --target-loss L or --compute C for another")
     if not flop_only:
         e_lo = max(lo, MIN_ENGINE_PARAMS)
         if e_lo >= n_chin:
