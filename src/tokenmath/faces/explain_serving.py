@@ -221,10 +221,8 @@ def explain_fleet(f: Fleet) -> str:
                  f"prompts admitted among the decodes slow every user: {c['replica_chips']} chips ({c['layout']}) at "
                  f"{c['concurrency']:,} users, {c['tokens_per_s_per_user']:,.1f} tok/s per user, TTFT "
                  f"{u.seconds(c['ttft_s'])}, {c['replica_output_tokens_per_s']:,.0f} output tok/s -> {c['replicas']:,} "
-                 f"replica{'' if c['replicas'] == 1 else 's'}, {c['chips']:,} chips"
-                 + (f", {c['megawatts']:,.2f} MW" if c["megawatts"] is not None else "")
-                 + (f", ${c['usd_per_year']:,.0f} per year" if c["usd_per_year"] is not None else "")
-                 + " (prefill on its own chips avoids the slowdown: plan --disaggregated)")
+                 f"replica{'' if c['replicas'] == 1 else 's'}, {_fleet_size(c)}"
+                 " (prefill on its own chips avoids the slowdown: plan --disaggregated)")
     elif f.setup.engine is not None:
         L.append("  batching continuously, no traced replica meets the speed target (the prompts admitted among the "
                  "decodes slow every user below it)")
@@ -236,11 +234,14 @@ def explain_fleet(f: Fleet) -> str:
                  f"{dec['instance_output_tokens_per_s']:,.0f} output tok/s each) + prefill {pre['instances']:,} x "
                  f"{pre['instance_chips']} chips ({pre['layout']}, batches of {pre['batch']:,} prompts in "
                  f"{u.seconds(pre['ttft_s'])}, {pre['instance_prompt_tokens_per_s']:,.0f} prompt tok/s each) = "
-                 f"{d['chips']:,} chips"
-                 + (f", {d['megawatts']:,.2f} MW" if d["megawatts"] is not None else "")
-                 + (f", ${d['usd_per_year']:,.0f} per year" if d["usd_per_year"] is not None else "")
-                 + f"; KV moved between the pools {u.rate(d['kv_transfer_bytes_per_s'], 'B/s')}")
+                 f"{_fleet_size(d)}; KV moved between the pools {u.rate(d['kv_transfer_bytes_per_s'], 'B/s')}")
     return "\n".join(L)
+
+
+def _fleet_size(x: dict) -> str:
+    """'N chips, M MW, $ per year' of one of fleet's sizings (MW and $ when the chip has a TDP and a price)."""
+    return (f"{x['chips']:,} chips" + (f", {x['megawatts']:,.2f} MW" if x["megawatts"] is not None else "")
+            + (f", ${x['usd_per_year']:,.0f} per year" if x["usd_per_year"] is not None else ""))
 
 
 def explain_price(p: PriceResult) -> str:
