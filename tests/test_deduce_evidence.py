@@ -1,5 +1,6 @@
 """Issue 22: deduce from price, speed, TTFT, batch discount, context window and known hardware together."""
 import functools
+import json
 import math
 from dataclasses import replace
 from types import SimpleNamespace
@@ -287,3 +288,16 @@ def test_cli_refuses_unknown_names_with_the_closest(args, word):
 
 def test_kinds_are_in_explain_order():
     assert KINDS[0] == "price" and len(set(KINDS)) == len(KINDS)
+
+
+def test_deduce_alone_reads_an_api_whose_architecture_is_public():
+    # `tokenmath deduce` with nothing asked deduces DeepSeek's own API (DeepSeek-V3: 37.6 B active, 671 B total) from
+    # its shipped evidence, saying so on stderr, so the answer can be read against the truth; evidence without prices
+    # is still refused, naming the missing price
+    res = CliRunner().invoke(main, ["deduce", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["observed"]["input_price"] == 0.27 and d["observed"]["output_price"] == 1.1
+    assert "no prices given" in res.stderr
+    res = CliRunner().invoke(main, ["deduce", "--cached-input-price", "0.1", "--json"])
+    assert res.exit_code == 2 and json.loads(res.stdout)["error"]["field"] == "input_price"

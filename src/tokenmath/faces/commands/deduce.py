@@ -4,6 +4,8 @@ import click
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, model_hardware, positive,
                                              positive_float)
 
+DEFAULT_API_MODEL = "deepseek-chat (DeepSeek-V3)"   # data/api_prices.toml: DeepSeek's own API row
+
 
 def _range(ctx, param, value):
     if value is None:
@@ -84,6 +86,14 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
             from tokenmath.faces.explain_inverse import validation_table
             click.echo(validation_table(v))
         return
+    evidence_given = any(v is not None for v in (input_price, output_price, cached_input_price, long_context_threshold,
+                                                 long_input_price, long_output_price, output_speed, ttft,
+                                                 batch_discount, context_window))
+    if not (api_model or dataset or evidence_given):
+        # nothing asked: an API whose architecture is public, so the deduction can be read against the truth
+        api_model = DEFAULT_API_MODEL
+        click.echo(f"note: no prices given: deducing {DEFAULT_API_MODEL} from its shipped evidence (its architecture "
+                   "is public); --input-price and --output-price, or --api-model NAME, for another", err=True)
     if api_model:
         from tokenmath.analyses.inverse.narrowing import deduce_api_model
         kinds = [k.strip() for k in evidence.split(",") if k.strip()] if evidence else None
