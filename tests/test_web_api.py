@@ -326,7 +326,7 @@ BAD = [
     ("deduce", {"input_price": 0.27, "output_price": 1.1, "samples": 10 ** 9}, "samples"),
     ("train", {"recompute": "most"}, "recompute"),
     ("train", {"chips": 8, "tp": 3}, "chips"),
-    ("overtrain", {}, "target_loss"),
+    ("overtrain", {"target_loss": 1.95, "compute": 1e24}, "target_loss"),      # one of them, not both
     ("overtrain", {"compute": 1e24, "fit": "kaplan"}, "fit"),
     ("chinchilla", {"compute": -5}, "compute"),
 ]
