@@ -35,13 +35,6 @@ from tokenmath.specs.kernels import DTYPE_CLASS, KernelModel, kernels_per_op
 RUNS_MIN = 4096     # a 1-D M axis this long is priced once per run of equal tile rows (step tables: 1e4-1e6 tokens)
 
 
-def gemm_utilization(M, N, K, compute_units, tile_m, tile_n, groups=1, split_k_min_k=256):
-    """Share (0, 1] of the chip's tensor throughput that the useful FLOPs of `groups` GEMMs of M x N x K get after
-    tile and wave quantization (compute_units 0: no wave quantization)."""
-    return _utilization(np.maximum(np.asarray(M, float), 1.0), N, K, compute_units, tile_m, tile_n, groups,
-                        split_k_min_k)
-
-
 def _runs(M: np.ndarray, tm: np.ndarray, gemv_max_m: float = 0.0):
     """(first index of each run, run of every element) of a 1-D M axis cut where its tile rows (mt = ceil(M / tm),
     tm) change or it crosses gemv_max_m, or None when runs are too short to be worth it (an unordered axis)."""
@@ -59,7 +52,10 @@ def _runs(M: np.ndarray, tm: np.ndarray, gemv_max_m: float = 0.0):
     return first, np.cumsum(new) - 1
 
 
-def _utilization(M, N, K, compute_units, tile_m, tile_n, groups, split_k_min_k):
+def gemm_utilization(M, N, K, compute_units, tile_m, tile_n, groups=1, split_k_min_k=256):
+    """Share (0, 1] of the chip's tensor throughput that the useful FLOPs of `groups` GEMMs of M x N x K get after
+    tile and wave quantization (compute_units 0: no wave quantization)."""
+    M = np.maximum(np.asarray(M, float), 1.0)
     N, K = np.asarray(N, float), np.asarray(K, float)
     mt, nt = np.ceil(M / tile_m), np.ceil(N / tile_n)
     tile_util = (M * N) / (mt * tile_m * nt * tile_n)

@@ -73,7 +73,7 @@ class ServerCheck:
 def _node_within_limits(row: dict, input_len: int, output_len: int) -> tuple[float | None, str | None, int | None]:
     """(node output tokens/s, layout, users) of the best steady-state point within the row's Server limits."""
     from tokenmath.analyses.serving.by_concurrency import cheapest_continuous
-    from tokenmath.analyses.serving.grid import batch_axis, evaluate
+    from tokenmath.analyses.serving.grid import over_batches
     from tokenmath.analyses.setup import setup
     from tokenmath.mapping.candidates import layouts_for
     chips = int(row["chips"])
@@ -81,12 +81,9 @@ def _node_within_limits(row: dict, input_len: int, output_len: int) -> tuple[flo
     try:
         su = setup(row["model"], row["hardware"], weight_dtype=row["weight_dtype"], kv_dtype=row.get("kv_dtype"),
                    engine=row["engine"])
-        lays = layouts_for(su.model, chips, max_tp=su.hardware.scaleup_domain)
-        probe = evaluate(su, lays, [1], input_len, output_len)
-        top = int(np.max(probe.max_batch))
-        if top < 1:
+        g = over_batches(su, layouts_for(su.model, chips, max_tp=su.hardware.scaleup_domain), input_len, output_len)
+        if g is None:
             return None, None, None
-        g = evaluate(su, lays, batch_axis(top), input_len, output_len)
         rank = np.where(g.fits & (g.step_s <= tpot), -g.output_tokens_per_s_per_chip, np.inf)
         c = cheapest_continuous(su, g, rank, 1.0 / tpot, input_len, output_len,
                                 ttft_s=float(row["server_ttft_limit_s"]))

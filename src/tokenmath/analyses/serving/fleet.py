@@ -113,12 +113,13 @@ def _disaggregated(su: Setup, g, colocated: dict, demand, target, input_len, out
     whose batch's prefill stays within TTFT_TARGET_S), in whole instances: decode instances = ceil(demand / one
     instance's output tokens/s), prefill instances = ceil(demand x input / output / one instance's prompt tokens/s).
     The KV each request carries between the pools is reported, not priced (plan --disaggregated)."""
-    chips0 = int(colocated["tp"] * colocated["pp"] * colocated["ep"] * colocated["dp"])
-    d = disaggregate(su, chips0, g.layouts, g, g.batch, input_len, output_len, TTFT_TARGET_S, target, {}, colocated)
+    def chips_of(p: dict) -> int:
+        return int(p["tp"] * p["pp"] * p["ep"] * p["dp"])
+    d = disaggregate(su, chips_of(colocated), g.layouts, g, g.batch, input_len, output_len, TTFT_TARGET_S, target,
+                     {}, colocated)
     dec, pre = d["decode"], d["prefill"]
-    dec_chips = int(dec["tp"] * dec["pp"] * dec["ep"] * dec["dp"])
-    pre_chips = int(pre["tp"] * pre["pp"] * pre["ep"] * pre["dp"])
-    dec_n = math.ceil(demand / d["decode"]["decode_output_tokens_per_s"])
+    dec_chips, pre_chips = chips_of(dec), chips_of(pre)
+    dec_n = math.ceil(demand / dec["decode_output_tokens_per_s"])
     pre_n = math.ceil(demand * input_len / output_len / (pre["prompt_tokens_per_s_per_chip"] * pre_chips))
     size = _of_chips(dec_n * dec_chips + pre_n * pre_chips, demand, su.hardware, pue)
     return {"decode": {k: dec[k] for k in ("layout", "tp", "pp", "ep", "dp", "batch", "decode_step_s")}

@@ -186,12 +186,24 @@ def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 12
     counts = [c for c in CHIP_COUNTS if c <= top] or [top]
     lays = [t for c in counts for t in layouts_for(su.model, c, max_tp=su.hardware.scaleup_domain,
                                                   attention=attention)]
-    probe = evaluate(su, lays, [1], input_len, output_len, draft=draft) if lays else None
-    bmax = int(np.max(probe.max_batch)) if probe is not None else 0
-    if bmax < 1:
+    g = over_batches(su, lays, input_len, output_len, points, draft)
+    if g is None:
         raise InputError("max_chips", f"{su.model.id} fits on no layout of up to {top} x {su.hardware.id}",
                          "allow more chips (--max-chips) or a smaller dtype")
-    return evaluate(su, lays, batch_axis(bmax, points), input_len, output_len, draft=draft)
+    return g
+
+
+def over_batches(su: Setup, lays, input_len: int, output_len: int, points: int | None = None,
+                 draft=None) -> Grid | None:
+    """The layouts `lays` over batch_axis (points: its default unless given) up to the largest batch any of them
+    holds (a probe at batch 1 finds it); None when none holds one request."""
+    if not lays:
+        return None
+    bmax = int(np.max(evaluate(su, lays, [1], input_len, output_len, draft=draft).max_batch))
+    if bmax < 1:
+        return None
+    axis = batch_axis(bmax) if points is None else batch_axis(bmax, points)
+    return evaluate(su, lays, axis, input_len, output_len, draft=draft)
 
 
 def meeting_speed(g: Grid, target: float, top: int, hw_id: str) -> np.ndarray:

@@ -14,7 +14,7 @@ from tokenmath.base.validators import finite, int_arg
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS, layouts_for
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.by_concurrency import concurrency_axis, trace
-from tokenmath.analyses.serving.grid import COST_KEYS, Grid, attention_arg, batch_axis, evaluate
+from tokenmath.analyses.serving.grid import COST_KEYS, Grid, attention_arg, over_batches
 from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
 
 
@@ -84,12 +84,10 @@ def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weigh
     if not lays:
         raise InputError("chips", f"no layout of {chips} chips suits {su0.model.id}",
                          f"a chip count with a divisor that divides the {su0.model.n_heads} heads")
-    probe = evaluate(su0, lays, [1], input_len, output_len, draft=dr)
-    bmax = int(np.max(probe.max_batch))
-    if bmax < 1:
+    g = over_batches(su0, lays, input_len, output_len, draft=dr)
+    if g is None:
         raise InputError("chips", f"{su0.model.id} does not fit on {chips} x {su0.hardware.id} at "
                          f"{input_len + output_len:,} tokens", "more chips, a shorter context or a smaller dtype")
-    g = evaluate(su0, lays, batch_axis(bmax), input_len, output_len, draft=dr)
     ok = np.asarray(g.fits)
     x = np.where(ok, g.tokens_per_s_per_user, np.nan)
     y = np.where(ok, g.output_tokens_per_s_per_chip, np.nan)

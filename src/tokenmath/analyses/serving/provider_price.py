@@ -63,7 +63,8 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
            "price_per_mtok_input_usd": finite(c_in * scale), "price_per_mtok_output_usd": finite(c_out * scale),
            "output_input_ratio": finite(c_out / c_in),
            # the static batch's whole request per output token, to set beside the continuously batched one
-           "cost_per_mtok_output_request_usd": finite(c_out + c_in * input_len / output_len),
+           "cost_per_mtok_output_request_usd": finite(
+               g.costs_per_mtok(su.hardware.price_usd_per_hour)["cost_per_mtok_output_request_usd"][li, bi]),
            "continuously_batched": (_continuous(su, g, np.where(ok, out_cost, np.inf), target, input_len, output_len,
                                                 scale) if su.engine is not None else None)}
     return PriceResult(setup=su, result=res)
