@@ -22,14 +22,39 @@ from tokenmath.specs.serving_engines import EngineProfile, engine_dict, engine_l
 
 
 @dataclass(frozen=True)
+class Transport:
+    """How a MoE's expert-parallel all-to-all runs and how evenly the router loads its ranks (engine/forward.py's
+    ep_comm, ep_overlap, ep_imbalance): one value per deployment, read by every step the engine prices."""
+    comm: str = "bf16"
+    overlap: bool = False
+    imbalance: float | str = 1.0
+
+    def kw(self) -> dict:
+        """The keywords forward_pass and serve_batch take (the defaults left out)."""
+        out = {}
+        if self.imbalance != 1.0:
+            out["ep_imbalance"] = self.imbalance
+        if self.overlap:
+            out["ep_overlap"] = True
+        if self.comm != "bf16":
+            out["ep_comm"] = self.comm
+        return out
+
+
+PLAIN = Transport()
+
+
+@dataclass(frozen=True)
 class Setup:
-    """A resolved question: model, hardware, layout, precision, efficiency (what every analysis starts from)."""
+    """A resolved question: model, hardware, layout, precision, efficiency (what every analysis starts from), and
+    the deployment's expert-parallel transport."""
     model: Model
     hardware: Hardware
     layout: Layout
     precision: Precision
     efficiency: Efficiency
     reserve: float
+    transport: Transport = PLAIN
 
     @property
     def chips(self) -> int:
@@ -78,11 +103,37 @@ def with_engine(eff: Efficiency, engine) -> Efficiency:
     return replace(eff, engine=resolve_engine(engine))
 
 
+def transport(ep_comm=None, ep_overlap=None, ep_imbalance=None) -> Transport:
+    """The EP transport from its three options, each checked (None: the default)."""
+    return Transport(check_ep_comm(ep_comm or "bf16"), bool(ep_overlap), check_ep_imbalance(ep_imbalance))
+
+
+def with_deployment_knobs(su: Setup, *, ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None,
+                          price_usd_per_hour=None) -> Setup:
+    """The setup with a deployment's transport, its engine's cap on running sequences (max_running: per scheduler)
+    and its price per chip-hour (None each: unchanged)."""
+    if ep_comm is not None or ep_overlap is not None or ep_imbalance is not None:
+        su = replace(su, transport=transport(ep_comm, ep_overlap, ep_imbalance))
+    if max_running is not None:
+        eng = su.efficiency.engine
+        if eng is None:
+            raise InputError("max_running", "caps a serving engine's running sequences, and the engine is none",
+                             "a serving engine (--engine vllm, sglang, ...) or leave --max-running out")
+        n = int(max_running)
+        su = replace(su, efficiency=replace(su.efficiency, engine=replace(eng, max_running=n,
+                                                                          max_running_small_gpu=n)))
+    if price_usd_per_hour is not None:
+        su = replace(su, hardware=replace(su.hardware, price_usd_per_hour=float(price_usd_per_hour)))
+    return su
+
+
 def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, weight_dtype=None, kv_dtype=None,
-          efficiency: Efficiency | None = None, reserve: float | None = None, cp=None, engine=None) -> Setup:
+          efficiency: Efficiency | None = None, reserve: float | None = None, cp=None, engine=None,
+          ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None, price_usd_per_hour=None) -> Setup:
     """One question's inputs. The layout: make_layout (the degrees given; the chips they leave go to the default
     spread when tp is not given, else to dp). The efficiency: the one given, else the chip family's calibration;
-    the engine (with_engine): the one named, else the efficiency's own (None: the engine-free step)."""
+    the engine (with_engine): the one named, else the efficiency's own (None: the engine-free step). The rest:
+    with_deployment_knobs."""
     m = get_model(model)
     hw = get_hardware(hardware)
     lay = make_layout(m, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp)
@@ -90,10 +141,13 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
     if not 0 <= reserve < 1:
         raise InputError("reserve", f"{reserve!r} is not a fraction of memory", "a number in [0, 1)")
     eff = serving_efficiency(hw, efficiency, engine)
-    return Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), eff, reserve)
+    su = Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), eff, reserve)
+    return with_deployment_knobs(su, ep_comm=ep_comm, ep_overlap=ep_overlap, ep_imbalance=ep_imbalance,
+                                 max_running=max_running, price_usd_per_hour=price_usd_per_hour)
 
 
-def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine=None) -> tuple[Setup, int]:
+def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine=None,
+                 **knobs) -> tuple[Setup, int]:
     """A question about a whole system (plan, moe): its Setup (no layout yet) and its number of chips."""
     from tokenmath.specs.systems import get_system     # systems (and their dataclass) only for a system question
     m = get_model(model)
@@ -103,7 +157,8 @@ def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reser
         raise InputError("chips", f"{n:,} chips is more than one plan searches", f"at most {MAX_SEARCH_CHIPS:,}")
     reserve = RESERVE_FRACTION if reserve is None else reserve
     eff = serving_efficiency(hw, efficiency, engine)
-    return Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), eff, reserve), n
+    su = Setup(m, hw, Layout(), resolve_precision(m, weight_dtype, kv_dtype), eff, reserve)
+    return with_deployment_knobs(su, **knobs), n
 
 
 def check_ep_imbalance(ep_imbalance):

@@ -36,10 +36,10 @@ class Fleet:
 
 def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=1024, output_len=256,
           max_chips=None, pue=1.0, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None,
-          speculation=None, attention_sharding="heads") -> Fleet:
+          speculation=None, attention_sharding="heads", **knobs) -> Fleet:
     """speculation: a speculative.Speculation (--draft/--mtp): every replica decodes with it.
     attention_sharding: heads, batch, dp or "any" (searched; mapping/candidates.layouts_for)."""
-    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, **knobs)
     dr = resolve_draft(speculation, su.model, su.precision, weight_dtype, kv_dtype)
     demand = pos_float(demand, "demand")
     target = pos_float(min_tokens_per_s_per_user, "min_tokens_per_s_per_user")

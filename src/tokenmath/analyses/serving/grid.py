@@ -79,14 +79,19 @@ def links_for(hw) -> System | None:
     return hw if isinstance(hw, System) and hw.topology != "switch" else None
 
 
-def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep_imbalance=1.0,
-             ep_overlap: bool = False, links: System | None = None, ep_comm: str = "bf16", draft=None,
+def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep_imbalance=None,
+             ep_overlap: bool | None = None, links: System | None = None, ep_comm: str | None = None, draft=None,
              prefix_hit: float = 0.0) -> Grid:
     """A (layouts x batches) grid in one engine call. `batches` is a vector shared by all layouts, or an (L, B)
     array (a batch axis per layout). ep_imbalance, ep_overlap, ep_comm, links: see engine.forward.forward_pass (links: pass
     links_for(su.hardware) to give mesh and torus groups their own bandwidth). draft: a speculative.Draft (None: plain
     decoding); pipeline-parallel layouts are flagged as not fitting with it (speculation is modelled without PP).
-    prefix_hit: the cached share of every prompt (engine/prefix_cache.py): TTFT counts the rest."""
+    prefix_hit: the cached share of every prompt (engine/prefix_cache.py): TTFT counts the rest.
+    The EP options left None are the deployment's own (su.transport)."""
+    t = su.transport
+    ep_imbalance = t.imbalance if ep_imbalance is None else ep_imbalance
+    ep_overlap = t.overlap if ep_overlap is None else ep_overlap
+    ep_comm = t.comm if ep_comm is None else ep_comm
     lay = as_layout(layouts)
     B = np.asarray(batches, float)
     if B.ndim <= 1:

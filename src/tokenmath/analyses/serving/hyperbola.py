@@ -93,16 +93,17 @@ class Hyperbola:
 
 
 def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, context=2048, weight_dtype=None,
-              kv_dtype=None, efficiency=None, max_points: int = 256, engine=None, attention_sharding=None) -> Hyperbola:
+              kv_dtype=None, efficiency=None, max_points: int = 256, engine=None, attention_sharding=None,
+              **knobs) -> Hyperbola:
     """engine: a serving engine's id or file, "none" or None (the engine-free step); see analyses.setup.
     attention_sharding: heads (None), batch or dp inside the TP group (mapping/layout.py)."""
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, **knobs)
     su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     context = int_arg(context, "context")
     m, lay = su.model, su.layout
     # decode at `context` cached tokens: input_len = context, one output step
-    probe = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, 1, context, 1, su.reserve)
+    probe = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, 1, context, 1, su.reserve, **su.transport.kw())
     bmax = int(np.asarray(probe.max_batch))
     if bmax < 1:
         ctxs = np.geomspace(1, max(context, 2), 64)
@@ -112,7 +113,7 @@ def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None
         raise InputError("context", f"no sequence of {context:,} tokens fits on {su.chips} x {su.hardware.id}",
                          f"{hint}; add chips or use a smaller --weight-dtype/--kv-dtype")
     B = batch_grid(bmax, points=max_points)
-    sv = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, B, context, 1, su.reserve)
+    sv = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, B, context, 1, su.reserve, **su.transport.kw())
     dec = sv.decode
     step = np.asarray(sv.decode_step_s, float)
     bw = su.hardware.memory_bw * su.efficiency.memory_bw
@@ -123,7 +124,7 @@ def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None
         touched = experts_touched(m, sv.stage_seqs)     # the tokens of the sequences held (decode: one each)
     # critical batch and floor from an extended grid that ignores memory
     ext = np.unique(np.concatenate([np.round(np.geomspace(1, HUGE_BATCH, 400)), B]))
-    sx = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, ext, context, 1, su.reserve)
+    sx = serve_batch(m, su.hardware, lay, su.precision, su.efficiency, ext, context, 1, su.reserve, **su.transport.kw())
     # critical batch: the weight matmuls' FLOPs overtake their bytes (arithmetic intensity reaches the ridge);
     # for a dense bf16 model that is about peak/bandwidth x bytes-per-weight / 2 tokens (scaling book, ch. 7)
     comp = sum(op.count * op.compute_s for op in sx.decode.ops.values() if np.any(op.weight_bytes) and op.name != "embed")

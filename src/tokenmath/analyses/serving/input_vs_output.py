@@ -56,7 +56,7 @@ def _batches_for_speed(su: Setup, ctx, output_len, bmax, target):
     """Per context, the largest batch (<= bmax) whose decode step gives >= target tokens/s per user; 0 where even
     batch 1 is slower. The step never shrinks as the batch grows, so a bisection over integers is exact."""
     def fast(b):
-        sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, b, ctx, output_len, su.reserve)
+        sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, b, ctx, output_len, su.reserve, **su.transport.kw())
         return 1.0 / np.asarray(sv.decode_step_s, float) >= target
     lo = np.where(fast(np.ones_like(bmax)) & (bmax >= 1), 1.0, 0.0)     # a batch that meets the target (or 0)
     hi = np.where(lo > 0, np.maximum(bmax, 1.0), 0.0)                     # the answer lies in [lo, hi]
@@ -70,9 +70,9 @@ def _batches_for_speed(su: Setup, ctx, output_len, bmax, target):
 
 def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, contexts=None, output_len=256,
            batch=None, min_tokens_per_s_per_user=None, cache_ttl_s=300.0, weight_dtype=None, kv_dtype=None,
-           efficiency=None, engine=None) -> Prices:
+           efficiency=None, engine=None, **knobs) -> Prices:
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, **knobs)
     m, hw, lay = su.model, su.hardware, su.layout
     output_len = int_arg(output_len, "output_len")
     ttl = pos_float(cache_ttl_s, "cache_ttl_s")
@@ -82,14 +82,14 @@ def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, c
     target = None if min_tokens_per_s_per_user is None else pos_float(min_tokens_per_s_per_user,
                                                                       "min_tokens_per_s_per_user")
     ctx = np.array([int_arg(c, "contexts") for c in (contexts or DEFAULT_CONTEXTS)], float)
-    probe = serve_batch(m, hw, lay, su.precision, su.efficiency, 1, ctx, output_len, su.reserve)
+    probe = serve_batch(m, hw, lay, su.precision, su.efficiency, 1, ctx, output_len, su.reserve, **su.transport.kw())
     bmax = np.asarray(probe.max_batch, float)
     if target is not None:
         B = _batches_for_speed(su, ctx, output_len, bmax, target)
     else:
         B = np.minimum(bmax, int_arg(batch, "batch", 1, MAX_BATCH)) if batch is not None else bmax
     Bc = np.maximum(B, 1)
-    sv = serve_batch(m, hw, lay, su.precision, su.efficiency, Bc, ctx, output_len, su.reserve)
+    sv = serve_batch(m, hw, lay, su.precision, su.efficiency, Bc, ctx, output_len, su.reserve, **su.transport.kw())
     ttft, step = np.asarray(sv.ttft_s, float), np.asarray(sv.decode_step_s, float)
     rate = su.usd_per_chip_s
     unit = "$/Mtok" if rate is not None else "chip-s/Mtok"

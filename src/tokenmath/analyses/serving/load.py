@@ -68,8 +68,8 @@ class Load:
 def under_load(model, hardware, *, input_len, output_len, concurrency=None, arrival_rate=None, engine=None,
                **setup_kw) -> Load:
     """The load answer at `concurrency` users (closed loop) or `arrival_rate` requests/s (open loop).
-    setup_kw: chips, tp, pp, ep, dp, weight_dtype, kv_dtype, efficiency (as analyses.setup.setup), and
-    attention_sharding (heads, batch, dp; None: heads)."""
+    setup_kw: chips, tp, pp, ep, dp, weight_dtype, kv_dtype, efficiency and the deployment's knobs (as
+    analyses.setup.setup), attention_sharding (heads, batch, dp; None: heads) and speculation."""
     if (concurrency is None) == (arrival_rate is None):
         raise InputError("concurrency", "give one of concurrency and arrival_rate", "--concurrency N or --arrival-rate R")
     eng = engine if engine not in (None, "none") else DEFAULT_ENGINE

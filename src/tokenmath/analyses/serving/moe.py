@@ -106,13 +106,13 @@ def candidate_layouts(m, n: int, d: int) -> list[tuple[str, tuple[int, int, int,
 
 def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, weight_dtype=None, kv_dtype=None,
         ep_imbalance=1.0, ep_overlap=False, efficiency: Efficiency | None = None, reserve=None,
-        engine=None, ep_comm="bf16") -> MoeReport:
+        engine=None, ep_comm="bf16", **knobs) -> MoeReport:
     """Expert layers against the scale-up domain of `system` for `batch` sequences of `context` tokens.
     engine: a serving engine's id or file, "none" or None (the engine-free step; see analyses.setup): its memory
     fraction, KV blocks and running-sequence cap apply to every per-chip figure."""
     imb = check_ep_imbalance(ep_imbalance)
     ep_comm = check_ep_comm(ep_comm)
-    su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine)
+    su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine, **knobs)
     m, hw, prec, eff = su.model, su.hardware, su.precision, su.efficiency
     if not m.is_moe:
         moes = [i for i in model_ids() if get_model(i).is_moe]

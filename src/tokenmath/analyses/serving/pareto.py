@@ -66,13 +66,14 @@ class Pareto:
 
 def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None,
            efficiency=None, allow_pp: bool = False, engine=None, concurrency=None, speculation=None,
-           attention_sharding="heads") -> Pareto:
+           attention_sharding="heads", **knobs) -> Pareto:
     """The static-batch frontier over batches and layouts; with a serving engine, also each layout's closed-loop
     steady state at each concurrency (default by_concurrency.DEFAULT_CONCURRENCY; () for none).
     speculation: a speculative.Speculation (--draft/--mtp): every point decodes with it, the steady state by
     concurrency too (no PP layouts). attention_sharding: heads, batch or dp for every layout, or "any" (heads, and batch
     and dp where the head split replicates the KV cache: mapping/candidates.layouts_for)."""
-    su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+    su0 = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine,
+                **knobs)
     dr = resolve_draft(speculation, su0.model, su0.precision, weight_dtype, kv_dtype)
     if dr is not None:
         allow_pp = False

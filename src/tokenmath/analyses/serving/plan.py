@@ -134,19 +134,22 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
          output_len=256, weight_dtype=None, kv_dtype=None, ep_imbalance=1.0, ep_overlap=False,
          disaggregated=False, efficiency: Efficiency | None = None, reserve=None, runner_ups: int = 5,
          engine=None, concurrency=None, ep_comm="bf16", speculation=None, prefix_hit=None,
-         attention_sharding=SEARCH_ATTENTION) -> Plan:
+         attention_sharding=SEARCH_ATTENTION, **knobs) -> Plan:
     """Cheapest layout and batch meeting the targets on `chips` chips of `system`, with the Pareto frontier; with a
     serving engine, also the best and runner-up layouts' closed-loop steady states at each concurrency (default
     by_concurrency.DEFAULT_CONCURRENCY; () for none). speculation: a speculative.Speculation (--draft/--mtp): every
     point decodes with it, the steady state by concurrency too (tensor/expert/data-parallel layouts only). prefix_hit: the
     cached share of every prompt (engine/prefix_cache.py): TTFT, the TTFT target and the costs count the rest.
     attention_sharding: "any" (search heads, and batch / dp where the head split replicates the KV cache:
-    mapping/candidates.layouts_for) or one of heads, batch, dp for every layout."""
+    mapping/candidates.layouts_for) or one of heads, batch, dp for every layout. knobs: max_running and
+    price_usd_per_hour (analyses.setup.with_deployment_knobs). The EP options hold for the static search and the
+    steady states alike (the setup's transport)."""
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     imb = check_ep_imbalance(ep_imbalance)
     ep_comm = check_ep_comm(ep_comm)
     ttft_s, tps_user = _targets(ttft_ms, min_tokens_per_s_per_user)
-    su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine)
+    su, n = system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine,
+                         ep_comm=ep_comm, ep_overlap=ep_overlap, ep_imbalance=imb, **knobs)
     m, hw, prec = su.model, su.hardware, su.precision
     dr = resolve_draft(speculation, m, prec, weight_dtype, kv_dtype)
     hit = hit_rate(prefix_hit)
@@ -237,8 +240,6 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
         cs = reaching(cs, top)
     by_c, c_notes = trace(su, list(dict.fromkeys(traced)), cs, input_len, output_len, draft=dr,
                           meets=targets_test(ttft_s, tps_user))
-    if by_c and (imb != 1.0 or ep_overlap or ep_comm != "bf16"):
-        c_notes.append("by concurrency: the steady state prices EP as balanced, not overlapped, bf16 both ways")
     return Plan(setup=su, chips=n, input_len=input_len, output_len=output_len,
                 targets={"ttft_s": ttft_s, "min_tokens_per_s_per_user": tps_user}, best=best, runner_ups=runners,
                 frontier=front, points={"x": xs, "y": ys}, layouts_evaluated=len(lays), points_evaluated=int(B.size),

@@ -29,8 +29,8 @@ class PriceResult:
 
 def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, output_len=500, margin=0.5,
           utilization=0.6, max_chips=None, weight_dtype=None, kv_dtype=None, efficiency=None,
-          engine=None) -> PriceResult:
-    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+          engine=None, **knobs) -> PriceResult:
+    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, **knobs)
     if su.hardware.price_usd_per_hour is None:
         raise InputError("hardware", f"{su.hardware.id} has no $/chip-hour in the catalog",
                          "a chip with a price (tokenmath hardware) or a hardware file with price_usd_per_hour")

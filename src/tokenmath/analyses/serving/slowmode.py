@@ -65,9 +65,9 @@ class SlowMode:
 
 def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_chips=None, input_len=1024,
              output_len=256, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None,
-             speculation=None) -> SlowMode:
+             speculation=None, **knobs) -> SlowMode:
     """speculation: a speculative.Speculation (--draft/--mtp): every point decodes with it."""
-    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+    su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, **knobs)
     dr = resolve_draft(speculation, su.model, su.precision, weight_dtype, kv_dtype)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     budgets = np.array([pos_float(b, "budget") for b in (budgets_s or [b / 1e3 for b in DEFAULT_BUDGETS_MS])])

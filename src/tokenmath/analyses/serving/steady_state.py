@@ -265,12 +265,12 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
 
 def steady_state(model="llama-3.1-8b", hardware="h100-sxm", *, concurrency=64, chips=None, tp=None, pp=None,
                  ep=None, dp=None, engine=DEFAULT_ENGINE, input_len=1024, output_len=256, weight_dtype=None,
-                 kv_dtype=None, efficiency=None, speculation=None, attention_sharding=None) -> SteadyState:
+                 kv_dtype=None, efficiency=None, speculation=None, attention_sharding=None, **knobs) -> SteadyState:
     """Closed-loop steady state at one concurrency or a list of them (each an integer >= 1). speculation: an
     analyses.serving.speculative.Speculation (every decode verifies k + 1 tokens after the draft's k steps).
     attention_sharding: heads (None), batch or dp inside the TP group (mapping/layout.py)."""
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE)
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE, **knobs)
     if attention_sharding is not None:
         su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     cs = [concurrency] if np.ndim(concurrency) == 0 else list(concurrency)

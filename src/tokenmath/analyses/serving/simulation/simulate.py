@@ -37,7 +37,7 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
              engine=DEFAULT_ENGINE, concurrency=None, arrival_rate=None, burstiness=1.0, trace=None, requests=1000,
              input_len=1024, output_len=256, ttft_ms=None, itl_ms=None, seed=0, weight_dtype=None, kv_dtype=None,
              efficiency=None, prefix_hit=None, speculation=None, prefix_cache_share=None,
-             attention_sharding=None) -> SimulationResult:
+             attention_sharding=None, **knobs) -> SimulationResult:
     """Serve `requests` requests on one replica of `model` on `chips` x `hardware` with `engine`'s scheduler.
 
     Workload: concurrency (closed loop; 64 when nothing is given), arrival_rate (open loop, req/s; burstiness: the
@@ -52,7 +52,7 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
     attention_sharding: heads (None), batch or dp inside the TP group (mapping/layout.py; docs/attention-sharding.md).
     """
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE)
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE, **knobs)
     if attention_sharding is not None:
         su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     ttft_t = TTFT_TARGET_S if ttft_ms is None else pos_float(ttft_ms, "ttft_ms", 0.0, 1e9) / 1e3

@@ -182,7 +182,8 @@ class StepCost(SpeculativeSteps):
         su = self.su
         return forward_pass(su.model, su.hardware, su.layout, su.precision, su.efficiency, phase=phase,
                             seqs=np.asarray(seqs, float), new_tokens=np.asarray(new_tokens, float),
-                            pairs_full=pairs, pairs_sliding=pairs, kv_read_full=kv_read, kv_read_sliding=kv_read)
+                            pairs_full=pairs, pairs_sliding=pairs, kv_read_full=kv_read, kv_read_sliding=kv_read,
+                            **su.transport.kw())
 
     def share(self, seqs: float) -> float:
         """Share of a kernel's `seqs` sequences whose attention the fullest rank runs: ceil(S / tp) / S under batch
@@ -370,7 +371,7 @@ class StepCost(SpeculativeSteps):
         def decodes(seqs_):
             return forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode",
                                 seqs=seqs_, new_tokens=1.0, pairs_full=keys / n_d, pairs_sliding=dk,
-                                kv_read_full=keys / n_d - 1, kv_read_sliding=dk - 1)
+                                kv_read_full=keys / n_d - 1, kv_read_sliding=dk - 1, **su.transport.kw())
         base = self._pass(phase, s, tok / s, 0.0, 0.0) if mixed else decodes(s)
         t = sum(op.total_s.item() for k, op in base.ops.items() if k not in CONTEXT_OPS)
         t += base.overhead_s
@@ -383,7 +384,8 @@ class StepCost(SpeculativeSteps):
         if mixed:
             pre = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="prefill",
                                seqs=cs * l_p if held else l_p / d, new_tokens=t_p / l_p, pairs_full=pairs / l_p,
-                               pairs_sliding=pairs_sl / l_p, kv_read_full=read / l_p, kv_read_sliding=read_sl / l_p)
+                               pairs_sliding=pairs_sl / l_p, kv_read_full=read / l_p, kv_read_sliding=read_sl / l_p,
+                               **su.transport.kw())
             t += sum(pre.ops[k].total_s.item() for k in CONTEXT_OPS if k in pre.ops)
         if self.pp > 1:
             crosses = place(su.layout, su.hardware.scaleup_domain).replica.domains > 1

@@ -121,7 +121,7 @@ class SpeculativeSteps:
         def verification(seqs_):
             return forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="decode", seqs=seqs_,
                                 new_tokens=float(k1), pairs_full=kq * k1 + k1 * (k1 - 1) / 2, pairs_sliding=psl,
-                                kv_read_full=kq - 1.0, kv_read_sliding=rsl)
+                                kv_read_full=kq - 1.0, kv_read_sliding=rsl, **su.transport.kw())
         # the non-attention ops and the draft at the busiest pass's whole decodes / tokens / rows (busiest), the
         # attention at the mean share (as _spec_s)
         sq, sp = busiest(n_d, d), busiest(seqs, d)
@@ -140,7 +140,8 @@ class SpeculativeSteps:
             t += sum(verify.ops[k].total_s.item() for k in CONTEXT_OPS if k in verify.ops)
             pre = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="prefill",
                                seqs=l_p / d, new_tokens=t_p / l_p, pairs_full=pairs / l_p,
-                               pairs_sliding=pairs_sl / l_p, kv_read_full=read / l_p, kv_read_sliding=read_sl / l_p)
+                               pairs_sliding=pairs_sl / l_p, kv_read_full=read / l_p, kv_read_sliding=read_sl / l_p,
+                               **su.transport.kw())
             t += sum(pre.ops[k].total_s.item() for k in CONTEXT_OPS if k in pre.ops)
         t += float(self._draft_pass(sq, kq))
         if self.engine is not None:

@@ -1,0 +1,146 @@
+"""Every serving question asked the one way: (Deployment, Workload) -> the analysis' answer, for the CLI, the web
+page and Python alike (so the same question gets the same figures wherever it is asked).
+
+A question maps the typed declarations onto its analysis here, once; a field the question does not use is never
+dropped silently: question/applies.not_applied names it in the answer's notes. The analyses keep their keyword
+signatures (their tests and callers inside the package use them); `tokenmath.infer(deployment, workload)` and the
+keyword form `tokenmath.infer(model, hardware, ...)` both arrive here.
+"""
+from __future__ import annotations
+
+from dataclasses import fields as dc_fields, is_dataclass, replace
+
+from tokenmath.base.errors import InputError
+from tokenmath.question.applies import not_applied
+from tokenmath.question.deployment import DEPLOYMENT_FIELDS, Deployment
+from tokenmath.question.workload import WORKLOAD_FIELDS, Workload
+
+_DEPLOYMENT_NAMES = {f.name for f in DEPLOYMENT_FIELDS}
+_WORKLOAD_NAMES = {f.name for f in WORKLOAD_FIELDS}
+
+
+def split(model=None, hardware=None, **kw) -> tuple[Deployment, Workload, dict]:
+    """Keyword arguments -> (Deployment, Workload, the question's own other keywords), each validated."""
+    dep = {k: kw.pop(k) for k in list(kw) if k in _DEPLOYMENT_NAMES and kw[k] is not None}
+    wl = {k: kw.pop(k) for k in list(kw) if k in _WORKLOAD_NAMES and kw[k] is not None}
+    if model is not None:
+        dep["model"] = model
+    if hardware is not None:
+        dep["hardware"] = hardware
+    return Deployment.of(**dep), Workload.of(**wl), kw
+
+
+def efficiency_of(dep: Deployment):
+    """The Efficiency object the deployment names (None: the calibrated default for the chip and engine)."""
+    if dep.efficiency == "calibrated":
+        return None
+    from tokenmath.specs.efficiency import DEFAULT, PEAK
+    return PEAK if dep.efficiency == "peak" else DEFAULT
+
+
+def speculation_of(dep: Deployment):
+    """The deployment's speculation (speculative.Speculation) or None."""
+    if not dep.speculating:
+        return None
+    from tokenmath.analyses.serving.speculative import speculation
+    return speculation(dep.draft, dep.spec_k, dep.acceptance, dep.mtp)
+
+
+def knobs(dep: Deployment) -> dict:
+    """The setup-level keywords every serving analysis takes (analyses.setup.setup / with_deployment_knobs)."""
+    return dict(weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, efficiency=efficiency_of(dep),
+                engine=dep.engine, ep_comm=dep.ep_comm, ep_overlap=dep.ep_overlap, ep_imbalance=dep.ep_imbalance,
+                max_running=dep.max_running, price_usd_per_hour=dep.price_usd_per_hour)
+
+
+def _layout(dep: Deployment, *names) -> dict:
+    return {n: getattr(dep, n) for n in (names or ("chips", "tp", "pp", "ep", "dp"))}
+
+
+def with_notes(result, notes: list[str]):
+    """The answer with `notes` added where it keeps its notes (a `notes` tuple, or a `result` dict's list)."""
+    if not notes:
+        return result
+    if is_dataclass(result) and "notes" in {f.name for f in dc_fields(result)}:
+        return replace(result, notes=tuple(result.notes) + tuple(notes))
+    if isinstance(getattr(result, "result", None), dict):
+        result.result["notes"] = list(result.result.get("notes", [])) + list(notes)
+        return result
+    raise AssertionError(f"{type(result).__name__} keeps no notes")
+
+
+def _attention(dep: Deployment, search_default: str | None):
+    a = dep.attention_sharding
+    if a == "any" and search_default is None:
+        raise InputError("attention_sharding", "'any' searches the sharding, and this question takes one layout",
+                         "heads, batch or dp")
+    return search_default if a is None else a
+
+
+def infer(dep: Deployment, wl: Workload):
+    """One configuration: a static batch, or under load (concurrency / arrival rate)."""
+    from tokenmath.analyses.serving.infer import infer as run
+    spec = speculation_of(dep)
+    if spec is not None and (dep.pp or 1) > 1 or spec is not None and (dep.cp or 1) > 1:
+        raise InputError("pp" if (dep.pp or 1) > 1 else "cp",
+                         "speculative decoding is modelled without pipeline or context parallelism", "leave it out")
+    r = run(dep.model, dep.hardware, **_layout(dep, "chips", "tp", "pp", "ep", "dp", "cp"),
+            batch=wl.batch if wl.batch is not None else 1, input_len=wl.input_len, output_len=wl.output_len,
+            concurrency=wl.concurrency, arrival_rate=wl.arrival_rate, prefix_hit=wl.prefix_hit or None,
+            attention_sharding=_attention(dep, None), speculation=spec, **knobs(dep))
+    return with_notes(r, not_applied("infer", dep, wl))
+
+
+def speculative_beside(dep: Deployment, wl: Workload, answer):
+    """A static batch's speculative decoding beside its plain answer (analyses/serving/speculative.py): the batch
+    asked for (or, for a hyperbola, 1, 2, 4, ... up to its largest batch that fits)."""
+    from tokenmath.analyses.serving.speculative import speculative
+    if hasattr(answer, "points"):
+        top = max(int(answer.to_dict().get("max_batch") or 1), 1)
+        batches = [1 << i for i in range(top.bit_length()) if 1 << i <= top]
+        batches += [top] if top not in batches else []
+        lens = dict(input_len=max(int(answer.context) - 1, 1), output_len=1)
+    else:
+        batches = [int(answer.batch)]
+        lens = dict(input_len=wl.input_len, output_len=wl.output_len)
+    k = knobs(dep)
+    return speculative(dep.model, dep.hardware, speculation_of(dep), batches=batches, chips=dep.chips, tp=dep.tp,
+                       ep=dep.ep, dp=dep.dp, weight_dtype=k["weight_dtype"], kv_dtype=k["kv_dtype"],
+                       efficiency=k["efficiency"], engine=k["engine"], ep_imbalance=dep.ep_imbalance,
+                       ep_overlap=dep.ep_overlap, **lens)
+
+
+def simulate(dep: Deployment, wl: Workload, **own):
+    """The serving simulator on one replica; own: requests, seed, trace, burstiness, itl_ms, prefix_cache_share."""
+    from tokenmath.analyses.serving.simulation.simulate import simulate as run
+    r = run(dep.model, dep.hardware, **_layout(dep), concurrency=wl.concurrency, arrival_rate=wl.arrival_rate,
+            input_len=wl.input_len, output_len=wl.output_len, ttft_ms=wl.ttft_ms, prefix_hit=wl.prefix_hit or None,
+            speculation=speculation_of(dep), attention_sharding=_attention(dep, None), **own, **knobs(dep))
+    return with_notes(r, not_applied("simulate", dep, wl))
+
+
+def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):
+    from tokenmath.analyses.serving.hyperbola import hyperbola as run
+    r = run(dep.model, dep.hardware, **_layout(dep), context=context, attention_sharding=_attention(dep, None),
+            **own, **knobs(dep))
+    return with_notes(r, not_applied("hyperbola", dep, wl))
+
+
+def context(dep: Deployment, wl: Workload, context=8192):
+    from tokenmath.analyses.serving.context import context as run
+    k = knobs(dep)
+    r = run(dep.model, dep.hardware, **_layout(dep), batch=wl.batch if wl.batch is not None else 1,
+            context=context, weight_dtype=k["weight_dtype"], kv_dtype=k["kv_dtype"], efficiency=k["efficiency"],
+            engine=k["engine"], max_running=dep.max_running)
+    return with_notes(r, not_applied("context", dep, wl))
+
+
+QUESTIONS = {"infer": infer, "simulate": simulate, "hyperbola": hyperbola, "context": context}
+
+
+def ask(question: str, deployment: Deployment | None = None, workload: Workload | None = None, **own):
+    """The answer to `question` (a command's name) for this deployment and workload."""
+    if question not in QUESTIONS:
+        from tokenmath.base.errors import unknown_name
+        raise unknown_name("question", question, QUESTIONS)
+    return QUESTIONS[question](deployment or Deployment(), workload or Workload(), **own)

@@ -1,0 +1,63 @@
+"""The command line's options for a serving question, generated from the declarations (question/deployment.py,
+question/workload.py): one option per field, its help, unit and default from the one declaration. The command gets
+`deployment` and `workload`, built and validated once (Deployment.of, Workload.of); a bad value exits 2 naming the
+field and what would be valid (the closest names for a typo), as everywhere else."""
+from __future__ import annotations
+
+import functools
+
+import click
+
+from tokenmath.faces.commands.common import run_guarded
+from tokenmath.question.deployment import DEPLOYMENT_FIELDS, Deployment
+from tokenmath.question.fields import Field
+from tokenmath.question.workload import WORKLOAD_FIELDS, Workload
+
+_METAVAR = {"int": "N", "float": "X", "text": "NAME", "batch": "N|max", "imbalance": "X|routing|eplb",
+            "length": "TOKENS|SPEC"}
+
+
+def _help(f: Field) -> str:
+    h = f.help[:1].upper() + f.help[1:]
+    if f.unit and f.unit not in h:
+        h += f" [{f.unit}]"
+    if f.choices:
+        h += f" ({'|'.join(f.choices)})"
+    return h
+
+
+def field_option(f: Field, default=None):
+    """The click option of one declared field (values stay text: Deployment.of / Workload.of validate them)."""
+    names = [f.option] + ([f.short] if f.short else [])
+    if f.kind == "bool":
+        return click.option(*names, f.name, is_flag=True, default=None, help=_help(f))
+    shown = f.default if default is None else default
+    return click.option(*names, f.name, type=str, default=None, metavar=_METAVAR.get(f.kind, "|".join(f.choices)),
+                        help=_help(f) + (f" [default: {shown}]" if shown is not None else ""))
+
+
+def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dict | None = None):
+    """Decorator: every Deployment and Workload field as an option (minus `skip`, which the command declares its own
+    way), and the command called with deployment= and workload= instead of them. defaults: a question's own default
+    for a field (e.g. hyperbola's static batch), shown in --help and applied when the option is absent."""
+    defaults = defaults or {}
+    decl = [f for f in DEPLOYMENT_FIELDS + WORKLOAD_FIELDS if f.name not in skip]
+    dep_names = {f.name for f in DEPLOYMENT_FIELDS}
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kw):
+            raw = {f.name: kw.pop(f.name) for f in decl}
+
+            def build():
+                given = {k: v for k, v in raw.items() if v is not None}
+                given = {**{k: v for k, v in defaults.items() if k not in given}, **given}
+                dep = Deployment.of(**{k: v for k, v in given.items() if k in dep_names})
+                wl = Workload.of(**{k: v for k, v in given.items() if k not in dep_names})
+                return dep, wl
+            dep, wl = run_guarded(build, bool(kw.get("as_json")))
+            return fn(*args, deployment=dep, workload=wl, **kw)
+        for f in reversed(decl):
+            wrapper = field_option(f, defaults.get(f.name))(wrapper)
+        return wrapper
+    return deco
