@@ -135,7 +135,43 @@ def context(dep: Deployment, wl: Workload, context=8192):
     return with_notes(r, not_applied("context", dep, wl))
 
 
-QUESTIONS = {"infer": infer, "simulate": simulate, "hyperbola": hyperbola, "context": context}
+def fleet(dep: Deployment, wl: Workload, *, demand, **own):
+    """Chips for a demand (output tokens/s); own: max_chips, pue."""
+    from tokenmath.analyses.serving.fleet import fleet as run
+    r = run(dep.model, dep.hardware, demand=demand, input_len=wl.input_len, output_len=wl.output_len,
+            min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
+            attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
+    return with_notes(r, not_applied("fleet", dep, wl))
+
+
+def price(dep: Deployment, wl: Workload, **own):
+    """What serving costs per Mtok at a speed target, and the price at a margin; own: margin, utilization,
+    max_chips."""
+    from tokenmath.analyses.serving.provider_price import price as run
+    r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
+            min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0),
+            attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
+    return with_notes(r, not_applied("price", dep, wl))
+
+
+def plan(dep: Deployment, wl: Workload, **own):
+    """The best layout on a system; own: disaggregated, runner_ups, concurrency axis (a list)."""
+    from tokenmath.analyses.serving.plan import SEARCH_ATTENTION, plan as run
+    cs = own.pop("concurrency", None)
+    r = run(dep.model, dep.hardware, chips=dep.chips, ttft_ms=wl.ttft_ms,
+            min_tokens_per_s_per_user=wl.min_tokens_per_s_per_user, input_len=wl.input_len,
+            output_len=wl.output_len, prefix_hit=wl.prefix_hit or None, speculation=speculation_of(dep),
+            concurrency=cs if cs is not None else wl.concurrency,
+            attention_sharding=_attention(dep, SEARCH_ATTENTION), **own, **knobs(dep))
+    return with_notes(r, not_applied("plan", dep, wl))
+
+
+def _or(v, default):
+    return default if v is None else v
+
+
+QUESTIONS = {"infer": infer, "simulate": simulate, "hyperbola": hyperbola, "context": context, "fleet": fleet,
+             "price": price, "plan": plan}
 
 
 def ask(question: str, deployment: Deployment | None = None, workload: Workload | None = None, **own):

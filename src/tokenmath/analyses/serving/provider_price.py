@@ -15,7 +15,7 @@ from tokenmath.engine.economics import decode_cost_per_mtok, prefill_cost_per_mt
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.by_concurrency import cheapest_continuous, continuous_fields
-from tokenmath.analyses.serving.grid import up_to, meeting_speed
+from tokenmath.analyses.serving.grid import attention_arg, meeting_speed, up_to
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class PriceResult:
 
 def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, output_len=500, margin=0.5,
           utilization=0.6, max_chips=None, weight_dtype=None, kv_dtype=None, efficiency=None,
-          engine=None, **knobs) -> PriceResult:
+          engine=None, attention_sharding="heads", **knobs) -> PriceResult:
     su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, **knobs)
     if su.hardware.price_usd_per_hour is None:
         raise InputError("hardware", f"{su.hardware.id} has no $/chip-hour in the catalog",
@@ -44,7 +44,7 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
                          "a fraction from 0.01 to 1 of paid chip time serving at that load, e.g. 0.6")
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
     top = int_arg(max_chips if max_chips is not None else min(su.hardware.scaleup_domain, 72), "max_chips", 1, MAX_SEARCH_CHIPS)
-    g = up_to(su, top, input_len, output_len)
+    g = up_to(su, top, input_len, output_len, attention=attention_arg(attention_sharding))
     ok = meeting_speed(g, target, top, su.hardware.id)
     usd_s = usd_per_s(g.chips, su.hardware.price_usd_per_hour)
     out_cost = decode_cost_per_mtok(usd_s, g.step_s, g.batch)

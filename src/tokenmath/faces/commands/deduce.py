@@ -1,6 +1,8 @@
 """deduce (price -> architecture) and price (architecture -> price)."""
 import click
 
+from tokenmath.faces.commands.question_options import question_options
+
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, model_hardware, positive,
                                              positive_float)
 
@@ -141,25 +143,18 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
 
 
 @click.command()
-@model_hardware
-@click.option("--min-tokens-per-s-per-user", type=float, default=20.0, show_default=True, callback=positive_float)
-@click.option("--input-len", type=int, default=2000, show_default=True, callback=positive)
-@click.option("--output-len", type=int, default=500, show_default=True, callback=positive)
+@question_options("price", defaults={"input_len": "2000", "output_len": "500", "min_tokens_per_s_per_user": "20",
+                            "attention_sharding": "heads"})
 @click.option("--margin", type=float, default=0.5, show_default=True, help="Gross margin (0..1).")
 @click.option("--utilization", type=float, default=0.6, show_default=True, help="Share of time serving at that load.")
 @click.option("--max-chips", type=int, callback=positive)
-@dtype_options
-@engine_option
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--explain", is_flag=True)
 @guarded
-def price(model, hardware, min_tokens_per_s_per_user, input_len, output_len, margin, utilization, max_chips,
-          weight_dtype, kv_dtype, engine, as_json, explain):
+def price(deployment, workload, margin, utilization, max_chips, as_json, explain):
     """What serving a model costs per million input/output tokens at a latency target, and the implied price."""
-    from tokenmath.analyses.serving.provider_price import price as run
-    r = run(model, hardware, min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_len=input_len,
-            output_len=output_len, margin=margin, utilization=utilization, max_chips=max_chips,
-            weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine)
+    from tokenmath.analyses.ask import price as run
+    r = run(deployment, workload, margin=margin, utilization=utilization, max_chips=max_chips)
     if as_json:
         emit_json(r.to_dict())
     else:

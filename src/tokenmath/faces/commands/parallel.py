@@ -1,6 +1,8 @@
 """plan, moe, systems: parallelism across the scale-up boundary."""
 import click
 
+from tokenmath.faces.commands.question_options import question_options
+
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, positive, positive_float,
                                              with_plot)
@@ -24,35 +26,20 @@ def _ep_options(f):
 
 @click.command()
 @whatif_options
-@click.option("--model", "-m", default="deepseek-v3", show_default=True, help="Catalog id or path to a config.json.")
+@question_options("plan", skip=("hardware", "concurrency"), defaults={"model": "deepseek-v3"})
 @_system_option
-@click.option("--chips", type=int, callback=positive, help="Total chips (default: the system's usual size).")
-@click.option("--ttft-ms", type=float, callback=positive_float, help="Target: time to first token, ms: the static batch's whole prefill for `best`, one request's own under continuous batching for the by-concurrency answer.")
-@click.option("--min-tokens-per-s-per-user", type=float, callback=positive_float, help="Target: output tokens/s per user.")
-@click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
-@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
 @click.option("--disaggregated", is_flag=True, help="Also size separate prefill and decode pools for this traffic mix.")
 @concurrency_option
-@_ep_options
-@prefix_hit_option
-@attention_option(search=True, default="any")
-@dtype_options
-@engine_option
 @with_plot
 @guarded
-@grid_speculation_options(footer=False)
-def plan(model, system, chips, ttft_ms, min_tokens_per_s_per_user, input_len, output_len, disaggregated, concurrency,
-         ep_imbalance, ep_overlap, ep_comm, prefix_hit, attention_sharding, weight_dtype, kv_dtype, engine, as_json, explain, plot_file,
-         speculation=None):
+def plan(deployment, workload, system, disaggregated, concurrency, as_json, explain, plot_file):
     """Best layout (TP, EP, PP, DP, batch) on a system: cheapest $/Mtok meeting the targets, runner-ups, frontier."""
-    from tokenmath.analyses.serving.plan import plan as run
+    from dataclasses import replace
+
+    from tokenmath.analyses.ask import plan as run
     from tokenmath.faces.explain_concurrency import plan_concurrency_text
     from tokenmath.faces.explain_parallel import explain_plan, plan_text
-    r = run(model, system, chips=chips, ttft_ms=ttft_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
-            input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-            ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, disaggregated=disaggregated, engine=engine,
-            concurrency=concurrency, ep_comm=ep_comm, speculation=speculation, prefix_hit=prefix_hit,
-            attention_sharding=attention_sharding)
+    r = run(replace(deployment, hardware=system), workload, disaggregated=disaggregated, concurrency=concurrency)
     if plot_file:
         from tokenmath.faces.plots_parallel import plan_plot
         plan_plot(r, plot_file)

@@ -1,6 +1,8 @@
 """slowmode, pareto, prices, context, fleet: the serving-economics questions."""
 import click
 
+from tokenmath.faces.commands.question_options import question_options
+
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import attention_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, layout_options, model_hardware,
@@ -138,31 +140,25 @@ def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype
 
 @click.command()
 @whatif_options
-@model_hardware
+@question_options("fleet", defaults={"attention_sharding": "heads", "min_tokens_per_s_per_user": "20"})
 @click.option("--demand", type=float, required=True, callback=positive_float, help="Output tokens per second to serve.")
-@click.option("--min-tokens-per-s-per-user", type=float, default=20.0, show_default=True, callback=positive_float)
-@click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
-@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
 @click.option("--max-chips", type=int, callback=positive, help="Largest replica (chips).")
 @click.option("--pue", type=float, default=1.0, show_default=True, callback=positive_float,
               help="Facility power / chip power (1.0 counts chip TDP only).")
-@attention_option(search=True)
-@dtype_options
-@engine_option
 @with_plot
 @guarded
-@grid_speculation_options
-def fleet(model, hardware, demand, min_tokens_per_s_per_user, input_len, output_len, max_chips, pue,
-          attention_sharding, weight_dtype, kv_dtype, engine, as_json, explain, plot_file, speculation=None):
+def fleet(deployment, workload, demand, max_chips, pue, as_json, explain, plot_file):
     """Chips, racks, megawatts and $/year to serve a demand in tokens/s at a per-user speed."""
-    from tokenmath.analyses.serving.fleet import fleet as run
+    from tokenmath.analyses.ask import fleet as run
     from tokenmath.faces.explain_serving import explain_fleet
-    kw = dict(min_tokens_per_s_per_user=min_tokens_per_s_per_user, input_len=input_len, output_len=output_len,
-              max_chips=max_chips, pue=pue, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine,
-              speculation=speculation, attention_sharding=attention_sharding)
-    r = run(model, hardware, demand=demand, **kw)
+    r = run(deployment, workload, demand=demand, max_chips=max_chips, pue=pue)
     if plot_file:
         from tokenmath.faces.plots import fleet_plot
-        sweep = [run(model, hardware, demand=demand * f, **kw).to_dict() for f in (0.01, 0.1, 1, 10, 100)]
+        sweep = [run(deployment, workload, demand=demand * f, max_chips=max_chips, pue=pue).to_dict()
+                 for f in (0.01, 0.1, 1, 10, 100)]
         fleet_plot(sweep, plot_file)
     _out(r, as_json, explain, None, None, explain_fleet)
+    if deployment.speculating and not as_json:
+        from tokenmath.analyses.ask import speculation_of
+        from tokenmath.faces.explain_speculative import grid_speculation_text
+        click.echo(grid_speculation_text(speculation_of(deployment)))

@@ -14,6 +14,7 @@ import json
 import click
 
 from tokenmath.faces.commands.common import emit_json, run_guarded
+from tokenmath.question.deployment import field as declared
 
 # columns a --vary table shows first when they are among the figures that change (any other changing scalar follows)
 PREFERRED = ("layout", "batch", "output_tokens_per_s_per_user", "output_tokens_per_s_per_chip",
@@ -51,6 +52,14 @@ def resolve(spec, chips=None):
     return get_hardware(spec)
 
 
+def _chips(v):
+    """--chips as the command line gave it (text from the generated options, or an int): a whole number or None."""
+    if v is None or isinstance(v, int):
+        return v
+    from tokenmath.question.fields import coerce_basic
+    return coerce_basic(declared("chips"), v)
+
+
 def capture(f, args, kw) -> tuple[str, int]:
     """Run the command, returning what it printed and its exit code (an InputError exits 2 after printing)."""
     buf = io.StringIO()
@@ -67,7 +76,7 @@ def _run(f, args, kw, set_fields, vary):
     from tokenmath.specs.overrides import apply, parse_pairs, vary_values
     sets = parse_pairs(set_fields)
     key = "hardware" if "hardware" in kw else "system"        # plan and moe name it --system
-    base = resolve(kw.get(key), kw.get("chips"))
+    base = resolve(kw.get(key) or declared("hardware").default, _chips(kw.get("chips")))
     if not vary:
         hw, done = apply(base, sets)
         what = [o.to_dict() for o in done]
