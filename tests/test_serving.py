@@ -46,7 +46,7 @@ HYPERBOLA_CASES = [("llama-3.1-70b", "h100-sxm", 8), ("deepseek-v3", "h200", 8),
 def _even_points(h):
     """The hyperbola's batches that split evenly over the attention groups (dp x ep), their cost per token, and the
     served batch: one more sequence on the busiest group (batch = k x groups + 1) may lengthen the step more than it
-    adds tokens (tests/test_issue15_ep_batch.py), an exception apart from tile quantization."""
+    adds tokens (tests/test_ep_fewer_sequences_than_groups.py), an exception apart from tile quantization."""
     su = h.setup
     groups = int(su.layout.dp) * int(su.layout.ep)
     even = (h.batch % groups) == 0

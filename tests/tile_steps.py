@@ -8,7 +8,7 @@ the batch-to-batch transitions that break the invariant:
 - a rise where no GEMM's quantization state changed (a rise inside one tile interval), or
 - a rise larger than the largest rise of any GEMM's time per useful FLOP (the padded / unpadded compute ratio).
 Batches must split evenly over the attention groups and micro-batches (tokens per group = batch / groups): an uneven
-split is the other, separate exception (tests/test_issue15_ep_batch.py).
+split is the other, separate exception (tests/test_ep_fewer_sequences_than_groups.py).
 """
 from __future__ import annotations
 
