@@ -88,18 +88,21 @@ def infer(dep: Deployment, wl: Workload):
             batch=wl.batch if wl.batch is not None else 1, input_len=wl.input_len, output_len=wl.output_len,
             concurrency=wl.concurrency, arrival_rate=wl.arrival_rate, prefix_hit=wl.prefix_hit or None,
             attention_sharding=_attention(dep, None), speculation=spec, **knobs(dep))
-    return with_notes(r, not_applied("infer", dep, wl))
+    if spec is not None and r.load is None and r.fits:
+        r = replace(r, speculative=speculative_beside(dep, wl, r))
+    return with_notes(r, not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout))
 
 
 def speculative_beside(dep: Deployment, wl: Workload, answer):
     """A static batch's speculative decoding beside its plain answer (analyses/serving/speculative.py): the batch
     asked for (or, for a hyperbola, 1, 2, 4, ... up to its largest batch that fits)."""
     from tokenmath.analyses.serving.speculative import speculative
-    if hasattr(answer, "points"):
-        top = max(int(answer.to_dict().get("max_batch") or 1), 1)
+    if not hasattr(answer, "load"):        # a hyperbola: its batches, not one
+        d = answer.to_dict()
+        top = max(int(d.get("max_batch") or 1), 1)
         batches = [1 << i for i in range(top.bit_length()) if 1 << i <= top]
         batches += [top] if top not in batches else []
-        lens = dict(input_len=max(int(answer.context) - 1, 1), output_len=1)
+        lens = dict(input_len=max(int(d["context"]) - 1, 1), output_len=1)
     else:
         batches = [int(answer.batch)]
         lens = dict(input_len=wl.input_len, output_len=wl.output_len)
@@ -116,14 +119,18 @@ def simulate(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, **_layout(dep), concurrency=wl.concurrency, arrival_rate=wl.arrival_rate,
             input_len=wl.input_len, output_len=wl.output_len, ttft_ms=wl.ttft_ms, prefix_hit=wl.prefix_hit or None,
             speculation=speculation_of(dep), attention_sharding=_attention(dep, None), **own, **knobs(dep))
-    return with_notes(r, not_applied("simulate", dep, wl))
+    return with_notes(r, not_applied("simulate", dep, wl) + (_no_tp_group(dep, _Tp(r.layout["tp"]))))
 
 
 def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):
     from tokenmath.analyses.serving.hyperbola import hyperbola as run
     r = run(dep.model, dep.hardware, **_layout(dep), context=context, attention_sharding=_attention(dep, None),
             **own, **knobs(dep))
-    return with_notes(r, not_applied("hyperbola", dep, wl))
+    if dep.speculating:
+        if (dep.pp or 1) > 1:
+            raise InputError("pp", "speculative decoding is modelled without pipeline parallelism", "leave --pp out")
+        r = replace(r, speculative=speculative_beside(dep, wl, r))
+    return with_notes(r, not_applied("hyperbola", dep, wl) + _no_tp_group(dep, r.setup.layout))
 
 
 def context(dep: Deployment, wl: Workload, context=8192):
@@ -158,12 +165,27 @@ def plan(dep: Deployment, wl: Workload, **own):
     """The best layout on a system; own: disaggregated, runner_ups, concurrency axis (a list)."""
     from tokenmath.analyses.serving.plan import SEARCH_ATTENTION, plan as run
     cs = own.pop("concurrency", None)
+    if cs is not None and wl.concurrency is not None:
+        raise InputError("concurrency", "given as the workload's and as plan's axis", "one of the two")
     r = run(dep.model, dep.hardware, chips=dep.chips, ttft_ms=wl.ttft_ms,
             min_tokens_per_s_per_user=wl.min_tokens_per_s_per_user, input_len=wl.input_len,
             output_len=wl.output_len, prefix_hit=wl.prefix_hit or None, speculation=speculation_of(dep),
             concurrency=cs if cs is not None else wl.concurrency,
             attention_sharding=_attention(dep, SEARCH_ATTENTION), **own, **knobs(dep))
     return with_notes(r, not_applied("plan", dep, wl))
+
+
+def _no_tp_group(dep: Deployment, lay) -> list[str]:
+    """Attention sharding acts inside a tensor-parallel group: with tp = 1 there is none, and the answer says so."""
+    if dep.attention_sharding in ("batch", "dp") and int(lay.tp) == 1:
+        return [f"--attention-sharding {dep.attention_sharding} changes nothing here: it shards attention inside a "
+                "tensor-parallel group, and this layout has tp = 1"]
+    return []
+
+
+class _Tp:
+    def __init__(self, tp):
+        self.tp = tp
 
 
 def _or(v, default):

@@ -17,7 +17,7 @@ MAX_TOKENS = 100_000_000
 MAX_CONCURRENCY = 1_000_000
 
 LOAD = ("infer", "simulate")                      # questions that serve one arrival process
-STATIC_BATCH = ("infer", "hyperbola", "context", "prices", "moe", "sensitivity")
+STATIC_BATCH = ("infer", "context", "prices", "moe", "sensitivity")     # hyperbola sweeps the batch
 LENGTH_HELP = 'prompt tokens per request: a count, "uniform:LO-HI", "lognormal:MEDIAN,SIGMA" or "fit:trace.csv"'
 
 WORKLOAD_FIELDS: tuple[Field, ...] = (
@@ -29,7 +29,7 @@ WORKLOAD_FIELDS: tuple[Field, ...] = (
           why_not="it prices one decode step at a context (--context)"),
     Field("batch", "batch", None, "a static batch: sequences prefilled together then decoded together, or 'max' "
           "(the most that fit); default 1", 1, 10_000_000_000, unit="sequences", short="-b",
-          questions=STATIC_BATCH, why_not="it searches the batch itself"),
+          questions=STATIC_BATCH, why_not="it sweeps or searches the batch itself"),
     Field("concurrency", "int", None, "serve under load: this many users in a closed loop", 1, MAX_CONCURRENCY,
           unit="users", questions=("infer", "simulate", "pareto", "plan"),
           why_not="it prices a static batch (infer --concurrency serves under load)"),

@@ -53,9 +53,9 @@ class Context:
 
 
 def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, context=8192,
-            weight_dtype=None, kv_dtype=None, efficiency=None, engine=None) -> Context:
+            weight_dtype=None, kv_dtype=None, efficiency=None, engine=None, max_running=None) -> Context:
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine)
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, max_running=max_running)
     batch = int_arg(batch, "batch", 1, MAX_BATCH)
     ctx = int_arg(context, "context")
     m, hw, lay, pr = su.model, su.hardware, su.layout, su.precision

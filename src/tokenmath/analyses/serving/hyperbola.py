@@ -49,6 +49,8 @@ class Hyperbola:
     floor_batch: float           # a batch large enough that step / batch has flattened onto its floor
     floor_bottleneck: str
     weight_fetch_s_b1: float
+    notes: tuple[str, ...] = ()      # beyond the engine's line (ask.py: fields this question does not use)
+    speculative: object = None       # speculative decoding beside the plain curve (ask.hyperbola)
 
     @property
     def floor_per_token_s(self) -> float:
@@ -89,7 +91,8 @@ class Hyperbola:
                 "floor_cost_per_mtok_output_usd": finite(self.floor_cost_per_mtok_output_usd),
                 "floor_bottleneck": self.floor_bottleneck,
                 "price_usd_per_chip_hour": su.hardware.price_usd_per_hour,
-                "engine": su.engine_dict, "notes": [su.engine_note], "points": pts}
+                "engine": su.engine_dict, "notes": [su.engine_note, *self.notes], "points": pts,
+                **({} if self.speculative is None else {"speculative": self.speculative.to_dict()})}
 
 
 def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, context=2048, weight_dtype=None,

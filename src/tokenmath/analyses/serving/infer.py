@@ -76,6 +76,8 @@ class InferResult:
     ttft_uncached_s: float | None = None             # the TTFT without the cache (prefix_hit > 0 only), s
     prefill_s: float | None = None                   # under load: the running batch's prefill time (chip time), s
     batch_cost: BatchCost | None = field(default=None, repr=False, compare=False)   # the engine's whole answer
+    speculative: object = None                       # a static batch decoded speculatively beside the plain one
+    #                                                  (analyses/serving/speculative.SpeculativeResult; ask.infer)
 
     @property
     def engine(self) -> EngineProfile | None:
@@ -184,6 +186,7 @@ class InferResult:
                                 "max_running_per_group": self.running_cap}}),
             **({} if self.load is None else {"load": self.load.to_dict()}),
             **({} if not self.prefix_hit else {"prefix_cache": self.prefix_cache_dict()}),
+            **({} if self.speculative is None else {"speculative": self.speculative.to_dict()}),
             "advice": list(self.advice), "notes": list(self.notes),
         }
 

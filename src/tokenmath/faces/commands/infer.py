@@ -23,15 +23,9 @@ def infer(deployment, workload, peak, uncalibrated, as_json, explain):
     if peak or uncalibrated:
         deployment = replace(deployment, efficiency="peak" if peak else "kernels")
     r = run(deployment, workload)
-    spec = None
-    if deployment.speculating and workload.arrival == "static":
-        from tokenmath.analyses.ask import speculative_beside
-        spec = speculative_beside(deployment, workload, r)
+    spec = r.speculative
     if as_json:
-        d = r.to_dict()
-        if spec is not None:
-            d["speculative"] = spec.to_dict()
-        emit_json(d)
+        emit_json(r.to_dict())
     elif explain:
         from tokenmath.faces.explain_infer import explain_infer
         click.echo(explain_infer(r))
