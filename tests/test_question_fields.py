@@ -1,5 +1,5 @@
 """Every question against every field: a field the question uses moves its answer; a field it does not use is named
-in the answer's notes with the reason. Never dropped silently (question/applies.py, analyses/ask.py).
+in the answer's notes with the reason. Never dropped silently (specs/question/applies.py, analyses/ask.py).
 
 The questions walked are those built on the typed Deployment and Workload (analyses/ask.QUESTIONS, the same path
 the CLI and the web page take). Each change is chosen so that the field matters physically for a MoE model on an
@@ -12,9 +12,9 @@ from dataclasses import replace
 import pytest
 
 from tokenmath.analyses.ask import QUESTIONS, ask
-from tokenmath.question.applies import not_applied, uses
-from tokenmath.question.deployment import DEPLOYMENT_FIELDS, Deployment
-from tokenmath.question.workload import WORKLOAD_FIELDS, Workload
+from tokenmath.specs.question.applies import not_applied, uses
+from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
+from tokenmath.specs.question.workload import WORKLOAD_FIELDS, Workload
 
 MOE = dict(model="deepseek-v3", hardware="h200")
 ONE = dict(model="gpt-oss-120b", hardware="h200", chips=8, ep=8)    # a MoE that fits every layout of 4 chips

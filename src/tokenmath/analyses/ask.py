@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import fields as dc_fields, is_dataclass, replace
 
 from tokenmath.base.errors import InputError
-from tokenmath.question.applies import not_applied
-from tokenmath.question.deployment import DEPLOYMENT_FIELDS, Deployment
-from tokenmath.question.workload import WORKLOAD_FIELDS, Workload
+from tokenmath.specs.question.applies import not_applied
+from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
+from tokenmath.specs.question.workload import WORKLOAD_FIELDS, Workload
 
 _DEPLOYMENT_NAMES = {f.name for f in DEPLOYMENT_FIELDS}
 _WORKLOAD_NAMES = {f.name for f in WORKLOAD_FIELDS}

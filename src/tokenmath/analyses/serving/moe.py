@@ -232,8 +232,21 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
     if batch % n:
         notes.append(f"batch {batch} does not split evenly over {n} chips; the busiest group sets the pace")
     if not any(r["fits"] for r in rows):
-        notes.append(f"no layout of {n} chips holds batch {batch} at {context:,} tokens: lower --batch or add chips")
+        notes.append(_why_none_fits(g, su, n, batch, context))
     return MoeReport(setup=su, chips=n, batch=batch, context=context, input_len=input_len, output_len=output_len,
                      fit=fit, all_to_all=a2a_d, capacity=capacity, rows=rows,
                      options={"ep_imbalance": imb, "ep_overlap": bool(ep_overlap), "ep_comm": ep_comm},
                      notes=tuple(notes))
+
+
+def _why_none_fits(g, su, n: int, batch: int, context: int) -> str:
+    """The binding constraint when no candidate layout runs the batch: HBM, or the serving engine's cap on running
+    sequences (memory holds the batch, the scheduler does not run it at once), with the nearest change that fits."""
+    eng = su.engine
+    mem_ok = np.asarray(g.memory_per_chip[:, 0] <= su.hardware.memory_bytes)
+    if eng is not None and mem_ok.any():
+        cap = eng.limits_for(su.hardware.memory_bytes)[0]
+        most = int(np.max(np.where(mem_ok, g.max_batch[:, 0], 0)))
+        return (f"memory holds batch {batch:,} on {n} chips, but {eng.name} runs at most {cap:,} sequences per "
+                f"scheduler ({most:,} on the best layout): raise --max-running, or --batch {most:,} fits")
+    return f"no layout of {n} chips holds batch {batch:,} at {context:,} tokens in HBM: lower --batch or add chips"

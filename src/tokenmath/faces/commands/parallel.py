@@ -1,7 +1,14 @@
 """plan, moe, systems: parallelism across the scale-up boundary."""
 import click
 
-from tokenmath.faces.commands.question_options import question_options
+from tokenmath.faces.commands.question_options import field_option, question_options
+from tokenmath.specs.question.deployment import Deployment, field as declared
+
+
+def _knobs(**raw) -> dict:
+    """Declared fields given as text on the command line, validated by their declaration (Deployment.of)."""
+    dep = Deployment.of(**{k: v for k, v in raw.items() if v is not None})
+    return {k: getattr(dep, k) for k in raw if raw[k] is not None}
 
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, positive, positive_float,
@@ -64,15 +71,18 @@ def plan(deployment, workload, system, disaggregated, concurrency, as_json, expl
 @_ep_options
 @dtype_options
 @engine_option
+@field_option(declared("max_running"))
+@field_option(declared("price_usd_per_hour"))
 @with_plot
 @guarded
 def moe(model, system, chips, batch, context, output_len, ep_imbalance, ep_overlap, ep_comm, weight_dtype, kv_dtype,
-        engine, as_json, explain, plot_file):
+        engine, max_running, price_usd_per_hour, as_json, explain, plot_file):
     """Expert layers vs the rack: fit in one domain, all-to-all inside vs across, TP vs EP vs PP side by side."""
     from tokenmath.analyses.serving.moe import moe as run
     from tokenmath.faces.explain_parallel import explain_moe, moe_text
     r = run(model, system, chips=chips, batch=batch, context=context, output_len=output_len, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, engine=engine, ep_comm=ep_comm)
+            kv_dtype=kv_dtype, ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, engine=engine, ep_comm=ep_comm,
+            **_knobs(max_running=max_running, price_usd_per_hour=price_usd_per_hour))
     if plot_file:
         from tokenmath.faces.plots_parallel import moe_plot
         moe_plot(r, plot_file)

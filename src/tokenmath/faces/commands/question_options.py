@@ -1,5 +1,5 @@
-"""The command line's options for a serving question, generated from the declarations (question/deployment.py,
-question/workload.py): one option per field, its help, unit and default from the one declaration. The command gets
+"""The command line's options for a serving question, generated from the declarations (specs/question/deployment.py,
+specs/question/workload.py): one option per field, its help, unit and default from the one declaration. The command gets
 `deployment` and `workload`, built and validated once (Deployment.of, Workload.of); a bad value exits 2 naming the
 field and what would be valid (the closest names for a typo), as everywhere else."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import functools
 import click
 
 from tokenmath.faces.commands.common import run_guarded
-from tokenmath.question.deployment import DEPLOYMENT_FIELDS, Deployment
-from tokenmath.question.fields import Field
-from tokenmath.question.workload import WORKLOAD_FIELDS, Workload
+from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
+from tokenmath.specs.question.fields import Field
+from tokenmath.specs.question.workload import WORKLOAD_FIELDS, Workload
 
 _METAVAR = {"int": "N", "float": "X", "text": "NAME", "batch": "N|max", "imbalance": "X|routing|eplb",
             "length": "TOKENS|SPEC"}

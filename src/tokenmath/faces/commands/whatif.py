@@ -14,7 +14,7 @@ import json
 import click
 
 from tokenmath.faces.commands.common import emit_json, run_guarded
-from tokenmath.question.deployment import field as declared
+from tokenmath.specs.question.deployment import field as declared
 
 # columns a --vary table shows first when they are among the figures that change (any other changing scalar follows)
 PREFERRED = ("layout", "batch", "output_tokens_per_s_per_user", "output_tokens_per_s_per_chip",
@@ -56,7 +56,7 @@ def _chips(v):
     """--chips as the command line gave it (text from the generated options, or an int): a whole number or None."""
     if v is None or isinstance(v, int):
         return v
-    from tokenmath.question.fields import coerce_basic
+    from tokenmath.specs.question.fields import coerce_basic
     return coerce_basic(declared("chips"), v)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import math
 from tokenmath.base.errors import InputError, show, unknown_name
-from tokenmath.question.fields import (BASIC_KINDS, MAX_INT_DIGITS, Field, _as_float, _as_int, _as_list, _blank,
+from tokenmath.specs.question.fields import (BASIC_KINDS, MAX_INT_DIGITS, Field, as_float, as_int, as_list, blank,
                                        coerce_basic)
 
-Param = Field                      # an endpoint's parameter is a declared Field (question/fields.py)
+Param = Field                      # an endpoint's parameter is a declared Field (specs/question/fields.py)
 
 PARAMS_MAX_BYTES = 64 * 1024       # a JSON body of parameters
 MAX_LIST = 64                      # values of an intlist parameter
@@ -36,25 +36,25 @@ def json_object(body: bytes, field: str = "body") -> dict:
 
 def coerce(p: Param, v):
     """One parameter from a query-string string or a JSON value to the type the analysis takes (None: absent)."""
-    if _blank(v):
+    if blank(v):
         return p.default
     k = p.kind
     if k in BASIC_KINDS:
         return coerce_basic(p, v)
     if k == "intlist":
-        xs = [_as_int(x, p) for x in _as_list(v, p)]
+        xs = [as_int(x, p) for x in as_list(v, p)]
         if not xs or len(xs) > MAX_LIST:
             raise InputError(p.name, f"needs 1 to {MAX_LIST} values", "comma-separated integers, e.g. 1024,8192")
         return tuple(xs)
     if k == "floatlist":
-        xs = [_as_float(x, p) for x in _as_list(v, p)]
+        xs = [as_float(x, p) for x in as_list(v, p)]
         if not xs or len(xs) > MAX_LIST:
             raise InputError(p.name, f"needs 1 to {MAX_LIST} values", "comma-separated numbers, e.g. 0.5,1,2")
         return tuple(xs)
     if k == "hardware":
         return hardware_id(v, p.name)
     if k == "hwlist":
-        xs = _as_list(v, p)
+        xs = as_list(v, p)
         if not xs or len(xs) > MAX_HARDWARE_LIST:
             raise InputError(p.name, f"needs 1 to {MAX_HARDWARE_LIST} catalog ids",
                              "comma-separated ids, e.g. h100-sxm,h200")
@@ -102,7 +102,7 @@ def _as_length(v, p: Param) -> int | str:
         if p.hi is not None and lengths.kind == "uniform" and lengths.b > p.hi:
             raise InputError(p.name, f"{show(s)} is out of range", valid + f", at most {int(p.hi):,}")
         return s
-    return _as_int(v, p)
+    return as_int(v, p)
 
 
 def hardware_id(v, field: str = "hardware") -> str:

@@ -3,8 +3,8 @@ dropped silently". A field set away from its default on a question that does not
 field, the question and why (the field's declared `why_not`)."""
 from __future__ import annotations
 
-from tokenmath.question.deployment import DEPLOYMENT_FIELDS, Deployment
-from tokenmath.question.workload import WORKLOAD_FIELDS, Workload
+from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
+from tokenmath.specs.question.workload import WORKLOAD_FIELDS, Workload
 
 ALL_FIELDS = DEPLOYMENT_FIELDS + WORKLOAD_FIELDS
 

@@ -51,7 +51,7 @@ class Field:
         return d
 
 
-def _blank(v) -> bool:
+def blank(v) -> bool:
     return v is None or (isinstance(v, str) and v.strip() == "")
 
 
@@ -74,7 +74,7 @@ def _in_range(f: int | float, lo, hi) -> bool:
     return (lo is None or f >= lo) and (hi is None or f <= hi)
 
 
-def _as_int(v, p: Field) -> int:
+def as_int(v, p: Field) -> int:
     lo = int(p.lo) if p.lo is not None else -(2 ** 62)
     hi = int(p.hi) if p.hi is not None else 2 ** 62
     valid = f"an integer from {lo:,} to {hi:,}"
@@ -95,7 +95,7 @@ def _as_int(v, p: Field) -> int:
     return f
 
 
-def _as_float(v, p: Field) -> float:
+def as_float(v, p: Field) -> float:
     valid = "a number" + (f" from {p.lo:g}" if p.lo is not None else "") + (f" to {p.hi:g}" if p.hi is not None else "")
     if isinstance(v, bool):
         raise InputError(p.name, f"{v!r} is not a number", valid)
@@ -122,7 +122,7 @@ def _as_bool(v, p: Field) -> bool:
     raise InputError(p.name, f"{show(v)} is not true or false", "true or false (1 or 0)")
 
 
-def _as_list(v, p: Field) -> list:
+def as_list(v, p: Field) -> list:
     if isinstance(v, (list, tuple)):
         return list(v)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -142,10 +142,10 @@ def _as_choice(v, p: Field) -> str:
 
 
 def _as_range(v, p: Field) -> tuple[float, float]:
-    xs = _as_list(v, p)
+    xs = as_list(v, p)
     if len(xs) != 2:
         raise InputError(p.name, f"{show(v)} is not LOW,HIGH", "two numbers, e.g. 0.2,0.6")
-    lo, hi = (_as_float(x, p) for x in xs)
+    lo, hi = (as_float(x, p) for x in xs)
     if lo > hi:
         raise InputError(p.name, f"LOW {lo:g} exceeds HIGH {hi:g}", "LOW <= HIGH")
     return (lo, hi)
@@ -157,13 +157,13 @@ BASIC_KINDS = ("int", "float", "bool", "choice", "range", "text", "batch", "imba
 def coerce_basic(p: Field, v):
     """A value of one of BASIC_KINDS from a string (command line, query string) or a JSON/Python value to the type
     an analysis takes; None (or blank) gives the default."""
-    if _blank(v):
+    if blank(v):
         return p.default
     k = p.kind
     if k == "int":
-        return _as_int(v, p)
+        return as_int(v, p)
     if k == "float":
-        return _as_float(v, p)
+        return as_float(v, p)
     if k == "bool":
         return _as_bool(v, p)
     if k == "choice":
@@ -173,7 +173,7 @@ def coerce_basic(p: Field, v):
     if k == "batch":
         if isinstance(v, str) and v.strip().lower() == "max":
             return "max"
-        return _as_int(v, p)
+        return as_int(v, p)
     if k == "imbalance":
         return _as_imbalance(v, p)
     if k == "text":
@@ -188,7 +188,7 @@ def _as_imbalance(v, p: Field):
     valid = "a number >= 1 (busiest EP rank / mean tokens; 1 = balanced), 'routing' or 'eplb'"
     if isinstance(v, str) and v.strip().lower() in ("routing", "eplb"):
         return v.strip().lower()
-    f = _as_float(v, Field(p.name, "float", lo=0.0, hi=1e3))
+    f = as_float(v, Field(p.name, "float", lo=0.0, hi=1e3))
     if f < 1.0:
         raise InputError(p.name, f"{f:g} is below 1", valid)
     return f

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields as dc_fields
 
 from tokenmath.base.errors import InputError
-from tokenmath.question.deployment import SERVING, _validated
-from tokenmath.question.fields import Field
+from tokenmath.specs.question.deployment import SERVING, validated
+from tokenmath.specs.question.fields import Field
 
 MAX_TOKENS = 100_000_000
 MAX_CONCURRENCY = 1_000_000
@@ -62,7 +62,7 @@ class Workload:
 
     @classmethod
     def of(cls, **raw) -> Workload:
-        out = _validated({k: v for k, v in raw.items()}, _BY_NAME, "workload")
+        out = validated({k: v for k, v in raw.items()}, _BY_NAME, "workload")
         for k in ("input_len", "output_len"):
             if k in out:
                 out[k] = _length(out[k], _BY_NAME[k])
@@ -93,8 +93,8 @@ def _length(v, f: Field):
         if kind not in ("uniform", "lognormal", "fit"):
             raise InputError(f.name, f"{v!r} is not a length", LENGTH_HELP)
         return v.strip()
-    from tokenmath.question.fields import _as_int
-    return _as_int(v, f)
+    from tokenmath.specs.question.fields import as_int
+    return as_int(v, f)
 
 
 def field(name: str) -> Field:

@@ -3,7 +3,7 @@ which speculation and expert-parallel transport, at which price. Declared once (
 default, help and the questions that use each field); the CLI options, the web page's parameters and the JSON schema
 are generated from it, and `Deployment.of` validates once, at the boundary.
 
-A field the question does not use is never dropped silently: question/applies.py says why, in the answer's notes.
+A field the question does not use is never dropped silently: specs/question/applies.py says why, in the answer's notes.
 To add a field: declare it here, give it a home where it acts (analyses/setup.py for most), list the questions that
 use it, and test it (tests/test_question_fields.py walks every question against every field).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields as dc_fields
 
 from tokenmath.base.errors import InputError
-from tokenmath.question.fields import Field, coerce_basic
+from tokenmath.specs.question.fields import Field, coerce_basic
 
 MAX_LAYOUT = 100_000               # chips or a parallel degree: beyond it, a typo
 DEFAULT_MODEL = "llama-3.1-8b"
@@ -125,7 +125,7 @@ class Deployment:
     def of(cls, **raw) -> Deployment:
         """Validate raw values (strings from a command line or a query string, JSON or Python values) once; an
         unknown key is refused naming the closest fields."""
-        return cls(**_validated(raw, _BY_NAME, "deployment"))
+        return cls(**validated(raw, _BY_NAME, "deployment"))
 
     def set_fields(self) -> dict:
         """The fields that differ from their defaults (what the user asked for)."""
@@ -145,7 +145,7 @@ def _plain(v):
     return getattr(v, "id", str(v))
 
 
-def _validated(raw: dict, declared: dict, what: str) -> dict:
+def validated(raw: dict, declared: dict, what: str) -> dict:
     out = {}
     for k, v in raw.items():
         f = declared.get(k)
