@@ -1,9 +1,9 @@
 """The page as people use it (issue 21), in a real browser: Debian's chromium driven headless by playwright.
 
 Each test is one complaint of a user, checked the way the user met it: state that holds (the hyperbola's batch, a
-shared link to an upload), tabs that agree (one chip name, one meaning of blank chips, of context and of batch),
-messages in the page's words, a readout on every chart by mouse, touch and keys, the phone at 390 x 844 and the
-keyboard. Skipped like tests/test_web_browser.py without playwright or chromium (failing instead under
+shared link to an upload), tabs that agree (one chip name, one meaning of blank chips and of batch; the hyperbola's
+context the CLI's), messages in the page's words, a readout on every chart by mouse, touch and keys, the phone at
+390 x 844 and the keyboard. Skipped like tests/test_web_browser.py without playwright or chromium (failing instead under
 TOKENMATH_REQUIRE_BROWSER=1, as in CI).
 """
 from __future__ import annotations
@@ -124,14 +124,18 @@ def test_tabs_name_the_chip_alike_and_read_blank_chips_alike(page):
         assert "h200," not in t and "\u00d7 h200" not in t, (tab, t)
 
 
-def test_context_means_input_plus_output_everywhere(page):
-    """input 1024 + output 256: the hyperbola and the context tab both say 1,280 tokens of context."""
+def test_context_of_the_hyperbola_and_of_the_context_tab(page):
+    """The KV & context tab reads input + output (1024 + 256: 1,280 tokens); the hyperbola its own context field,
+    2,048 tokens by default as `tokenmath hyperbola --context` (so the page and the CLI give the same floor), or one
+    typed."""
     open_tab(page, "?tab=hyperbola&input_len=1024&output_len=256")
-    assert "1,280 tokens of context" in title(page, "hyperbola")
+    assert "2,048 tokens of context" in title(page, "hyperbola")
     n = renders(page)
     page.click(".tabs button[data-tab='context']")
     settled(page, n)
     assert "at 1,280" in card(page, "context", "kv_bytes_per_token", "sub")
+    open_tab(page, "?tab=hyperbola&h_context=1280")
+    assert "1,280 tokens of context" in title(page, "hyperbola")
 
 
 def test_input_vs_output_uses_the_batch_on_the_left(page):
@@ -154,13 +158,13 @@ def test_input_vs_output_uses_the_batch_on_the_left(page):
 def test_a_malformed_number_is_refused_not_guessed(page, typed):
     """"12ab" is not read as 12, "abc" not as the default: the panel names the field and marks it."""
     open_tab(page, "?tab=hyperbola")
-    page.fill("#input_len", typed)
+    page.fill("#h_context", typed)
     wait(page, "!document.querySelector('#tab-hyperbola .error').hidden")
     msg = error_text(page, "hyperbola")
-    assert msg.startswith("input tokens:") and f'"{typed}" is not a whole number' in msg
-    assert page.evaluate("document.querySelector('#input_len').classList.contains('invalid')")
+    assert msg.startswith("context (tokens):") and f'"{typed}" is not a whole number' in msg
+    assert page.evaluate("document.querySelector('#h_context').classList.contains('invalid')")
     n = renders(page)
-    page.fill("#input_len", "2048")
+    page.fill("#h_context", "2304")
     settled(page, n)
     assert error_text(page, "hyperbola") == "" and "2,304 tokens of context" in title(page, "hyperbola")
 
@@ -320,10 +324,10 @@ def test_phone_editing_an_input_shows_its_result_and_its_error(phone):
     summary = phone.locator("#summary")
     wait(phone, "!document.querySelector('#summary').hidden", 5)
     assert summary.is_visible() and "at batch 32" in summary.inner_text()
-    phone.locator("#input_len").scroll_into_view_if_needed()
-    phone.fill("#input_len", "12ab")
+    phone.locator("#chips").scroll_into_view_if_needed()       # an input on the left that the hyperbola reads
+    phone.fill("#chips", "12ab")
     wait(phone, "document.querySelector('#summary').classList.contains('bad')")
-    assert summary.is_visible() and "input tokens" in summary.inner_text()
+    assert summary.is_visible() and "chips" in summary.inner_text()
     box = summary.bounding_box()
     assert 0 <= box["y"] and box["y"] + box["height"] <= PHONE["height"] + 1
 

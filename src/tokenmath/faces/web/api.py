@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from tokenmath.base.errors import InputError, closest, unknown_name
 from tokenmath.faces.web.catalogs import hardware_json, models_json
-from tokenmath.faces.web.endpoints import Endpoint, dtype_choices, endpoint_table, fit_names
+from tokenmath.faces.web.endpoints import Endpoint, endpoint_table, fit_names
+from tokenmath.faces.web.serving_fields import dtype_choices
 from tokenmath.faces.names import named
 from tokenmath.faces.web.params import coerce
 from tokenmath.faces.web.payload import dumps

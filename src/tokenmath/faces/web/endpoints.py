@@ -9,12 +9,16 @@ from functools import cache, partial
 from typing import TYPE_CHECKING, NamedTuple
 
 from tokenmath.base.errors import InputError
-from tokenmath.base.validators import MAX_BATCH, MAX_TOKENS
+from tokenmath.base.validators import MAX_TOKENS
 from tokenmath.faces.web.charts import overtrain_chart, pareto_chart, roofline
 from tokenmath.faces.web.overrides import SET, chip, what_if
 from tokenmath.faces.web.params import Param
+from tokenmath.faces.web.serving_fields import (BATCH, HARDWARE, INPUT_LEN, KNOBS, LAYOUT, MODEL, OUTPUT_LEN,
+                                                SIM_LENGTHS, dtype_params, engine_param, knobs, layout)
 from tokenmath.faces.web.simulation_sweep import SWEEP_PARAMS, simulate_sweep_response
 from tokenmath.faces.web.speculation import SPEC, spec_of, speculative_part
+from tokenmath.specs.question.deployment import field as dfield
+from tokenmath.specs.question.workload import field as wfield
 
 if TYPE_CHECKING:
     from tokenmath.specs.efficiency import Efficiency
@@ -23,7 +27,6 @@ if TYPE_CHECKING:
 ModelLookup = Callable[[str], "Model"]   # a catalog id or an uploaded config's id -> its Model
 
 MAX_DEDUCE_SAMPLES = 400_000
-MAX_LAYOUT = 100_000               # chips or a parallel degree: beyond it, a typo
 MAX_TRAIN_LAYOUT = 65_536          # chips or a parallel degree of a training run
 MAX_PARETO_CHIPS = 4096
 # requests of one simulation: about a second of the server's time (benchmarks/simulate_speed.py: ~2 s per 100,000
@@ -32,13 +35,18 @@ MAX_SIM_REQUESTS = 20_000
 DEFAULT_TRAIN_CHIPS = 8            # when neither chips nor dp is given
 
 
-# a simulated workload's requests, lengths, goodput targets and seed (simulate and simulate_sweep)
+# how a simulation's requests arrive: a closed loop (concurrency) or an open loop (arrival_rate), the declared fields;
+# the rate keeps the web's floor (a rate of 0 sends no request: the simulator refuses it)
+SIM_LOAD = (replace(wfield("concurrency"), help="closed loop: users, each sending its next request when one completes "
+                    "(64 when neither this nor arrival_rate is given)"),
+            replace(wfield("arrival_rate"), lo=1e-6, help="open loop: requests per second"))
+# a simulated workload's requests, lengths, goodput targets and seed (simulate and simulate_sweep); the targets keep
+# the web's floor of 1 microsecond (a 0 ms target no request meets: every answer's goodput 0)
 SIM_WORKLOAD = (
     Param("requests", "int", 1000, "requests served", 1, MAX_SIM_REQUESTS),
-    Param("input_len", "length", 1024, 'prompt tokens, or "uniform:LO-HI" / "lognormal:MEDIAN,SIGMA"', 1, MAX_TOKENS),
-    Param("output_len", "length", 256, "generated tokens (as input_len)", 1, MAX_TOKENS),
-    Param("ttft_ms", "float", None, "goodput target: time to first token (default 2000)", 1e-3, 1e9),
-    Param("itl_ms", "float", None, "goodput target: time per output token (default 200)", 1e-3, 1e9),
+    *SIM_LENGTHS,
+    replace(wfield("ttft_ms"), lo=1e-3, help="goodput target: time to first token (default 2000)"),
+    Param("itl_ms", "float", None, "goodput target: time per output token (default 200)", 1e-3, 1e9, unit="ms"),
     Param("seed", "int", 0, "random seed of the workload", 0, 2 ** 32 - 1))
 
 
@@ -48,43 +56,11 @@ class Endpoint(NamedTuple):
     python: str                       # the Python function it mirrors
 
 
-MODEL = Param("model", "model", "llama-3.1-8b", "catalog id (GET /api/models) or an uploaded config's id")
-HARDWARE = Param("hardware", "hardware", "h100-sxm", "hardware catalog id (GET /api/hardware)")
-LAYOUT = (Param("chips", "int", None, "total chips = tp x pp x ep x dp", 1, MAX_LAYOUT),
-          Param("tp", "int", None, "tensor-parallel degree", 1, MAX_LAYOUT),
-          Param("pp", "int", None, "pipeline stages", 1, MAX_LAYOUT),
-          Param("ep", "int", None, "expert-parallel degree (MoE)", 1, MAX_LAYOUT),
-          Param("dp", "int", None, "replicas", 1, MAX_LAYOUT))
-
-
-@cache
-def dtype_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The weight dtypes and the KV-cache dtypes a request may name."""
-    from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES
-    return tuple(WEIGHT_DTYPES), tuple(KV_DTYPES)
-
-
 @cache
 def fit_names() -> tuple[str, ...]:
     """The scaling-law fits a request may name."""
     from tokenmath.analyses.training.scaling_laws import FITS
     return tuple(FITS)
-
-
-@cache
-def engine_param() -> Param:
-    """The serving engine a serving view assumes: a shipped profile's id or "none" (never a file: the web API reads
-    no files named by a request)."""
-    from tokenmath.specs.serving_engines import DEFAULT_ENGINE, NO_ENGINE, engine_ids
-    return Param("engine", "choice", DEFAULT_ENGINE, "serving engine profile (its graphs, scheduler limits, KV memory "
-                 "fraction and blocks); none: the engine-free step (the Python functions' default; the page and the "
-                 "CLI default to vllm)", choices=(*engine_ids(), NO_ENGINE))
-
-
-def dtype_params() -> tuple[Param, Param]:
-    w, kv = dtype_choices()
-    return (Param("weight_dtype", "choice", None, "weights (default: the checkpoint's)", choices=w),
-            Param("kv_dtype", "choice", None, "KV cache (default bf16)", choices=kv))
 
 
 def chosen_efficiency(peak: bool, calibrated: bool) -> Efficiency | None:
@@ -98,18 +74,15 @@ def chosen_efficiency(peak: bool, calibrated: bool) -> Efficiency | None:
     return None
 
 
-def layout(a: dict) -> dict:
-    return {k: a[k] for k in ("chips", "tp", "pp", "ep", "dp")}
-
-
 # ---- responses: coerced parameters in, the analysis' dict (+ explain, chart) out --------------------------------
 
 def infer_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.infer import infer
     from tokenmath.faces.explain_infer import explain_infer
     m, hw, eff = model(a["model"]), chip(a), chosen_efficiency(a["peak"], a["calibrated"])
-    r = infer(m, hw, **layout(a), batch=a["batch"], input_len=a["input_len"], output_len=a["output_len"],
-              weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], efficiency=eff, engine=a["engine"])
+    r = infer(m, hw, **layout(a), batch=1 if a["batch"] is None else a["batch"], input_len=a["input_len"],
+              output_len=a["output_len"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], efficiency=eff,
+              engine=a["engine"], speculation=spec_of(a), **knobs(a))
     d = r.to_dict()
     d.update(what_if(a))
     # the speculative step on the layout this answer chose (blank chips: the fewest that fit), so both agree
@@ -155,7 +128,8 @@ def simulate_response(model: ModelLookup, a: dict) -> dict:
     r = simulate(model(a["model"]), chip(a), **layout(a), engine=a["engine"], concurrency=a["concurrency"],
                  arrival_rate=a["arrival_rate"], burstiness=a["burstiness"], requests=a["requests"],
                  input_len=a["input_len"], output_len=a["output_len"], ttft_ms=a["ttft_ms"], itl_ms=a["itl_ms"],
-                 seed=a["seed"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], speculation=spec_of(a))
+                 seed=a["seed"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], speculation=spec_of(a),
+                 **knobs(a))
     d = r.to_dict()
     d.update(what_if(a))
     d["explain"] = explain_simulation(r)
@@ -165,8 +139,8 @@ def simulate_response(model: ModelLookup, a: dict) -> dict:
 def context_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.context import context
     from tokenmath.faces.explain_serving import explain_context
-    c = context(model(a["model"]), chip(a), **layout(a), batch=a["batch"], context=a["context"],
-                weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
+    c = context(model(a["model"]), chip(a), **layout(a), batch=1 if a["batch"] is None else a["batch"],
+                context=a["context"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
     d = c.to_dict()
     d.update(what_if(a))
     d["explain"] = explain_context(c)
@@ -274,48 +248,45 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
     E = engine_param()
     return {
         "infer": Endpoint(
-            (MODEL, HARDWARE, *LAYOUT,
-             Param("batch", "batch", 1, "concurrent sequences, or 'max'", 1, MAX_BATCH),
-             Param("input_len", "int", 1024, "prompt tokens per sequence", 1, MAX_TOKENS),
-             Param("output_len", "int", 256, "generated tokens per sequence", 1, MAX_TOKENS),
+            (MODEL, HARDWARE, *LAYOUT, BATCH, INPUT_LEN, OUTPUT_LEN,
              *D, E, Param("peak", "bool", False, "100% of every peak (pure roofline)"),
              Param("calibrated", "bool", True, "efficiencies fitted on published measurements (false: kernel "
-                   "ceilings, as --uncalibrated)"), SET, *SPEC),
+                   "ceilings, as --uncalibrated)"), SET, *SPEC, *KNOBS),
             partial(infer_response, model), "tokenmath.analyses.serving.infer.infer (+ explain, roofline)"),
         "hyperbola": Endpoint(
+            # context 2,048, as `tokenmath hyperbola --context`'s (the page's hyperbola tab defaults to it too)
             (MODEL, HARDWARE, *LAYOUT,
              Param("context", "int", 2048, "tokens in each sequence's KV cache", 1, MAX_TOKENS), *D, E, SET, *SPEC),
             partial(hyperbola_response, model), "tokenmath.analyses.serving.hyperbola.hyperbola"),
         "pareto": Endpoint(
-            (MODEL, HARDWARE,
-             Param("chips", "int", None, "chips (default: one scale-up domain)", 1, MAX_PARETO_CHIPS),
-             Param("input_len", "int", 1024, "", 1, MAX_TOKENS),
-             Param("output_len", "int", 256, "", 1, MAX_TOKENS), *D, E,
+            # chips: every layout of them is searched, so a page's request stays within MAX_PARETO_CHIPS
+            (MODEL, HARDWARE, replace(dfield("chips"), hi=MAX_PARETO_CHIPS, help="chips (default: one scale-up "
+                                      "domain); every layout of them is searched"),
+             INPUT_LEN, OUTPUT_LEN, *D, E,
              Param("allow_pp", "bool", False, "also pipeline-parallel layouts"), SET),
             partial(pareto_response, model), "tokenmath.analyses.serving.pareto.pareto"),
         "simulate": Endpoint(
-            (MODEL, HARDWARE, *LAYOUT, E,
-             Param("concurrency", "int", None, "closed loop: users, each sending its next request when one "
-                   "completes (64 when neither this nor arrival_rate is given)", 1, 1_000_000),
-             Param("arrival_rate", "float", None, "open loop: requests per second", 1e-6, 1e7),
+            (MODEL, HARDWARE, *LAYOUT, E, *SIM_LOAD,
              Param("burstiness", "float", 1.0, "open loop: gamma shape of the gaps (1 = Poisson)", 1e-3, 1e3),
-             *SIM_WORKLOAD, *D, SET, *SPEC),
+             *SIM_WORKLOAD, *D, SET, *SPEC, *KNOBS),
             partial(simulate_response, model), "tokenmath.analyses.serving.simulation.simulate.simulate"),
         "simulate_sweep": Endpoint(
-            (MODEL, HARDWARE, *LAYOUT, E, *SWEEP_PARAMS, *(p for p in SIM_WORKLOAD if p.name != "requests"), *D, SET),
+            (MODEL, HARDWARE, *LAYOUT, E, *SWEEP_PARAMS, *(p for p in SIM_WORKLOAD if p.name != "requests"), *D, SET,
+             *KNOBS),
             partial(simulate_sweep_response, model),
             "tokenmath.analyses.serving.simulation.simulate.simulate, once per concurrency or arrival rate"),
         "context": Endpoint(
-            (MODEL, HARDWARE, *LAYOUT, Param("batch", "int", 1, "", 1, MAX_BATCH),
-             Param("context", "int", 8192, "", 1, MAX_TOKENS), *D, E, SET),
+            # batch: a count (the context question has no 'max'), blank 1; context 8,192, as `tokenmath context`'s
+            (MODEL, HARDWARE, *LAYOUT, replace(BATCH, kind="int"), Param("context", "int", 8192, "", 1, MAX_TOKENS),
+             *D, E, SET),
             partial(context_response, model), "tokenmath.analyses.serving.context.context"),
         "prices": Endpoint(
             (MODEL, HARDWARE, *LAYOUT,
              Param("contexts", "intlist", None, "input lengths (default 256..131072)", 1, MAX_TOKENS),
-             Param("output_len", "int", 256, "", 1, MAX_TOKENS),
-             Param("batch", "int", None, "batch (default: the largest that fits at each context)", 1, MAX_BATCH),
-             Param("min_tokens_per_s_per_user", "float", None,
-                   "speed per user: the largest batch whose decode step gives it (instead of batch)", 1e-9, 1e9),
+             OUTPUT_LEN, replace(BATCH, kind="int", help="batch (default: the largest that fits at each context)"),
+             # kept above 0, the web's floor: a speed of 0 asks for no batch at all
+             replace(wfield("min_tokens_per_s_per_user"), lo=1e-9,
+                     help="speed per user: the largest batch whose decode step gives it (instead of batch)"),
              Param("cache_ttl_s", "float", 300.0, "seconds a cached prompt's KV waits for reuse", 1e-9, 1e9), *D, E,
              SET),
             partial(prices_response, model), "tokenmath.analyses.serving.input_vs_output.prices"),
@@ -363,9 +334,10 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("mfu", "float", None, "training MFU (blank: the training engine per model size)"),
              Param("train_days", "float", 90.0, "training run horizon (sizes the cluster)", 0.0, 3650.0),
              Param("flop_only", "bool", False, "inference at 2N FLOPs/token"),
-             Param("min_tokens_per_s_per_user", "float", 20.0, ""),
+             # the serving side of an over-trained model: overtrain's own defaults, as `tokenmath overtrain`'s
+             replace(wfield("min_tokens_per_s_per_user"), default=20.0),
              Param("input_output_ratio", "float", 1.0, ""),
-             Param("output_len", "int", 512, "", 1, MAX_TOKENS), *D),
+             replace(OUTPUT_LEN, default=512, help="generated tokens per request"), *D),
             overtrain_response, "tokenmath.analyses.training.overtrain.overtrain"),
         "chinchilla": Endpoint(
             (Param("compute", "float", None, "FLOPs"), Param("params", "float", None, ""),

@@ -3,13 +3,14 @@
 physics here."""
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
-from tokenmath.base.validators import MAX_BATCH, MAX_TOKENS
-from tokenmath.faces.web.endpoints import (HARDWARE, LAYOUT, MODEL, Endpoint, ModelLookup, dtype_params,
-                                           engine_param, layout)
+from tokenmath.faces.web.endpoints import Endpoint, ModelLookup
 from tokenmath.faces.web.overrides import SET, chip, what_if
 from tokenmath.faces.web.params import Param
+from tokenmath.faces.web.serving_fields import (BATCH, HARDWARE, INPUT_LEN, LAYOUT, MODEL, OUTPUT_LEN, dtype_params,
+                                                engine_param, layout)
 
 
 def sensitivity_response(model: ModelLookup, a: dict) -> dict:
@@ -35,10 +36,10 @@ def sensitivity_table(model: ModelLookup) -> dict[str, Endpoint]:
     from tokenmath.analyses.serving.sensitivity import METRICS
     return {"sensitivity": Endpoint(
         (MODEL, HARDWARE, *LAYOUT,
-         Param("batch", "batch", "max", "concurrent sequences, or 'max' (the default: the largest that fits, "
-               "re-solved at each point so HBM capacity shows its effect)", 1, MAX_BATCH),
-         Param("input_len", "int", 1024, "prompt tokens per sequence", 1, MAX_TOKENS),
-         Param("output_len", "int", 256, "generated tokens per sequence", 1, MAX_TOKENS),
+         # the sensitivity question's own default, as `tokenmath sensitivity --batch`'s
+         replace(BATCH, default="max", help="concurrent sequences, or 'max' (the default: the largest that fits, "
+                 "re-solved at each point so HBM capacity shows its effect)"),
+         INPUT_LEN, OUTPUT_LEN,
          Param("metric", "choice", "cost_per_mtok_output_usd", "the answer whose sensitivity is ranked",
                choices=tuple(METRICS)),
          Param("delta", "float", 0.2, "each input moved down and up by this fraction", 0.01, 0.9),

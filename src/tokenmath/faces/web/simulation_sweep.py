@@ -10,6 +10,7 @@ from collections import OrderedDict
 from tokenmath.base.errors import InputError
 from tokenmath.faces.web.overrides import chip, what_if
 from tokenmath.faces.web.params import Param
+from tokenmath.faces.web.serving_fields import knobs, layout
 
 MAX_SWEEP_POINTS = 16
 # every point is one simulation; the sweep as a whole serves at most as many requests as one /api/simulate may
@@ -57,7 +58,7 @@ def simulate_sweep_response(model, a: dict) -> dict:
     over, values = sweep_axis(a)
     per_point = min(a["requests"], MAX_SWEEP_REQUESTS // len(values))
     m, hw = model(a["model"]), chip(a)
-    lay = {k: a[k] for k in ("chips", "tp", "pp", "ep", "dp")}
+    lay = layout(a)
     same = tuple(sorted((k, repr(x)) for k, x in a.items() if k not in ("concurrencies", "arrival_rates", "requests")))
     points, head = [], None
     for v in values:
@@ -70,7 +71,7 @@ def simulate_sweep_response(model, a: dict) -> dict:
             load = {"concurrency": v} if over == "concurrency" else {"arrival_rate": v, "burstiness": a["burstiness"]}
             r = simulate(m, hw, **lay, engine=a["engine"], **load, requests=per_point, input_len=a["input_len"],
                          output_len=a["output_len"], ttft_ms=a["ttft_ms"], itl_ms=a["itl_ms"], seed=a["seed"],
-                         weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
+                         weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], **knobs(a))
             d = r.to_dict()
             p = {over: v, **{k: d[k] for k in KEPT}}
             for k in LATENCIES:

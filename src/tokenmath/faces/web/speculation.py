@@ -4,17 +4,15 @@ analyses.serving.speculative.speculative at the answer's batches, as the CLI's J
 from __future__ import annotations
 
 from tokenmath.base.errors import InputError, unknown_name
-from tokenmath.faces.web.params import Param
+from tokenmath.specs.question.deployment import SPECULATION_FIELDS
+from tokenmath.specs.question.deployment import field as dfield
 
-SPEC = (Param("draft", "model", None, "speculative decoding with this draft model (a catalog id; same tokenizer)"),
-        Param("spec_k", "int", None, "tokens the draft proposes per verification step (default 4)", 1, 16),
-        Param("acceptance", "float", None, "chance a drafted token is accepted, 0-1 (needed with draft; mtp "
-              "defaults to DeepSeek-V3's published rate)", 0.0, 1.0),
-        Param("mtp", "int", None, "self-speculation with the model's own MTP head, K tokens per step", 1, 16))
+# draft, spec_k, acceptance and mtp: the declared fields (the draft a catalog id here: spec_of refuses anything else)
+SPEC = tuple(dfield(n) for n in SPECULATION_FIELDS)
 
 
 def asked(a: dict) -> bool:
-    return any(a.get(k) is not None for k in ("draft", "spec_k", "acceptance", "mtp"))
+    return any(a.get(k) is not None for k in SPECULATION_FIELDS)
 
 
 def spec_of(a: dict):
@@ -47,6 +45,7 @@ def speculative_part(model, hardware, a: dict, batches, efficiency=None, *, cont
         lens = dict(input_len=a["input_len"], output_len=a["output_len"])
     r = speculative(model, hardware, spec, batches=batches, chips=a.get("chips"), tp=a.get("tp"), ep=a.get("ep"),
                     dp=a.get("dp"), weight_dtype=a.get("weight_dtype"), kv_dtype=a.get("kv_dtype"),
-                    efficiency=efficiency, engine=a.get("engine"), **lens)
+                    efficiency=efficiency, engine=a.get("engine"), ep_imbalance=a.get("ep_imbalance") or 1.0,
+                    ep_overlap=bool(a.get("ep_overlap")), **lens)
     from tokenmath.faces.explain_speculative import explain_speculative
     return {"speculative": {**r.to_dict(), "explain": explain_speculative(r)}}

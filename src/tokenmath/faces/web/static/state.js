@@ -19,6 +19,7 @@ export const DEFAULTS = {
   w_price_usd_per_hour: "",
   sp_mode: "", sp_draft: "llama-3.2-1b", sp_k: "", sp_acceptance: "",
   sn_metric: "cost_per_mtok_output_usd", sn_delta: "0.2",
+  h_context: "2048",
 };
 export const TABS = ["overview", "hyperbola", "pareto", "simulate", "context", "prices", "sensitivity", "deduce", "train"];
 export const state = Object.assign({}, DEFAULTS);
@@ -81,8 +82,9 @@ export const intOf = (key) => {
   return Number(v);
 };
 export const batchNum = () => (String(state.batch).trim().toLowerCase() === "max" ? null : intOf("batch"));
-// the one meaning of context on every tab: the KV cache of a request when its last token is made (input + output),
-// the length that has to fit, as the command line's --context and the JSON's "context"
+// the one meaning of context: the KV cache of a sequence when its last token is made, the length that has to fit, as
+// the command line's --context and the JSON's "context"; the KV & context tab's is the left's input + output, the
+// hyperbola's its own (h_context: 2,048 by default, as `tokenmath hyperbola`)
 export const contextOf = () => intOf("input_len") + intOf("output_len");
 
 // the chip's catalog name on every tab ("NVIDIA H200 SXM 141GB"), never its id on one and its name on another

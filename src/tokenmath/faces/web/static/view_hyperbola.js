@@ -1,13 +1,14 @@
 // Batch hyperbola (/api/hyperbola): decode cost and speed against batch, your batch and the limits. No physics here.
 import { fmt } from "./format.js";
 import { $, renderCards } from "./dom.js";
-import { common, engineTag, whatIfTag, speculation, batchNum, contextOf, hwName, modelName } from "./state.js";
+import { common, engineTag, whatIfTag, speculation, batchNum, intOf, hwName, modelName } from "./state.js";
 import { SPEC_FIELDS, drafter } from "./view_overview.js";
 
 export const panel = {
   endpoint: "hyperbola",
-  fields: SPEC_FIELDS,
-  params: () => Object.assign(common(), { context: contextOf() }, speculation()),
+  fields: { context: "h_context", ...SPEC_FIELDS },
+  // its own context, 2,048 tokens by default: `tokenmath hyperbola`'s, so the page and the CLI price the same decode
+  params: () => Object.assign(common(), { context: intOf("h_context") }, speculation()),
   headline: ["current", "max_batch", "floor"],
   render: renderHyperbola,
 };
@@ -17,7 +18,7 @@ export function renderHyperbola(d, root) {
   const pts = d.points || [];
   const priced = pts.length && pts[0].cost_per_mtok_output_usd !== null;
   $(".title", root).textContent = `Decode cost against batch: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)},` +
-    ` ${fmt.int(d.context)} tokens of context (input + output)` + engineTag(d) + whatIfTag(d);
+    ` ${fmt.int(d.context)} tokens of context` + engineTag(d) + whatIfTag(d);
   const b = batchNum();
   const want = b || d.max_batch;
   // the sweep's points are powers of two up to the largest batch that fits: "your batch" is the nearest of them,
