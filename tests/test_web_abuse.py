@@ -66,7 +66,7 @@ def test_every_numeric_parameter_is_covered(server):
 
 @pytest.mark.parametrize("sign", ["", "-"])
 def test_huge_json_number_is_422_naming_the_field(server, sign):
-    """Before: OverflowError in _as_int/_as_float -> HTTP 500 on infer, pareto, context, prices, overtrain, ...
+    """Before: OverflowError in as_int/as_float -> HTTP 500 on infer, pareto, context, prices, overtrain, ...
     float(10**400) overflows (the largest double is ~1.8e308), so the number can be neither a count nor a price: 422."""
     bad = []
     for name, field, kind in numeric_params(server):

@@ -8,9 +8,12 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "infer": "tokenmath.analyses.serving.infer:infer",
+    "infer": "tokenmath.analyses.ask:infer_api",
+    "ask": "tokenmath.analyses.ask:ask",
+    "Deployment": "tokenmath.specs.question.deployment:Deployment",
+    "Workload": "tokenmath.specs.question.workload:Workload",
     "sweep": "tokenmath.analyses.serving.sweep:sweep",
-    "hyperbola": "tokenmath.analyses.serving.hyperbola:hyperbola",
+    "hyperbola": "tokenmath.analyses.ask:hyperbola_api",
     "pareto": "tokenmath.analyses.serving.pareto:pareto",
     "price": "tokenmath.analyses.serving.provider_price:price",
     "simulate": "tokenmath.analyses.serving.simulation.simulate:simulate",

@@ -32,6 +32,8 @@ def split(model=None, hardware=None, **kw) -> tuple[Deployment, Workload, dict]:
 
 def efficiency_of(dep: Deployment):
     """The Efficiency object the deployment names (None: the calibrated default for the chip and engine)."""
+    if not isinstance(dep.efficiency, str):
+        return dep.efficiency           # an Efficiency object from Python
     if dep.efficiency == "calibrated":
         return None
     from tokenmath.specs.efficiency import DEFAULT, PEAK
@@ -202,3 +204,29 @@ def ask(question: str, deployment: Deployment | None = None, workload: Workload 
         from tokenmath.base.errors import unknown_name
         raise unknown_name("question", question, QUESTIONS)
     return QUESTIONS[question](deployment or Deployment(), workload or Workload(), **own)
+
+
+def public(question: str):
+    """The Python API's form of a question: `tokenmath.infer(deployment, workload)` or the keyword form
+    `tokenmath.infer("llama-3.1-70b", "h100-sxm", chips=8, batch=16)`: both are validated into a Deployment and a
+    Workload (the one set of defaults, vLLM's engine included) and answered by the same function as the CLI."""
+    def call(*args, **kw):
+        if args and isinstance(args[0], Deployment):
+            dep = args[0]
+            wl = args[1] if len(args) > 1 else kw.pop("workload", None) or Workload()
+            return ask(question, dep, wl, **kw)
+        dep, wl, own = split(*args, **kw)
+        return ask(question, dep, wl, **own)
+    call.__name__ = question
+    call.__doc__ = (QUESTIONS[question].__doc__ or "") + "\n\n" + (public.__doc__ or "")
+    return call
+
+
+def infer_api(*args, **kw):
+    """tokenmath.infer(deployment, workload) or tokenmath.infer(model, hardware, **fields): see `public`."""
+    return public("infer")(*args, **kw)
+
+
+def hyperbola_api(*args, **kw):
+    """tokenmath.hyperbola(deployment, workload, context=...) or the keyword form: see `public`."""
+    return public("hyperbola")(*args, **kw)

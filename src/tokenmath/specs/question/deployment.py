@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields as dc_fields
 
 from tokenmath.base.errors import InputError
+from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES
 from tokenmath.specs.question.fields import Field, coerce_basic
 
 MAX_LAYOUT = 100_000               # chips or a parallel degree: beyond it, a typo
@@ -51,9 +52,8 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
                      "sensitivity"),
           why_not="its memory and KV figures follow the layout's default heads sharding"),
     Field("weight_dtype", "choice", None, "weight dtype (default: the checkpoint's)",
-          choices=("bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4"), questions=SERVING),
-    Field("kv_dtype", "choice", None, "KV-cache dtype (default bf16)", choices=("bf16", "fp16", "fp8", "int8"),
-          questions=SERVING),
+          choices=tuple(WEIGHT_DTYPES), questions=SERVING),
+    Field("kv_dtype", "choice", None, "KV-cache dtype (default bf16)", choices=tuple(KV_DTYPES), questions=SERVING),
     Field("engine", "text", DEFAULT_ENGINE, "serving engine profile: vllm, sglang, tensorrt-llm, llama.cpp, mlx, an "
           "engine file (.toml/.json) or none (the engine-free step: no scheduler limits, launch or CPU costs)",
           questions=SERVING),
@@ -152,7 +152,7 @@ def validated(raw: dict, declared: dict, what: str) -> dict:
         if f is None:
             from tokenmath.base.errors import unknown_name
             raise unknown_name(k, k, declared)
-        if f.kind == "text" and v is not None and not isinstance(v, str):
+        if (f.kind == "text" or f.name == "efficiency") and v is not None and not isinstance(v, str):
             out[k] = v                  # a resolved object from Python (Model, Hardware, EngineProfile)
         elif f.kind == "length":
             out[k] = v                  # a count or a distribution's spec: workload._length checks it
