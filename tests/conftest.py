@@ -26,3 +26,66 @@ def api():
     """The web API's dispatcher, called in-process (no HTTP)."""
     from tokenmath.faces.web.api import Api
     return Api()
+
+
+# ---- the slow set: deselected by default (pyproject addopts -m 'not slow'), run by `python -m pytest -q -m slow` -----
+# (.ci/run runs both). A key is a test's node id, a parametrized test's id (all its cases) or a module's path (all its
+# tests); each says why it is slow (seconds on a 2-core machine) and what stays in the default run for its behaviour.
+SLOW = {
+    # `tokenmath validate` scores every catalog row (~25 s a run); test_validate.py's other tests keep it fast-run
+    "tests/test_validate.py::test_cli_json_plot_and_text": "validate three times: text, --json, --plot (58 s)",
+    "tests/test_cli_contract.py::test_json_output_is_strict_json[validate]": "one validate run (33 s)",
+    "tests/test_golden.py::test_output_unchanged[validate]": "one validate run (27 s)",
+    "tests/test_mlperf.py::test_validate_json_has_the_section": "one validate run (24 s)",
+    "tests/test_safe_file_writes.py::test_write_calibration_checked_first_and_never_over_a_user_file":
+        "validate --write-calibration twice (49 s); the --plot and --out file rules stay fast-run",
+    "tests/test_safe_file_writes.py::test_measure_out_replaces_its_own_file": "a real measure --quick (8 s)",
+    "tests/test_measure_verify.py::test_measure_quick_cli_writes_a_loadable_hardware_file":
+        "a real measure --quick (12 s with torch); the measure record tests stay fast-run",
+    "tests/test_cli_contract.py::test_json_output_is_strict_json[measure]": "a real measure --quick (13 s with torch)",
+    # large searches
+    "tests/test_whatif.py::test_plan_on_a_576_chip_domain": "plan over a 576-chip domain (14 s)",
+    "tests/test_golden.py::test_output_unchanged[plan --model deepseek-v3 --system gb200-nvl72 --chips 72]":
+        "plan over 72 chips (10 s)",
+    "tests/test_golden.py::test_output_unchanged[fleet --model deepseek-v3 --hardware gb200-nvl72 --demand 1000000 "
+    "--min-tokens-per-s-per-user 30]": "fleet over an NVL72 rack (5 s)",
+    "tests/test_parallel.py::test_plan_moe_systems_commands": "plan and moe on several systems (6 s)",
+    "tests/test_deduce_evidence.py::test_synthetic_truth_recovered_at_the_stated_rate":
+        "many synthetic deduce runs (7 s); test_speed_narrows_the_synthetic_interval stays fast-run",
+    # every command for every new catalog model (2-4 s each): deepseek-v3.2 (MLA), qwen3-next (linear attention MoE),
+    # nemotron-h-56b (Mamba hybrid), gemma-4-31b (sliding window) and nemotron-4-340b (dense) stay fast-run
+    **{f"tests/test_model_families_cli.py::test_every_subcommand_answers[{m}]": "13 commands for one model (2-4 s)"
+       for m in ("llama-4-scout", "llama-4-maverick", "minimax-m2.5", "glm-4.5-air", "qwen3.5-35b-a3b",
+                 "kimi-linear-48b-a3b", "minimax-m1", "nemotron-3-nano-30b-a3b", "granite-4.0-h-tiny",
+                 "granite-4.0-h-small", "gemma-4-26b-a4b")},
+    # the web server under abuse: waiting out its timeouts; the other abuse tests stay fast-run
+    "tests/test_web_abuse.py::test_slow_head_is_cut": "waits out the server's header timeout (10 s)",
+    "tests/test_web_abuse.py::test_fuzz_malformed_requests_never_5xx": "hundreds of malformed requests (9 s)",
+    # the page in chromium (CI has it, TOKENMATH_REQUIRE_BROWSER=1): ~70 s together; tests/test_web_browser.py (every
+    # tab renders, a bad input names its field) stays fast-run
+    "tests/test_web_browser_use.py": "the page as people use it, in chromium (~45 s)",
+    "tests/test_web_browser_sweep.py": "the sweep and zoom in chromium (~15 s)",
+    "tests/test_web_browser_whatif.py": "what-if in chromium (~10 s)",
+}
+
+
+def _slow_key(nodeid: str) -> str | None:
+    for key in (nodeid, nodeid.split("[")[0], nodeid.split("::")[0]):
+        if key in SLOW:
+            return key
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m deselects
+def pytest_collection_modifyitems(config, items):
+    used = set()
+    for item in items:
+        key = _slow_key(item.nodeid)
+        if key:
+            item.add_marker(pytest.mark.slow)
+            used.add(key)
+    # on a whole-suite run, a key that names no test (renamed or removed) is an error, not a silently fast test
+    if config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword:
+        stale = sorted(set(SLOW) - used)
+        if stale:
+            raise pytest.UsageError(f"tests/conftest.py SLOW names no collected test: {stale}")

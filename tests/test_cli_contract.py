@@ -8,7 +8,9 @@ Discovered, not listed: a new subcommand is covered as soon as it is registered.
   for float options, NaN and infinity;
 - `--json` output is strict JSON (no NaN or Infinity literals) for success and for errors alike.
 
-Options a command does not take are skipped with the reason. Fast paths use click's CliRunner on
+Cases are generated only for the (command, option) pairs that apply: an option the command does not take, a
+command without --json, a long-running command (only --help and click's type check), zero where zero is valid and
+-1 where negatives are valid generate no case, so the skips left are the ones this machine causes. Fast paths use click's CliRunner on
 `tokenmath.faces.cli.cli`; the JSON form of click's own usage errors is produced by `tokenmath.faces.cli.main` (the console
 entry point), so the error paths run through `main` inside CliRunner's isolation; one test runs
 `python -m tokenmath.faces.cli` as a real subprocess.
@@ -190,16 +192,34 @@ NAME_CASES = {
 }
 
 
-@pytest.mark.parametrize("name,case", [_mark((n, c), f"{n}-{c}") for n in NAMES for c in sorted(NAME_CASES)])
+def _loaded() -> dict[str, click.Command]:
+    """Every registered command that imports (one that does not fails test_every_registered_command_imports)."""
+    out = {}
+    for name in NAMES:
+        try:
+            out[name] = command(name)
+        except ImportError:
+            continue
+    return out
+
+
+LOADED = _loaded()
+
+
+def _answers_json(name: str) -> bool:
+    """The command takes --json and can be run with a valid value here (not a server, not minutes of a real model)."""
+    return name in LOADED and "--json" in options(LOADED[name]) and name not in LONG_RUNNING
+
+
+def _name_cases():
+    return [_mark((n, c), f"{n}-{c}") for n in NAMES if _answers_json(n)
+            for c in sorted(NAME_CASES) if NAME_CASES[c][0] in options(LOADED[n])]
+
+
+@pytest.mark.parametrize("name,case", _name_cases())
 def test_bad_names_exit_2_with_a_json_error(name, case):
-    cmd = _loadable(name)
+    cmd = command(name)
     opt, value, field = NAME_CASES[case]
-    if opt not in options(cmd):
-        pytest.skip(f"{name} takes no {opt}")
-    if name in LONG_RUNNING:
-        pytest.skip(f"{name} {LONG_RUNNING[name]}")
-    if "--json" not in options(cmd):
-        pytest.skip(f"{name} has no --json")
     base = [] if opt in ALTERNATIVES.get(name, ()) else BASE.get(name, [])
     e = assert_json_error([name, *base, opt, value, "--json"], None)
     f = _norm(e["field"] or "")
@@ -209,29 +229,25 @@ def test_bad_names_exit_2_with_a_json_error(name, case):
 
 
 # ---- numbers: zero, negative, not a number, NaN, infinity -------------------------------------------------------
+def _bad_values(name: str, opt: str, p: click.Option, is_float: bool) -> tuple[str, ...]:
+    """The values that must be refused: a long-running command only gets click's type check ("abc"); zero is left
+    out where it is valid (the option's default, or ZERO_OK), -1 where negatives are (NEGATIVE_OK)."""
+    if name in LONG_RUNNING:
+        return ("abc",)
+    zero_ok = _default(p) in (0, 0.0, "0") or opt in ZERO_OK
+    return ((() if zero_ok else ("0",)) + (() if opt in NEGATIVE_OK else ("-1",)) + ("abc",)
+            + (("nan", "inf") if is_float else ()))
+
+
 def _numeric_cases():
-    out = []
-    for name in NAMES:
-        try:
-            cmd = command(name)
-        except ImportError:
-            continue
-        for opt, p, is_float in numeric_options(cmd):
-            for value in ("0", "-1", "abc") + (("nan", "inf") if is_float else ()):
-                out.append(_mark((name, opt, value), f"{name}{opt}={value}"))
-    return out
+    return [_mark((name, opt, value), f"{name}{opt}={value}") for name, cmd in LOADED.items()
+            for opt, p, is_float in numeric_options(cmd) for value in _bad_values(name, opt, p, is_float)]
 
 
 @pytest.mark.parametrize("name,opt,value", _numeric_cases())
 def test_bad_numbers_exit_2_with_a_json_error(name, opt, value):
     cmd = command(name)
     p = options(cmd)[opt]
-    if name in LONG_RUNNING and value != "abc":
-        pytest.skip(f"{name} {LONG_RUNNING[name]}; only click's type check is exercised")
-    if value == "0" and (_default(p) in (0, 0.0, "0") or opt in ZERO_OK):
-        pytest.skip(f"zero is a valid {opt} ({ZERO_OK.get(opt, 'its default')})")
-    if value == "-1" and opt in NEGATIVE_OK:
-        pytest.skip(f"{opt} may be negative: {NEGATIVE_OK[opt]}")
     base = [] if opt in ALTERNATIVES.get(name, ()) else BASE.get(name, [])
     args = [name, *base, opt, value]
     if "--json" in options(cmd):
@@ -239,6 +255,14 @@ def test_bad_numbers_exit_2_with_a_json_error(name, opt, value):
     else:
         code, out, err = run_main(args)
         assert code == 2 and "Traceback" not in out + err, f"tokenmath {' '.join(args)}: exit {code}\n{err[:400]}"
+
+
+def test_every_exclusion_names_a_real_option():
+    """The tables that leave cases out name options some command takes (a renamed option must not keep an exemption),
+    and every bad-name case applies to at least one command."""
+    taken = {o for cmd in LOADED.values() for o in options(cmd)}
+    assert not (set(ZERO_OK) | set(NEGATIVE_OK) | NUMERIC_TEXT) - taken
+    assert {c for _, c in (p.values for p in _name_cases())} == set(NAME_CASES)
 
 
 def test_unknown_option_and_unknown_command_are_json_errors():
@@ -249,13 +273,8 @@ def test_unknown_option_and_unknown_command_are_json_errors():
 
 
 # ---- success: --json is strict JSON -----------------------------------------------------------------------------
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if _answers_json(n)])
 def test_json_output_is_strict_json(name):
-    cmd = _loadable(name)
-    if "--json" not in options(cmd):
-        pytest.skip(f"{name} has no --json")
-    if name in LONG_RUNNING:
-        pytest.skip(f"{name} {LONG_RUNNING[name]}")
     r = CliRunner().invoke(cli, [name, *BASE.get(name, []), "--json"])
     assert "Traceback" not in r.output
     assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
