@@ -31,6 +31,7 @@ def api():
 # ---- the slow set: deselected by default (pyproject addopts -m 'not slow'), run by `python -m pytest -q -m slow` -----
 # (.ci/run runs both). A key is a test's node id, a parametrized test's id (all its cases) or a module's path (all its
 # tests); each says why it is slow (seconds on a 2-core machine) and what stays in the default run for its behaviour.
+# A test may also carry @pytest.mark.slow itself (a parametrized case: pytest.param(..., marks=pytest.mark.slow)).
 SLOW = {
     # `tokenmath validate` scores every catalog row (~25 s a run); test_validate.py's other tests keep it fast-run
     "tests/test_validate.py::test_cli_json_plot_and_text": "validate three times: text, --json, --plot (58 s)",
