@@ -30,7 +30,7 @@ def test_placed_is_place_for_each_distinct_layout():
 def test_pass_sums_context_ops_last_in_every_sum():
     # llama-3.1-8b decode on one H100: the step is embed + attn_proj + norms + ffn + lm_head (context-independent,
     # in the order the engine adds them) and then attention; FLOPs, bytes and the bottleneck shares in that order too
-    r = tm.infer("llama-3.1-8b", "h100-sxm", batch=8, input_len=1000, output_len=100)
+    r = tm.infer("llama-3.1-8b", "h100-sxm", batch=8, input_len=1000, output_len=100, engine="none")
     d = r.decode
     first = [op for k, op in d.ops.items() if k not in CONTEXT_OPS]
     last = [d.ops[k] for k in CONTEXT_OPS if k in d.ops]
@@ -56,7 +56,7 @@ def test_sweep_and_infer_agree_to_the_bit_on_a_blocked_sweep():
     assert len(c) == 1200
     for i in (0, 77, 599, 1111):
         d = tm.infer("llama-3.1-70b", "h100-sxm", tp=int(c["tp"][i]), batch=int(c["batch"][i]),
-                     input_len=int(c["input_len"][i]), output_len=int(c["output_len"][i])).to_dict()
+                     input_len=int(c["input_len"][i]), output_len=int(c["output_len"][i]), engine="none").to_dict()
         assert bool(c["fits"][i]) == d["fits"]
         if d["fits"]:
             for k in ("decode_step_s", "ttft_s", "decode_floor_s", "output_tokens_per_s_per_user"):

@@ -33,7 +33,7 @@ def field_option(f: Field, default=None):
         return click.option(*names, f.name, is_flag=True, default=None, help=_help(f))
     shown = f.default if default is None else default
     return click.option(*names, f.name, type=str, default=None, metavar=_METAVAR.get(f.kind, "|".join(f.choices)),
-                        help=_help(f) + (f"; default {shown}" if shown is not None else ""))
+                        help=_help(f) + (f" (default: {shown})" if shown is not None else ""))
 
 
 def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dict | None = None):
