@@ -177,6 +177,56 @@ def plan(dep: Deployment, wl: Workload, **own):
     return with_notes(r, not_applied("plan", dep, wl))
 
 
+def pareto(dep: Deployment, wl: Workload, **own):
+    """Throughput per chip against tokens/s per user over layouts and batches; own: allow_pp, concurrency axis."""
+    from tokenmath.analyses.serving.pareto import pareto as run
+    cs = own.pop("concurrency", None)
+    if cs is not None and wl.concurrency is not None:
+        raise InputError("concurrency", "given as the workload's and as pareto's axis", "one of the two")
+    r = run(dep.model, dep.hardware, chips=dep.chips, input_len=wl.input_len, output_len=wl.output_len,
+            concurrency=cs if cs is not None else wl.concurrency, speculation=speculation_of(dep),
+            attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
+    return with_notes(r, not_applied("pareto", dep, wl))
+
+
+def slowmode(dep: Deployment, wl: Workload, **own):
+    """The cheapest point within each latency budget; own: budgets_s, per_request, max_chips."""
+    from tokenmath.analyses.serving.slowmode import slowmode as run
+    r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
+            speculation=speculation_of(dep), **own, **knobs(dep))
+    return with_notes(r, not_applied("slowmode", dep, wl))
+
+
+def prices(dep: Deployment, wl: Workload, **own):
+    """Input against output cost across contexts; own: contexts, cache_ttl_s."""
+    from tokenmath.analyses.serving.input_vs_output import prices as run
+    r = run(dep.model, dep.hardware, **_layout(dep), output_len=wl.output_len,
+            batch=None if wl.batch == "max" else wl.batch,     # None: the largest batch that fits at each context
+            min_tokens_per_s_per_user=wl.min_tokens_per_s_per_user, **own, **knobs(dep))
+    return with_notes(r, not_applied("prices", dep, wl))
+
+
+def sensitivity(dep: Deployment, wl: Workload, **own):
+    """Which hardware figure or efficiency moves infer's answer most; own: metric, delta."""
+    from tokenmath.analyses.serving.sensitivity import sensitivity as run
+    k = knobs(dep)
+    eff = k.pop("efficiency")
+    r = run(dep.model, dep.hardware, **_layout(dep), batch=wl.batch if wl.batch is not None else "max",
+            input_len=wl.input_len, output_len=wl.output_len, efficiency=eff,
+            attention_sharding=_attention(dep, None), **own, **k)
+    return with_notes(r, not_applied("sensitivity", dep, wl))
+
+
+def moe(dep: Deployment, wl: Workload, **own):
+    """A MoE against the rack; own: context (tokens held per sequence)."""
+    from tokenmath.analyses.serving.moe import moe as run
+    if wl.batch == "max":
+        raise InputError("batch", "'max' is not a batch moe compares layouts at", "a number of sequences, or leave it "
+                         "out (16 per chip)")
+    r = run(dep.model, dep.hardware, chips=dep.chips, batch=wl.batch, output_len=wl.output_len, **own, **knobs(dep))
+    return with_notes(r, not_applied("moe", dep, wl))
+
+
 def _no_tp_group(dep: Deployment, lay) -> list[str]:
     """Attention sharding acts inside a tensor-parallel group: with tp = 1 there is none, and the answer says so."""
     if dep.attention_sharding in ("batch", "dp") and int(lay.tp) == 1:
@@ -195,7 +245,8 @@ def _or(v, default):
 
 
 QUESTIONS = {"infer": infer, "simulate": simulate, "hyperbola": hyperbola, "context": context, "fleet": fleet,
-             "price": price, "plan": plan}
+             "price": price, "plan": plan, "pareto": pareto, "slowmode": slowmode, "prices": prices,
+             "sensitivity": sensitivity, "moe": moe}
 
 
 def ask(question: str, deployment: Deployment | None = None, workload: Workload | None = None, **own):

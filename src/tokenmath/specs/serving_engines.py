@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from tokenmath.base.errors import InputError, closest, show, unknown_name
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
 
-DEFAULT_ENGINE = "vllm"     # the CLI's and the web page's default (Python callers: engine=None is no engine)
+from tokenmath.specs.question.deployment import DEFAULT_ENGINE  # noqa: E402 (the one default: Python, CLI, web)
 NO_ENGINE = "none"          # the engine-free step: no scheduler limits, no launch or per-step CPU costs
 GRAPH_MODES = ("all", "batch1", "none")
 KV_FRACTION_OF = ("total", "free")

@@ -8,8 +8,7 @@ import sys
 
 import click
 
-DEFAULT_MODEL = "llama-3.1-8b"
-DEFAULT_HARDWARE = "h100-sxm"
+from tokenmath.specs.question.deployment import DEFAULT_ENGINE, DEFAULT_HARDWARE, DEFAULT_MODEL  # noqa: E402,F401 (one home)
 
 
 def run_guarded(fn, as_json: bool):
@@ -36,20 +35,6 @@ def run_guarded(fn, as_json: bool):
                                              "valid": "please report this with the command line"}}, indent=2))
         click.echo(f"internal error: {type(e).__name__}: {e} (set TOKENMATH_DEBUG=1 for details)", err=True)
         sys.exit(1)
-
-
-def batch_arg(ctx, param, value):
-    if value is None:
-        return None
-    if str(value).lower() == "max":
-        return "max"
-    try:
-        v = int(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not an integer or 'max'") from None
-    if v < 1:
-        raise click.BadParameter(f"{v} must be at least 1 (or 'max')")
-    return v
 
 
 def positive(ctx, param, value):
@@ -81,20 +66,6 @@ def model_hardware(f):
     return f
 
 
-def layout_options(f):
-    """--chips --tp --pp --ep --dp."""
-    for name, help_ in reversed([
-        ("--chips", "Total chips; must equal tp x pp x ep x dp."),
-        ("--tp", "Tensor-parallel degree (default: chips / (pp x ep x dp))."),
-        ("--pp", "Pipeline stages."),
-        ("--ep", "Expert-parallel degree (MoE; attention data-parallel over ep groups)."),
-        ("--dp", "Independent replicas."),
-    ]):
-        f = click.option(name, type=int, callback=positive, help=help_)(f)
-    return f
-
-
-DEFAULT_ENGINE = "vllm"   # = specs.serving_engines.DEFAULT_ENGINE (not imported: --help stays quick)
 
 
 def engine_option(f):
@@ -181,29 +152,6 @@ def plot_then_json(result, as_json: bool, plot_file, plot_fn) -> bool:
         d["plot"] = plot_file
     emit_json(d)
     return True
-
-
-def prefix_hit_option(f):
-    """--prefix-hit RATE (prefix caching, engine/prefix_cache.py) on infer, plan and simulate."""
-    return click.option("--prefix-hit", type=float, default=0.0, show_default=True, metavar="RATE",
-                        help="Prefix caching: the share of every prompt already cached (0-1); its prefill is "
-                             "skipped (FLOPs and KV writes), the rest attends to it.")(f)
-
-
-def attention_option(f=None, *, search: bool = False, default: str = "heads"):
-    """--attention-sharding heads|batch|dp (mapping/layout.py): how attention splits inside a TP group; with
-    search (plan, pareto, fleet), also "any": heads, batch and dp searched together (plan's default)."""
-    choices = ["heads", "batch", "dp"] + (["any"] if search else [])
-
-    def deco(g):
-        return click.option("--attention-sharding", type=click.Choice(choices), default=default,
-                            show_default=True,
-                            help="Attention inside a TP group: heads (KV split by KV head, replicated beyond them; "
-                                 "MLA's latent on every rank), batch (Pope et al. 2022: projections by heads, KV cache "
-                                 "and attention sharded over the batch, an all-to-all each side), dp (data-parallel "
-                                 "attention: attention weights replicated, MLP tensor-parallel with an all-gather and "
-                                 "a reduce-scatter)" + ("; any: search all three" if search else "") + ".")(g)
-    return deco if f is None else deco(f)
 
 
 def ep_transport_options(f):

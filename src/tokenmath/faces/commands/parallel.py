@@ -1,20 +1,10 @@
 """plan, moe, systems: parallelism across the scale-up boundary."""
 import click
 
-from tokenmath.faces.commands.question_options import field_option, question_options
-from tokenmath.specs.question.deployment import Deployment, field as declared
-
-
-def _knobs(**raw) -> dict:
-    """Declared fields given as text on the command line, validated by their declaration (Deployment.of)."""
-    dep = Deployment.of(**{k: v for k, v in raw.items() if v is not None})
-    return {k: getattr(dep, k) for k in raw if raw[k] is not None}
+from tokenmath.faces.commands.question_options import question_options
 
 from tokenmath.faces.commands.axes import concurrency_option
-from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, positive, positive_float,
-                                             with_plot)
-from tokenmath.faces.commands.common import attention_option, ep_transport_options, prefix_hit_option
-from tokenmath.faces.commands.speculation import grid_speculation_options
+from tokenmath.faces.commands.common import emit_json, guarded, positive, with_plot
 from tokenmath.faces.commands.whatif import whatif_options
 
 DEFAULT_SYSTEM = "hgx-h200"      # the default model (DeepSeek-V3, fp8) fits on one 8-GPU H200 node, not on 8 H100s
@@ -24,11 +14,6 @@ def _system_option(f):
     return click.option("--system", "-S", "--hardware", "system", default=DEFAULT_SYSTEM, show_default=True,
                         help="System id (hgx-h100, hgx-h200, hgx-b200, gb200-nvl72, gb300-nvl72, tpu-v5p, tpu-v6e, "
                              "mi300x-node), a chip id (that chip in its usual domain) or a file.")(f)
-
-
-def _ep_options(f):
-    f = ep_transport_options(f)
-    return f
 
 
 @click.command()
@@ -60,29 +45,19 @@ def plan(deployment, workload, system, disaggregated, concurrency, as_json, expl
 
 @click.command()
 @whatif_options
-@click.option("--model", "-m", default="deepseek-v3", show_default=True, help="A MoE model: catalog id or config.json.")
+@question_options("moe", skip=("hardware",), defaults={"model": "deepseek-v3"})
 @_system_option
-@click.option("--chips", type=int, callback=positive, help="Total chips (default: the system's usual size).")
-@click.option("--batch", "-b", type=int, callback=positive, help="Concurrent sequences (default 16 per chip).")
 @click.option("--context", type=int, default=4096, show_default=True, callback=positive,
-              help="Tokens per sequence held in KV (prompt + output).")
-@click.option("--output-len", type=int, default=256, show_default=True, callback=positive,
-              help="Generated tokens per sequence (the rest of --context is the prompt).")
-@_ep_options
-@dtype_options
-@engine_option
-@field_option(declared("max_running"))
-@field_option(declared("price_usd_per_hour"))
+              help="Tokens per sequence held in KV (prompt + output; the last --output-len of them generated).")
 @with_plot
 @guarded
-def moe(model, system, chips, batch, context, output_len, ep_imbalance, ep_overlap, ep_comm, weight_dtype, kv_dtype,
-        engine, max_running, price_usd_per_hour, as_json, explain, plot_file):
+def moe(deployment, workload, system, context, as_json, explain, plot_file):
     """Expert layers vs the rack: fit in one domain, all-to-all inside vs across, TP vs EP vs PP side by side."""
-    from tokenmath.analyses.serving.moe import moe as run
+    from dataclasses import replace
+
+    from tokenmath.analyses.ask import moe as run
     from tokenmath.faces.explain_parallel import explain_moe, moe_text
-    r = run(model, system, chips=chips, batch=batch, context=context, output_len=output_len, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, engine=engine, ep_comm=ep_comm,
-            **_knobs(max_running=max_running, price_usd_per_hour=price_usd_per_hour))
+    r = run(replace(deployment, hardware=system), workload, context=context)
     if plot_file:
         from tokenmath.faces.plots_parallel import moe_plot
         moe_plot(r, plot_file)

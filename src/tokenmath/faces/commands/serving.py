@@ -4,10 +4,7 @@ import click
 from tokenmath.faces.commands.question_options import question_options
 
 from tokenmath.faces.commands.axes import concurrency_option
-from tokenmath.faces.commands.common import attention_option
-from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, layout_options, model_hardware,
-                                             positive, positive_float, with_plot)
-from tokenmath.faces.commands.speculation import grid_speculation_options
+from tokenmath.faces.commands.common import emit_json, guarded, positive, positive_float, with_plot
 from tokenmath.faces.commands.whatif import whatif_options
 
 
@@ -36,106 +33,86 @@ def _floats(ctx, param, value):
     return out
 
 
+def _speculation_footer(deployment, as_json):
+    """The line saying what every point decoded with, under a text answer of a grid question."""
+    if deployment.speculating and not as_json:
+        from tokenmath.analyses.ask import speculation_of
+        from tokenmath.faces.explain_speculative import grid_speculation_text
+        click.echo(grid_speculation_text(speculation_of(deployment)))
+
+
 @click.command()
 @whatif_options
-@model_hardware
+@question_options("slowmode")
 @click.option("--budget-ms", callback=_floats, help="Latency budgets, comma-separated (ms per output token, or per request).")
 @click.option("--per-request", is_flag=True, help="Budgets are per request (TTFT + all decode steps).")
 @click.option("--max-chips", type=int, callback=positive, help="Largest chip count to consider (default: the scale-up domain).")
-@click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
-@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
-@dtype_options
-@engine_option
 @with_plot
 @guarded
-@grid_speculation_options
-def slowmode(model, hardware, budget_ms, per_request, max_chips, input_len, output_len, weight_dtype, kv_dtype, engine,
-             as_json, explain, plot_file, speculation=None):
+def slowmode(deployment, workload, budget_ms, per_request, max_chips, as_json, explain, plot_file):
     """Cheapest cost for a latency budget, across batch sizes and chip counts (and where waiting stops helping)."""
-    from tokenmath.analyses.serving.slowmode import slowmode as run
+    from tokenmath.analyses.ask import slowmode as run
     from tokenmath.faces.explain_serving import explain_slowmode
     from tokenmath.faces.plots import slowmode_plot
-    r = run(model, hardware, budgets_s=[b / 1e3 for b in budget_ms] if budget_ms else None, per_request=per_request,
-            max_chips=max_chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-            engine=engine, speculation=speculation)
+    r = run(deployment, workload, budgets_s=[b / 1e3 for b in budget_ms] if budget_ms else None,
+            per_request=per_request, max_chips=max_chips)
     _out(r, as_json, explain, plot_file, slowmode_plot, explain_slowmode)
+    _speculation_footer(deployment, as_json)
+    return r
 
 
 @click.command()
 @whatif_options
-@model_hardware
-@click.option("--chips", type=int, callback=positive, help="Chips (default: one scale-up domain).")
+@question_options("pareto", skip=("concurrency",), defaults={"attention_sharding": "heads"})
 @click.option("--allow-pp", is_flag=True, help="Also consider pipeline-parallel layouts.")
-@click.option("--input-len", type=int, default=1024, show_default=True, callback=positive)
-@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
 @concurrency_option
-@attention_option(search=True)
-@dtype_options
-@engine_option
 @with_plot
 @guarded
-@grid_speculation_options
-def pareto(model, hardware, chips, allow_pp, input_len, output_len, concurrency, attention_sharding, weight_dtype,
-           kv_dtype, engine, as_json, explain, plot_file, speculation=None):
+def pareto(deployment, workload, allow_pp, concurrency, as_json, explain, plot_file):
     """Throughput per chip against tokens/s per user over batches and layouts: the Pareto frontier, with $/Mtok."""
-    from tokenmath.analyses.serving.pareto import pareto as run
+    from tokenmath.analyses.ask import pareto as run
     from tokenmath.faces.explain_concurrency import pareto_concurrency_text
     from tokenmath.faces.explain_serving import explain_pareto, pareto_text
     from tokenmath.faces.plots import pareto_plot
-    r = run(model, hardware, chips=chips, input_len=input_len, output_len=output_len, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, allow_pp=allow_pp, engine=engine, concurrency=concurrency, speculation=speculation,
-            attention_sharding=attention_sharding)
+    r = run(deployment, workload, allow_pp=allow_pp, concurrency=concurrency)
     _out(r, as_json, explain, plot_file, pareto_plot, lambda x: explain_pareto(x) + pareto_concurrency_text(x),
          lambda x: pareto_text(x) + pareto_concurrency_text(x))
+    _speculation_footer(deployment, as_json)
+    return r
 
 
 @click.command()
 @whatif_options
-@model_hardware
-@layout_options
+@question_options("prices")
 @click.option("--contexts", callback=_floats, help="Input lengths, comma-separated (default 256..131072).")
-@click.option("--output-len", type=int, default=256, show_default=True, callback=positive)
-@click.option("--batch", type=int, callback=positive, help="Batch (default: the largest that fits at each context).")
-@click.option("--min-tokens-per-s-per-user", type=float, callback=positive_float,
-              help="Speed per user: at each context the largest batch whose decode step still gives it.")
 @click.option("--cache-ttl-s", type=float, default=300.0, show_default=True, callback=positive_float,
               help="How long a cached prompt's KV waits for its reuse (in HBM, host DRAM or local SSD).")
-@dtype_options
-@engine_option
 @with_plot
 @guarded
-def prices(model, hardware, chips, tp, pp, ep, dp, contexts, output_len, batch, min_tokens_per_s_per_user, cache_ttl_s,
-           weight_dtype, kv_dtype, engine, as_json, explain, plot_file):
+def prices(deployment, workload, contexts, cache_ttl_s, as_json, explain, plot_file):
     """Cost per input vs output token across context lengths, their ratio, and a cached input token."""
-    from tokenmath.analyses.serving.input_vs_output import prices as run
+    from tokenmath.analyses.ask import prices as run
     from tokenmath.faces.explain_serving import explain_prices
     from tokenmath.faces.plots import prices_plot
-    r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp,
-            contexts=[int(c) for c in contexts] if contexts else None, output_len=output_len, batch=batch,
-            min_tokens_per_s_per_user=min_tokens_per_s_per_user, cache_ttl_s=cache_ttl_s, weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype, engine=engine)
+    r = run(deployment, workload, contexts=[int(c) for c in contexts] if contexts else None, cache_ttl_s=cache_ttl_s)
     _out(r, as_json, explain, plot_file, prices_plot, explain_prices)
+    return r
 
 
 @click.command()
 @whatif_options
-@model_hardware
-@layout_options
-@click.option("--batch", type=int, default=1, show_default=True, callback=positive)
+@question_options("context", defaults={"batch": "1"})
 @click.option("--context", type=int, default=8192, show_default=True, callback=positive)
-@dtype_options
-@engine_option
 @with_plot
 @guarded
-def context(model, hardware, chips, tp, pp, ep, dp, batch, context, weight_dtype, kv_dtype, engine, as_json, explain,
-            plot_file):
+def context(deployment, workload, context, as_json, explain, plot_file):
     """KV bytes per token, max context/batch, and the context where KV reads equal weight reads."""
-    from tokenmath.analyses.serving.context import context as run
+    from tokenmath.analyses.ask import context as run
     from tokenmath.faces.explain_serving import explain_context
     from tokenmath.faces.plots import context_plot
-    r = run(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch, context=context,
-            weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine)
+    r = run(deployment, workload, context=context)
     _out(r, as_json, explain, plot_file, context_plot, explain_context)
+    return r
 
 
 @click.command()
@@ -158,7 +135,5 @@ def fleet(deployment, workload, demand, max_chips, pue, as_json, explain, plot_f
                  for f in (0.01, 0.1, 1, 10, 100)]
         fleet_plot(sweep, plot_file)
     _out(r, as_json, explain, None, None, explain_fleet)
-    if deployment.speculating and not as_json:
-        from tokenmath.analyses.ask import speculation_of
-        from tokenmath.faces.explain_speculative import grid_speculation_text
-        click.echo(grid_speculation_text(speculation_of(deployment)))
+    _speculation_footer(deployment, as_json)
+    return r
