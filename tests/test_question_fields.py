@@ -27,6 +27,11 @@ BASE = {   # question -> (deployment, workload, the question's own keywords)
                  {"requests": 64}),
     "hyperbola": (Deployment.of(**ONE), Workload.of(), {"max_points": 16}),
     "context": (Deployment.of(**ONE), Workload.of(), {}),
+    "pareto": (Deployment.of(**MOE, chips=8), Workload.of(concurrency=16), {}),
+    "slowmode": (Deployment.of(**MOE), Workload.of(), {"max_chips": 8}),
+    "prices": (Deployment.of(**ONE), Workload.of(), {"contexts": [1024, 8192]}),
+    "sensitivity": (Deployment.of(**ONE), Workload.of(batch=64), {"delta": 0.2}),
+    "moe": (Deployment.of(model="deepseek-v3", hardware="hgx-h200"), Workload.of(batch=64), {"context": 2048}),
 }
 # a change of each field (with what it needs beside it) that matters for the base deployment
 CHANGE = {
@@ -66,9 +71,13 @@ CHANGE = {
 REFUSED = {
     ("infer", "draft"): "DeepSeek-V2's vocabulary is not DeepSeek-V3's: a draft must share the tokenizer",
     ("fleet", "draft"): "as infer",
+    ("pareto", "draft"): "as infer",
+    ("slowmode", "draft"): "as infer",
+    ("sensitivity", "max_running"): "4 sequences per scheduler x 8 groups cannot run the batch of 64: refused naming "
+                                     "the engine's cap and the batch that runs",
     ("plan", "draft"): "as infer",
 }
-SLOW = ("plan", "fleet", "simulate")          # a few seconds per answer: the walk of these runs in the slow set
+SLOW = ("plan", "fleet", "simulate", "pareto", "slowmode", "sensitivity")          # a few seconds per answer: the walk of these runs in the slow set
 WALKED = [pytest.param(q, marks=pytest.mark.slow) if q in SLOW else q for q in BASE if q in QUESTIONS]
 FIELDS = [f.name for f in DEPLOYMENT_FIELDS + WORKLOAD_FIELDS]
 
@@ -78,7 +87,7 @@ def _changed(question: str, name: str):
     ch = CHANGE[name]
     d = {k: v for k, v in ch.items() if hasattr(dep, k)}
     w = {k: v for k, v in ch.items() if hasattr(wl, k)}
-    if question == "plan" and name == "hardware":
+    if question in ("plan", "moe") and name == "hardware":
         d = {"hardware": "hgx-b200"}
     if dep.model == ONE["model"] and name in ("model", "draft"):    # gpt-oss-20b shares gpt-oss-120b's tokenizer
         d = {"model": "qwen3-235b-a22b"} if name == "model" else {"draft": "gpt-oss-20b", "acceptance": 0.5}

@@ -193,7 +193,7 @@ def slowmode(dep: Deployment, wl: Workload, **own):
     """The cheapest point within each latency budget; own: budgets_s, per_request, max_chips."""
     from tokenmath.analyses.serving.slowmode import slowmode as run
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
-            speculation=speculation_of(dep), **own, **knobs(dep))
+            speculation=speculation_of(dep), attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
     return with_notes(r, not_applied("slowmode", dep, wl))
 
 
@@ -202,8 +202,9 @@ def prices(dep: Deployment, wl: Workload, **own):
     from tokenmath.analyses.serving.input_vs_output import prices as run
     r = run(dep.model, dep.hardware, **_layout(dep), output_len=wl.output_len,
             batch=None if wl.batch == "max" else wl.batch,     # None: the largest batch that fits at each context
-            min_tokens_per_s_per_user=wl.min_tokens_per_s_per_user, **own, **knobs(dep))
-    return with_notes(r, not_applied("prices", dep, wl))
+            min_tokens_per_s_per_user=wl.min_tokens_per_s_per_user, attention_sharding=_attention(dep, None), **own,
+            **knobs(dep))
+    return with_notes(r, not_applied("prices", dep, wl) + _no_tp_group(dep, _resolved_layout(dep)))
 
 
 def sensitivity(dep: Deployment, wl: Workload, **own):
@@ -214,7 +215,7 @@ def sensitivity(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, **_layout(dep), batch=wl.batch if wl.batch is not None else "max",
             input_len=wl.input_len, output_len=wl.output_len, efficiency=eff,
             attention_sharding=_attention(dep, None), **own, **k)
-    return with_notes(r, not_applied("sensitivity", dep, wl))
+    return with_notes(r, not_applied("sensitivity", dep, wl) + _no_tp_group(dep, _resolved_layout(dep)))
 
 
 def moe(dep: Deployment, wl: Workload, **own):
@@ -233,6 +234,13 @@ def _no_tp_group(dep: Deployment, lay) -> list[str]:
         return [f"--attention-sharding {dep.attention_sharding} changes nothing here: it shards attention inside a "
                 "tensor-parallel group, and this layout has tp = 1"]
     return []
+
+
+def _resolved_layout(dep: Deployment):
+    """The layout the deployment's degrees resolve to (mapping/layout.make_layout), for a note about it."""
+    from tokenmath.mapping.layout import make_layout
+    from tokenmath.specs.model_catalog import get_model
+    return make_layout(get_model(dep.model), **_layout(dep, "chips", "tp", "pp", "ep", "dp", "cp"))
 
 
 class _Tp:

@@ -14,7 +14,7 @@ their prefill would have finished, and recomputing it (the uncached input price)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from tokenmath.engine.memory import kv_per_chip
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.specs.kv_tiers import KVTier, hbm_tier, host_tiers
+from tokenmath.mapping.layout import with_attention
 from tokenmath.analyses.setup import Setup, setup
 
 DEFAULT_CONTEXTS = (256, 1024, 4096, 16384, 65536, 131072)
@@ -70,9 +71,11 @@ def _batches_for_speed(su: Setup, ctx, output_len, bmax, target):
 
 def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, contexts=None, output_len=256,
            batch=None, min_tokens_per_s_per_user=None, cache_ttl_s=300.0, weight_dtype=None, kv_dtype=None,
-           efficiency=None, engine=None, **knobs) -> Prices:
+           efficiency=None, engine=None, attention_sharding=None, **knobs) -> Prices:
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, **knobs)
+    if attention_sharding is not None:
+        su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     m, hw, lay = su.model, su.hardware, su.layout
     output_len = int_arg(output_len, "output_len")
     ttl = pos_float(cache_ttl_s, "cache_ttl_s")

@@ -51,12 +51,13 @@ class Pareto:
     # the closed-loop steady state of each layout at each concurrency (by_concurrency.py), `frontier` flagged
     by_concurrency: list[dict] = field(default_factory=list)
     by_concurrency_notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()            # beyond the engine's and the draft's (analyses/ask.py)
     draft: Draft | None = None      # speculative decoding (None: plain decoding)
 
     def to_dict(self):
         su = self.setup
         return {"model": su.model.id, "hardware": su.hardware.id, "chips": self.chips, "engine": su.engine_dict,
-                "notes": [su.engine_note, *speculation_notes(self.draft)],
+                "notes": [su.engine_note, *speculation_notes(self.draft), *self.notes],
                 **({} if self.draft is None else {"speculation": self.draft.to_dict()}),
                 "input_len": self.grid.input_len, "output_len": self.grid.output_len,
                 "frontier": self.frontier, "points_evaluated": len(self.points),

@@ -18,7 +18,7 @@ from tokenmath.base import units as u
 from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
-from tokenmath.analyses.serving.grid import COST_KEYS, up_to
+from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, up_to
 from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
 
 DEFAULT_BUDGETS_MS = (2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000, 2000)
@@ -49,6 +49,7 @@ class SlowMode:
     per_request: bool                   # budgets per request (TTFT + all decode steps), else per output token
     saturation: dict | None = None      # the point at the saturation budget (layout, batch, step, cost, why it stops)
     draft: Draft | None = None          # speculative decoding (None: plain decoding)
+    notes: tuple[str, ...] = ()         # beyond the engine's and the draft's (analyses/ask.py)
 
     @property
     def why(self) -> str:
@@ -57,7 +58,7 @@ class SlowMode:
     def to_dict(self):
         su = self.setup
         return {"model": su.model.id, "hardware": su.hardware.id, "engine": su.engine_dict,
-                "notes": [su.engine_note, *speculation_notes(self.draft)], "per_request": self.per_request,
+                "notes": [su.engine_note, *speculation_notes(self.draft), *self.notes], "per_request": self.per_request,
                 **({} if self.draft is None else {"speculation": self.draft.to_dict()}),
                 "rows": self.rows, "saturation_budget_s": self.saturation_budget_s, "saturation": self.saturation,
                 "why": self.why}
@@ -65,8 +66,9 @@ class SlowMode:
 
 def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_chips=None, input_len=1024,
              output_len=256, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None,
-             speculation=None, **knobs) -> SlowMode:
-    """speculation: a speculative.Speculation (--draft/--mtp): every point decodes with it."""
+             speculation=None, attention_sharding="heads", **knobs) -> SlowMode:
+    """speculation: a speculative.Speculation (--draft/--mtp): every point decodes with it. attention_sharding: heads,
+    batch, dp or "any" (searched) for every layout (mapping/candidates.layouts_for)."""
     su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, **knobs)
     dr = resolve_draft(speculation, su.model, su.precision, weight_dtype, kv_dtype)
     input_len, output_len = int_arg(input_len, "input_len"), int_arg(output_len, "output_len")
@@ -74,7 +76,7 @@ def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_
     if per_request and budgets_s is None:
         budgets = budgets * output_len
     top = int_arg(max_chips if max_chips is not None else su.hardware.scaleup_domain, "max_chips", 1, MAX_SEARCH_CHIPS)
-    g = up_to(su, top, input_len, output_len, draft=dr)
+    g = up_to(su, top, input_len, output_len, draft=dr, attention=attention_arg(attention_sharding))
     latency = g.ttft_s + output_len * g.step_s if per_request else g.step_s
     price = su.hardware.price_usd_per_hour
     costs = g.costs_per_mtok(price)     # ranked by the whole request's cost per output token (prefill included)
