@@ -19,6 +19,7 @@ import numpy as np
 SECONDS_PER_HOUR = 3600.0
 HOURS_PER_YEAR = 8760
 PER_MILLION = 1e6
+GIB = 2.0 ** 30
 
 
 def usd_per_s(chips, usd_per_chip_hour: float | None):
@@ -33,14 +34,40 @@ def per_mtok(usd_per_token):
     return usd_per_token * PER_MILLION
 
 
+def per_token(usd_per_mtok):
+    """$ per million tokens -> $ per token."""
+    return usd_per_mtok / PER_MILLION
+
+
+def usd_of_chip_s(chip_s, usd_per_chip_s):
+    """$ for `chip_s` chip-seconds at `usd_per_chip_s` $ per chip-second (usd_per_s(1, $/chip-hour))."""
+    return chip_s * usd_per_chip_s
+
+
+def chip_s_of_usd(usd, usd_per_chip_s):
+    """Chip-seconds that `usd` $ buys at `usd_per_chip_s` $ per chip-second (the inverse of usd_of_chip_s)."""
+    return usd / usd_per_chip_s
+
+
+def cost_per_token(usd_s, seconds, tokens):
+    """$ per token when `tokens` tokens take `seconds` s of chips costing `usd_s` $/s: usd_s x seconds / tokens."""
+    return usd_s * seconds / tokens
+
+
+def cost_per_mtok(chip_s_per_token, usd_per_chip_s):
+    """$ per million tokens from chip-seconds per token at `usd_per_chip_s` $ per chip-second:
+    chip_s_per_token x usd_per_chip_s x 1e6."""
+    return per_mtok(usd_of_chip_s(chip_s_per_token, usd_per_chip_s))
+
+
 def decode_cost_per_mtok(usd_s, step_s, batch):
     """$ per million output tokens from the decode step alone: usd_s x step_s / batch x 1e6."""
-    return usd_s * step_s / batch * PER_MILLION
+    return per_mtok(cost_per_token(usd_s, step_s, batch))
 
 
 def prefill_cost_per_mtok(usd_s, ttft_s, batch, input_len):
     """$ per million input tokens: the prefill of batch x input_len tokens, usd_s x ttft_s / (batch x input) x 1e6."""
-    return usd_s * ttft_s / (batch * input_len) * PER_MILLION
+    return per_mtok(cost_per_token(usd_s, ttft_s, batch * input_len))
 
 
 def request_cost_per_mtok(usd_s, output_tokens_per_s):
@@ -68,10 +95,31 @@ def megawatts(chips, watts_per_chip, pue):
     return chips * watts_per_chip * pue / 1e6
 
 
+def holding_cost_per_token(bytes_per_token, seconds, usd_per_byte_s):
+    """$ per token for keeping `bytes_per_token` bytes for `seconds` s at `usd_per_byte_s` $ per byte-second."""
+    return bytes_per_token * seconds * usd_per_byte_s
+
+
 def holding_cost_per_mtok(bytes_per_token, seconds, usd_per_byte_s):
     """$ per million tokens for keeping `bytes_per_token` bytes per token for `seconds` in a store whose byte-second
     costs `usd_per_byte_s` (HBM: the chip's $/s / its HBM bytes; host DRAM, SSD: their rental price per byte-second)."""
-    return bytes_per_token * seconds * usd_per_byte_s * PER_MILLION
+    return per_mtok(holding_cost_per_token(bytes_per_token, seconds, usd_per_byte_s))
+
+
+def usd_per_byte_s_of(usd_s, capacity_bytes):
+    """$ per byte-second of a store whose whole `capacity_bytes` cost `usd_s` $/s (HBM: the chip's $/s shared by its
+    HBM bytes)."""
+    return usd_s / capacity_bytes
+
+
+def usd_per_byte_s_from_gib_hour(usd_per_gib_hour):
+    """A rental price in $ per GiB-hour (2^30 bytes held one hour, as clouds list DRAM and SSD) -> $ per byte-second."""
+    return usd_per_gib_hour / GIB / SECONDS_PER_HOUR
+
+
+def usd_per_gib_hour(usd_per_byte_s):
+    """$ per byte-second -> $ per GiB-hour (2^30 bytes held one hour), the unit clouds list."""
+    return usd_per_byte_s * GIB * SECONDS_PER_HOUR
 
 
 def cached_input_cost_per_mtok(holding, recompute):
@@ -81,4 +129,10 @@ def cached_input_cost_per_mtok(holding, recompute):
 
 
 def chip_hours(chips, seconds):
+    """Chip-hours of `chips` chips running `seconds` s."""
     return np.asarray(chips) * seconds / SECONDS_PER_HOUR
+
+
+def usd_of_chip_hours(chip_hours_, usd_per_chip_hour):
+    """$ for `chip_hours_` chip-hours at `usd_per_chip_hour` $ per chip-hour."""
+    return chip_hours_ * usd_per_chip_hour

@@ -18,6 +18,11 @@ With a serving engine (specs/serving_engines.py) the engine's own settings repla
 Attention sharded over the batch inside a TP group (Layout.attn: batch, dp; mapping/layout.py): each rank holds
 the whole KV of its ceil(S / tp) sequences (no head split, no copies), so the group holds tp x what one chip's KV
 room holds; dp also keeps the attention projections whole on every rank (replicated weights).
+
+The one home of usable memory and KV capacity: usable_bytes (what a chip may use), fixed_bytes (weights + one
+step's activations), kv_bytes_left (what that leaves for the KV cache), kv_capacity (that room in sequences or
+tokens) and room_beside (what more fixed bytes fit beside a given KV). max_batch, memory_per_chip, the draft's
+(engine/speculative.py), the simulator's replica, infer's advice, moe and training memory all call these.
 """
 from __future__ import annotations
 
@@ -108,15 +113,49 @@ def kv_context(context, engine: EngineProfile | None = None):
     return np.ceil(np.asarray(context, float) / blk) * blk
 
 
-def usable_bytes(hw_memory_bytes: float, reserve: float, fixed, engine: EngineProfile | None = None):
-    """Bytes per chip the model may use: HBM x (1 - reserve) without an engine, else the engine's memory fraction
-    (of the total, or of what `fixed` = weights + activations leaves)."""
+def usable_bytes(hw_memory_bytes: float, reserve: float, fixed=0.0, engine: EngineProfile | None = None):
+    """Bytes per chip the model may use (weights + activations + KV), the one home of this figure: HBM x
+    (1 - reserve) without a serving engine, else the engine's memory fraction of the total, or of what `fixed` =
+    weights + activations (fixed_bytes) leaves (kv_fraction_of "free"). Callers that want the plain reserve even when
+    an engine is set (a whole domain's napkin, training) pass engine=None and say why."""
     if engine is None:
         return hw_memory_bytes * (1 - reserve)
     f = engine.kv_memory_fraction
     if engine.kv_fraction_of == "total":
         return f * hw_memory_bytes
     return fixed + f * (hw_memory_bytes - fixed)
+
+
+def fixed_bytes(m: Model, lay: Layout, weight_bytes: float, expert_bytes: float, hw_memory_bytes: float,
+                engine: EngineProfile | None = None, extra=0.0):
+    """Bytes per chip held whatever the batch: the weight shard (+ `extra`, e.g. a draft's weights) + the
+    activations of one full step (chunk_tokens: conservative when the batch's prompts are shorter than a chunk)."""
+    chunk = chunk_tokens(hw_memory_bytes, engine)
+    return weights_per_chip(m, lay, weight_bytes, expert_bytes) + extra + activations_per_chip(m, lay, chunk, chunk)
+
+
+def kv_bytes_left(hw_memory_bytes: float, reserve: float, fixed, engine: EngineProfile | None = None):
+    """Bytes per chip left for the KV cache (and recurrent state) once the fixed bytes are in: usable - fixed, at
+    least 0."""
+    return np.maximum(usable_bytes(hw_memory_bytes, reserve, fixed, engine) - fixed, 0.0)
+
+
+def room_beside(hw_memory_bytes: float, reserve: float, fixed, kv, engine: EngineProfile | None = None):
+    """Bytes per chip that may still join the fixed bytes (e.g. more expert weights) with `kv` bytes of KV kept:
+    the largest x with fixed + x + kv <= usable. Under a free-memory fraction the usable bytes grow with x (the KV
+    gets f of HBM - fixed - x), so x <= HBM - fixed - kv / f; otherwise usable does not depend on x."""
+    if engine is not None and engine.kv_fraction_of == "free":
+        return hw_memory_bytes - fixed - kv / engine.kv_memory_fraction
+    return usable_bytes(hw_memory_bytes, reserve, fixed, engine) - fixed - kv
+
+
+def kv_capacity(kv_left, bytes_each, ranks=1.0, groups=1.0, cap=np.inf):
+    """How many sequences (bytes_each: one sequence's cache bytes per chip) or tokens (bytes_each: one token's) the
+    KV room holds: floor(kv_left / bytes_each) on each attention rank, x its ranks (1 under heads attention, tp under
+    batch / dp: each rank holds its own sequences), at most `cap` per attention group (the engine's running cap),
+    x the groups (dp x ep). An int64 array (0-d for scalars)."""
+    per_group = np.minimum(np.floor(kv_left / bytes_each) * ranks, cap)
+    return (per_group * groups).astype(np.int64)
 
 
 def activations_per_chip(m: Model, lay: Layout, tokens, chunk: int = CHUNK_TOKENS):
@@ -131,8 +170,7 @@ def memory_per_chip(m: Model, hw_memory_bytes: float, lay: Layout, weight_bytes:
                     engine: EngineProfile | None = None) -> Memory:
     w = weights_per_chip(m, lay, weight_bytes, expert_bytes)
     chunk = chunk_tokens(hw_memory_bytes, engine)
-    usable = hw_memory_bytes * (1 - reserve) if engine is None else \
-        usable_bytes(hw_memory_bytes, reserve, w + activations_per_chip(m, lay, chunk, chunk), engine)
+    usable = usable_bytes(hw_memory_bytes, reserve, w + activations_per_chip(m, lay, chunk, chunk), engine)
     return Memory(
         weights=w + np.zeros(np.shape(batch)),
         kv=kv_per_chip(m, lay, kv_bytes, batch, kv_context(context, engine)),
@@ -154,13 +192,7 @@ def max_batch(m: Model, hw_memory_bytes: float, lay: Layout, weight_bytes: float
     Memory is linear in the number of sequences per group, so this is solved exactly, not searched."""
     groups = np.asarray(lay.dp, float) * np.asarray(lay.ep, float)
     per_seq = held_per_sequence_per_chip(m, lay, kv_bytes, kv_context(context, engine))
-    # activations at a full chunk: conservative when the whole batch's prompts are shorter than one chunk
-    chunk = chunk_tokens(hw_memory_bytes, engine)
-    fixed = weights_per_chip(m, lay, weight_bytes, expert_bytes) + activations_per_chip(m, lay, chunk, chunk)
-    usable = usable_bytes(hw_memory_bytes, reserve, fixed, engine)
-    per_group = np.floor(np.maximum(usable - fixed, 0.0) / per_seq)
-    if lay.attn_by_batch:
-        per_group = per_group * lay.attn_ranks()     # batch / dp attention: every rank holds its own sequences
-    if engine is not None:
-        per_group = np.minimum(per_group, running_cap(hw_memory_bytes, engine))
-    return (per_group * groups).astype(np.int64)
+    fixed = fixed_bytes(m, lay, weight_bytes, expert_bytes, hw_memory_bytes, engine)
+    ranks = lay.attn_ranks() if lay.attn_by_batch else 1.0   # batch / dp attention: every rank its own sequences
+    return kv_capacity(kv_bytes_left(hw_memory_bytes, reserve, fixed, engine), per_seq, ranks, groups,
+                       running_cap(hw_memory_bytes, engine))

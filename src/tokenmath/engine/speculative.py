@@ -28,8 +28,8 @@ import numpy as np
 
 from tokenmath.engine.attended import decode_context
 from tokenmath.engine.forward import PassCost, Precision, forward_pass
-from tokenmath.engine.memory import (Memory, activations_per_chip, chunk_tokens, held_per_sequence_per_chip, kv_context,
-                                     kv_per_chip, running_cap, usable_bytes, weights_per_chip)
+from tokenmath.engine.memory import (Memory, fixed_bytes, held_per_sequence_per_chip, kv_bytes_left, kv_capacity,
+                                     kv_context, kv_per_chip, running_cap, usable_bytes, weights_per_chip)
 from tokenmath.engine.static_batch import BatchCost
 from tokenmath.mapping.layout import Layout
 from tokenmath.specs.efficiency import Efficiency
@@ -198,10 +198,8 @@ def memory_with_draft(mem: Memory, draft: Model, m: Model, hw_memory_bytes: floa
     """The target's memory per chip (engine.memory.memory_per_chip) with the draft's weights and cache added; the
     usable bytes recomputed, since an engine's free-memory fraction is taken of what the weights leave."""
     dw, dkv = draft_memory(draft, m, lay, draft_prec, batch, context, mtp, engine)
-    chunk = chunk_tokens(hw_memory_bytes, engine)
-    fixed = weights_per_chip(m, lay, prec.weight.bytes, prec.expert.bytes) + dw + activations_per_chip(
-        m, lay, chunk, chunk)
-    usable = mem.usable if engine is None else usable_bytes(hw_memory_bytes, reserve, fixed, engine)
+    fixed = fixed_bytes(m, lay, prec.weight.bytes, prec.expert.bytes, hw_memory_bytes, engine, extra=dw)
+    usable = usable_bytes(hw_memory_bytes, reserve, fixed, engine)
     return Memory(weights=mem.weights + dw, kv=mem.kv + dkv, activations=mem.activations, usable=usable)
 
 
@@ -215,11 +213,10 @@ def max_batch_with_draft(m: Model, draft: Model, hw_memory_bytes: float, lay: La
     # the draft's layout has ep x dp copies of the tp group: per chip it holds ceil(batch / (ep dp)) sequences too
     per_seq = (held_per_sequence_per_chip(m, lay, prec.kv.bytes, ctx)
                + held_per_sequence_per_chip(draft, dl, draft_prec.kv.bytes, ctx))
-    chunk = chunk_tokens(hw_memory_bytes, engine)
-    fixed = (weights_per_chip(m, lay, prec.weight.bytes, prec.expert.bytes)
-             + draft_weights_per_chip(draft, m, lay, draft_prec, mtp) + activations_per_chip(m, lay, chunk, chunk))
-    usable = usable_bytes(hw_memory_bytes, reserve, fixed, engine)
-    per_group = np.floor(np.maximum(usable - fixed, 0.0) / per_seq)
-    if engine is not None:
-        per_group = np.minimum(per_group, running_cap(hw_memory_bytes, engine))
-    return (per_group * groups).astype(np.int64)
+    fixed = fixed_bytes(m, lay, prec.weight.bytes, prec.expert.bytes, hw_memory_bytes, engine,
+                        extra=draft_weights_per_chip(draft, m, lay, draft_prec, mtp))
+    # ranks 1: the group's floor is not multiplied by attn_ranks here (max_batch does so under batch / dp
+    # attention; the replica's kv_capacity_tokens counts a separate draft's cache tp times per rank instead); kept as
+    # it was, so that outputs do not move
+    return kv_capacity(kv_bytes_left(hw_memory_bytes, reserve, fixed, engine), per_seq, 1.0, groups,
+                       running_cap(hw_memory_bytes, engine))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tokenmath.engine.memory import RESERVE_FRACTION
+from tokenmath.engine.memory import RESERVE_FRACTION, usable_bytes
 from tokenmath.engine.train_memory_recipe import (
     DEFAULT_RECIPE,
     E5M6_BYTES,
@@ -268,4 +268,5 @@ def train_memory(m: Model, hw_memory_bytes: float, lay: Layout, *, seq_len, micr
 
     return TrainMemory(weights=sel(w1, w2), gradients=sel(g1, g2), optimizer=sel(o1, o2),
                        buffers=np.broadcast_to(buffers, shape).astype(float), activations=sel(act_first, act_last),
-                       usable=hw_memory_bytes * (1 - reserve))
+                       # training runs no serving engine: the reserve alone (engine/memory.usable_bytes)
+                       usable=usable_bytes(hw_memory_bytes, reserve))

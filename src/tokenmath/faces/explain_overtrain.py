@@ -45,7 +45,7 @@ def explain_overtrain(r: OvertrainResult) -> str:
                 continue
             seen.add(key)
             L.append(f"  {u.count(t.params):>9} {u.count(t.tokens):>9} {t.chips:>7,} {t.layout:<62} "
-                     f"{u.seconds(t.step_time_s):>8} {t.mfu:>6.1%} {t.usd_per_token * 1e6:>8.4g} {t.run_days:>7,.0f}")
+                     f"{u.seconds(t.step_time_s):>8} {t.mfu:>6.1%} {per_mtok(t.usd_per_token):>8.4g} {t.run_days:>7,.0f}")
         hidden = len(r.training_nodes) - len(shown)
         if hidden:
             L.append(f"  (+ {hidden} engine run(s) near N_min, where D(N) explodes and the run would last over 10 x "

@@ -3,7 +3,7 @@ slowmode, pareto, input vs output prices, context, fleet, provider price), read 
 from __future__ import annotations
 
 from tokenmath.base import units as u
-from tokenmath.engine.economics import HOURS_PER_YEAR, usd_per_s
+from tokenmath.engine.economics import HOURS_PER_YEAR, usd_per_gib_hour, usd_per_s
 from tokenmath.faces.explain_kv import kv_kinds_terms
 from tokenmath.faces.names import chip_label, name_ids
 from tokenmath.specs.kv_cache import index_key_bytes, kv_main_values, recurrent_state_values
@@ -138,7 +138,7 @@ def explain_prices(p: Prices) -> str:
     L.extend(_why_prices(p.rows, p.min_tokens_per_s_per_user is not None))
     names = ", ".join(f"{t.name} ({u.bytes_(t.capacity_bytes_per_chip)}/chip"
                       + (f", {u.rate(t.reload_bw_per_chip, 'B/s')} reload" if not t.in_place else "")
-                      + (f", ${t.usd_per_byte_s * 2 ** 30 * 3600:.4g}/GiB-h" if t.usd_per_byte_s is not None and t.id != "hbm"
+                      + (f", ${usd_per_gib_hour(t.usd_per_byte_s):.4g}/GiB-h" if t.usd_per_byte_s is not None and t.id != "hbm"
                          else ", the chip's $/s per HBM byte" if t.in_place else "") + ")" for t in p.tiers)
     L.append(f"  cached input = the cheaper of recomputing it (the input price) and holding its KV for "
              f"{p.cache_ttl_s:g} s in the cheapest tier that holds the batch's prompts and reloads them before their "

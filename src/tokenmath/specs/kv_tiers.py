@@ -1,16 +1,15 @@
 """Where a cached prompt's KV can wait for its reuse: HBM (the chip's own memory) and the host tiers of
-data/kv_tiers.toml (host DRAM, local NVMe SSD), each with a capacity and a reload bandwidth per chip and a price per
-byte-second, every figure sourced there."""
+data/kv_tiers.toml (host DRAM, local NVMe SSD), each with a capacity and a reload bandwidth per chip and a price,
+every figure sourced there.
+
+This module holds the figures as the catalog states them; turning a price into $ per byte-second is engine/economics'
+(usd_per_byte_s_of, usd_per_byte_s_from_gib_hour), done where the tiers are built (analyses/serving/
+input_vs_output.py: hbm_tier, host_tiers), since specs may not import the engine."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from tokenmath.specs.catalog import shipped
-from tokenmath.specs.hardware import Hardware
-
-GIB = 2.0 ** 30
-SECONDS_PER_HOUR = 3600.0
 
 
 @dataclass(frozen=True)
@@ -25,25 +24,25 @@ class KVTier:
     sources: dict[str, str] = field(default_factory=dict)
 
 
-def hbm_tier(hw: Hardware) -> KVTier:
-    """The chip's HBM: a byte of it costs the chip's price per second shared by its HBM bytes."""
-    price = hw.price_usd_per_hour
-    return KVTier("hbm", "HBM", float(hw.memory_bytes), math.inf,
-                  None if price is None else price / SECONDS_PER_HOUR / hw.memory_bytes, in_place=True,
-                  notes="the chip's own memory: a byte costs the chip's $/s / its HBM bytes",
-                  sources={"capacity": "hardware.toml memory_gb", "price": "hardware.toml price_usd_per_hour"})
+HBM_NOTES = "the chip's own memory: a byte costs the chip's $/s / its HBM bytes"
+HBM_SOURCES = {"capacity": "hardware.toml memory_gb", "price": "hardware.toml price_usd_per_hour"}
 
 
-def host_tiers() -> list[KVTier]:
+@dataclass(frozen=True)
+class HostTierFigures:
+    """One host tier of data/kv_tiers.toml: bytes and bytes/s per chip, and its rental price as the catalog lists it."""
+    id: str
+    name: str
+    capacity_bytes_per_chip: float
+    reload_bw_per_chip: float          # B/s into one chip's HBM
+    usd_per_gib_hour: float            # $ per GiB (2^30 bytes) held one hour
+    notes: str = ""
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def host_tier_figures() -> list[HostTierFigures]:
     """The host tiers of data/kv_tiers.toml, in file order (fastest first)."""
-    out = []
-    for tid, r in shipped("kv_tiers.toml").items():
-        out.append(KVTier(tid, str(r["name"]), float(r["capacity_gb_per_chip"]) * 1e9,
-                          float(r["reload_gbs_per_chip"]) * 1e9, float(r["usd_per_gib_hour"]) / GIB / SECONDS_PER_HOUR,
-                          notes=str(r.get("notes", "")), sources=dict(r.get("sources", {}))))
-    return out
-
-
-def kv_tiers(hw: Hardware) -> list[KVTier]:
-    """HBM, then the host tiers."""
-    return [hbm_tier(hw), *host_tiers()]
+    return [HostTierFigures(tid, str(r["name"]), float(r["capacity_gb_per_chip"]) * 1e9,
+                            float(r["reload_gbs_per_chip"]) * 1e9, float(r["usd_per_gib_hour"]),
+                            notes=str(r.get("notes", "")), sources=dict(r.get("sources", {})))
+            for tid, r in shipped("kv_tiers.toml").items()]

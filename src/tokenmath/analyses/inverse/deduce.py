@@ -29,6 +29,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_TOKENS
 from tokenmath.analyses.inverse import forward_model as fm
 from tokenmath.engine.closed_form import decode_chip_s_per_token
+from tokenmath.engine.economics import chip_s_of_usd, per_token, usd_per_s
 from tokenmath.specs.hardware import get_hardware
 
 _shipped_cost_scale = shipped_cost_scale   # the name tests and older callers use
@@ -226,9 +227,9 @@ def _scenario(obs: Observed, pr: Priors, hws) -> dict:
     mid = lambda r: float(np.sqrt(r[0] * r[1])) if r[0] > 0 else (r[0] + r[1]) / 2  # noqa: E731
     cf, m, ut = mid(pr.chip_cost_factor), (pr.margin[0] + pr.margin[1]) / 2, (pr.utilization[0] + pr.utilization[1]) / 2
     fe, be, B = (pr.flops_eff[0] + pr.flops_eff[1]) / 2, (pr.bw_eff[0] + pr.bw_eff[1]) / 2, mid(pr.batch)
-    usd_s = h.price_usd_per_hour * cf / 3600
-    cs_in = obs.input_price / 1e6 * (1 - m) * ut / usd_s / pr.cost_scale
-    cs_out = obs.output_price / 1e6 * (1 - m) * ut / usd_s / pr.cost_scale
+    usd_s = usd_per_s(1, h.price_usd_per_hour * cf)
+    cs_in = chip_s_of_usd(per_token(obs.input_price) * (1 - m) * ut, usd_s) / pr.cost_scale
+    cs_out = chip_s_of_usd(per_token(obs.output_price) * (1 - m) * ut, usd_s) / pr.cost_scale
     peak = h.peak_flops(d.compute)
     na = cs_in * peak * fe / 2
     pred_out = float(decode_chip_s_per_token(na, na, d.bytes, 0.0, 0.0, B, peak * fe, h.memory_bw * be))

@@ -24,6 +24,8 @@ import numpy as np
 
 from tokenmath.analyses.inverse.priors import attention_prior, catalog_kv_coef, loguni
 from tokenmath.engine.closed_form import decode_chip_s_per_token, decode_step_s, prefill_chip_s_per_token
+from tokenmath.engine.economics import (cost_per_mtok, holding_cost_per_token, per_mtok, usd_of_chip_s,
+                                        usd_per_byte_s_of, usd_per_s)
 
 FLOOR_BATCH = 1e6        # "unbounded" batch of the compute floor: weight fetches amortized to nothing
 PRICE_KINDS = ("input_price", "output_price", "cached_input_price", "long_output_price", "long_input_price")
@@ -77,23 +79,24 @@ def predict(s: dict, obs, pr) -> dict:
     """Every observable that `obs` carries, predicted for each scenario of `s` (prices in $/Mtok, cost_scale
     applied; speed in tokens/s; TTFT in s; context window as the bytes one full window needs)."""
     Na, Nt, q, K, g, F, W, B = (s[k] for k in ("Na", "Nt", "q", "K", "g", "F", "W", "B"))
-    usd_s = s["usd_h"] / 3600.0
+    usd_s = usd_per_s(1, s["usd_h"])                       # $ per chip-second (engine/economics: every $ figure)
     eff_usd_s = usd_s / (s["util"] * (1 - s["margin"]))   # $ per chip-second of useful serving, margin included
-    out = {"input_price": prefill_chip_s_per_token(Na, Nt, q, K, s["L"], B, F, W, g) * eff_usd_s * 1e6,
-           "output_price": decode_chip_s_per_token(Na, Nt, q, K, s["ctx"], B, F, W, g) * eff_usd_s * 1e6}
+    out = {"input_price": cost_per_mtok(prefill_chip_s_per_token(Na, Nt, q, K, s["L"], B, F, W, g), eff_usd_s),
+           "output_price": cost_per_mtok(decode_chip_s_per_token(Na, Nt, q, K, s["ctx"], B, F, W, g), eff_usd_s)}
     if obs.cached_input_price is not None:
-        out["cached_input_price"] = K * s["ttl"] * (usd_s / s["hbm"]) / (s["util"] * (1 - s["margin"])) * 1e6
+        out["cached_input_price"] = per_mtok(holding_cost_per_token(K, s["ttl"], usd_per_byte_s_of(usd_s, s["hbm"]))
+                                             / (s["util"] * (1 - s["margin"])))
     if obs.long_threshold:
         lc = 1.5 * obs.long_threshold      # a long request's context sits between the threshold and ~2x it
         if obs.long_output_price is not None:
-            out["long_output_price"] = decode_chip_s_per_token(Na, Nt, q, K, np.maximum(s["ctx"], lc), B, F, W,
-                                                               g) * eff_usd_s * 1e6
+            out["long_output_price"] = cost_per_mtok(decode_chip_s_per_token(Na, Nt, q, K, np.maximum(s["ctx"], lc),
+                                                                             B, F, W, g), eff_usd_s)
         if obs.long_input_price is not None:
-            out["long_input_price"] = prefill_chip_s_per_token(Na, Nt, q, K, np.maximum(s["L"], lc), B, F, W,
-                                                               g) * eff_usd_s * 1e6
+            out["long_input_price"] = cost_per_mtok(prefill_chip_s_per_token(Na, Nt, q, K, np.maximum(s["L"], lc),
+                                                                             B, F, W, g), eff_usd_s)
     if obs.batch_discount is not None:
         floor = decode_chip_s_per_token(Na, Nt, q, K, s["ctx"], FLOOR_BATCH, F, W, g)
-        out["batch_output_price"] = floor * usd_s / (1 - s["margin"]) * 1e6
+        out["batch_output_price"] = per_mtok(usd_of_chip_s(floor, usd_s) / (1 - s["margin"]))
     for k in PRICE_KINDS + ("batch_output_price",):
         if k in out:
             out[k] = out[k] * pr.cost_scale

@@ -17,8 +17,7 @@ from tokenmath.engine.economics import (decode_cost_per_mtok, energy_j_per_token
 from tokenmath.engine.expert_parallel import experts_touched
 from tokenmath.engine.forward import PassCost, Precision
 from tokenmath.engine.prefix_cache import hit_rate
-from tokenmath.engine.memory import (Memory, activations_per_chip, chunk_tokens, max_batch, usable_bytes,
-                                     weight_bytes_total, weights_per_chip)
+from tokenmath.engine.memory import Memory, fixed_bytes, max_batch, usable_bytes, weight_bytes_total
 from tokenmath.engine.static_batch import BatchCost, kernels_of, pass_options, serve_batch
 from tokenmath.mapping.layout import Layout, attention_name, with_attention
 from tokenmath.specs.dtypes import get_dtype
@@ -360,7 +359,6 @@ def _advice(m, hw, lay, prec, batch, ctx, bmax, reserve, eng=None, memory_fits=F
 
 
 def _usable(m, hw, lay, prec, reserve, eng) -> float:
-    """Bytes per chip the model may use: the engine's memory fraction, else HBM x (1 - reserve)."""
-    chunk = chunk_tokens(hw.memory_bytes, eng)
-    fixed = weights_per_chip(m, lay, prec.weight.bytes, prec.expert.bytes) + activations_per_chip(m, lay, chunk, chunk)
+    """Bytes per chip the model may use (engine/memory.usable_bytes, the one home), the largest over the layouts."""
+    fixed = fixed_bytes(m, lay, prec.weight.bytes, prec.expert.bytes, hw.memory_bytes, eng)
     return float(np.max(usable_bytes(hw.memory_bytes, reserve, fixed, eng)))

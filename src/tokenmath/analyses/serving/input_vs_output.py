@@ -6,30 +6,50 @@ time, the more so the smaller the batch: the batch is set by --batch, by a speed
 (--min-tokens-per-s-per-user: the largest batch whose decode step still gives that speed), or else the largest that
 fits (where decode may turn compute-bound and the ratio falls towards 1).
 
-A cached input token skips its prefill. Its KV waits for the reuse in one of the tiers providers use (specs/kv_tiers:
-HBM, host DRAM, local NVMe SSD, each with a capacity, a reload bandwidth and a price per byte-second); it is charged
-the cheaper of holding it for the TTL in the cheapest tier that can hold the batch's prompts and reload them before
-their prefill would have finished, and recomputing it (the uncached input price). The reload runs on copy engines
-(DMA) alongside compute and is not charged as chip time.
+A cached input token skips its prefill. Its KV waits for the reuse in one of the tiers providers use (specs/kv_tiers'
+figures, priced per byte-second here by hbm_tier and host_tiers through engine/economics: HBM, host DRAM, local NVMe
+SSD, each with a capacity, a reload bandwidth and a price per byte-second); it is charged the cheaper of holding it
+for the TTL in the cheapest tier that can hold the batch's prompts and reload them before their prefill would have
+finished, and recomputing it (the uncached input price). The reload runs on copy engines (DMA) alongside compute and
+is not charged as chip time.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+
+import math
 
 import numpy as np
 
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg, pos_float
 from tokenmath.engine.economics import (cached_input_cost_per_mtok, decode_cost_per_mtok, holding_cost_per_mtok,
-                                        prefill_cost_per_mtok, usd_per_s)
+                                        prefill_cost_per_mtok, usd_per_byte_s_from_gib_hour, usd_per_byte_s_of,
+                                        usd_per_s)
 from tokenmath.engine.memory import kv_per_chip
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.specs.kv_cache import kv_bytes_per_token
-from tokenmath.specs.kv_tiers import KVTier, hbm_tier, host_tiers
+from tokenmath.specs.hardware import Hardware
+from tokenmath.specs.kv_tiers import HBM_NOTES, HBM_SOURCES, KVTier, host_tier_figures
 from tokenmath.mapping.layout import with_attention
 from tokenmath.analyses.setup import Setup, setup
 
 DEFAULT_CONTEXTS = (256, 1024, 4096, 16384, 65536, 131072)
+
+
+def hbm_tier(hw: Hardware) -> KVTier:
+    """The chip's HBM: a byte of it costs the chip's price per second shared by its HBM bytes."""
+    price = hw.price_usd_per_hour
+    return KVTier("hbm", "HBM", float(hw.memory_bytes), math.inf,
+                  None if price is None else usd_per_byte_s_of(usd_per_s(1, price), hw.memory_bytes), in_place=True,
+                  notes=HBM_NOTES, sources=dict(HBM_SOURCES))
+
+
+def host_tiers() -> list[KVTier]:
+    """The host tiers of data/kv_tiers.toml (specs/kv_tiers), their $ per GiB-hour as $ per byte-second."""
+    return [KVTier(f.id, f.name, f.capacity_bytes_per_chip, f.reload_bw_per_chip,
+                   usd_per_byte_s_from_gib_hour(f.usd_per_gib_hour), notes=f.notes, sources=f.sources)
+            for f in host_tier_figures()]
 
 
 @dataclass(frozen=True)
@@ -100,8 +120,9 @@ def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, c
     usd_s = usd_per_s(su.chips, hw.price_usd_per_hour) if rate is not None else float(su.chips)
     per_in = prefill_cost_per_mtok(usd_s, ttft, Bc, ctx)
     per_out = decode_cost_per_mtok(usd_s, step, Bc)
+    # unpriced: HBM at $1 per chip-second, so its holding cost reads in chip-seconds like the rest
     hbm = hbm_tier(hw) if rate is not None else KVTier("hbm", "HBM", float(hw.memory_bytes), np.inf,
-                                                       1.0 / hw.memory_bytes, in_place=True)
+                                                       usd_per_byte_s_of(1.0, hw.memory_bytes), in_place=True)
     tiers = [hbm] + (host_tiers() if rate is not None else [])
     notes = [su.engine_note]
     if rate is None:

@@ -29,8 +29,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import int_arg
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.expert_parallel import ep_dispatch_bytes, imbalance_factor
-from tokenmath.engine.memory import (activations_per_chip, chunk_tokens, kv_context, kv_per_chip, memory_per_chip,
-                                     usable_bytes, weights_per_chip)
+from tokenmath.engine.memory import fixed_bytes, kv_context, kv_per_chip, memory_per_chip, room_beside, usable_bytes
 from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
 from tokenmath.mapping.layout import Layout
 from tokenmath.mapping.placement import span
@@ -126,7 +125,9 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
     batch = int_arg(batch if batch is not None else 16 * n, "batch", 1, 10_000_000)
     d = hw.scaleup_domain
     P = count_params(m)
-    usable = hw.memory_bytes * (1 - su.reserve)
+    # the napkin: HBM x (1 - reserve) per chip, x the domain, even with an engine (engine=None on purpose): it has no
+    # layout, so no weights per chip for an engine's free-memory fraction; the engine's figure is step 1's per-chip one
+    usable = float(usable_bytes(hw.memory_bytes, su.reserve, engine=None))
     eb, wb, kb = prec.expert.bytes, prec.weight.bytes, prec.kv.bytes
     kv_seq = float(kv_bytes_per_sequence(m, context, kb))
     expert_w = P.experts_total * eb
@@ -202,14 +203,10 @@ def moe(model, system, *, chips=None, batch=None, context=4096, output_len=256, 
             continue
         lt = Layout(t, 1, d // t, 1)
         eng = su.engine
-        chunk = chunk_tokens(hw.memory_bytes, eng)
         kv = float(kv_per_chip(m, lt, kb, batch, kv_context(context, eng)))
-        other = float(weights_per_chip(m, lt, wb, 0.0)) + float(activations_per_chip(m, lt, chunk, chunk))
-        if eng is not None and eng.kv_fraction_of == "free":
-            # KV gets kv_memory_fraction of what all weights and activations leave: experts <= HBM - other - KV / f
-            room = hw.memory_bytes - other - kv / eng.kv_memory_fraction
-        else:
-            room = float(usable_bytes(hw.memory_bytes, su.reserve, other, eng)) - other - kv
+        # the non-expert weights (expert bytes 0) and one step's activations; the experts fill the room beside them
+        other = float(fixed_bytes(m, lt, wb, 0.0, hw.memory_bytes, eng))
+        room = float(room_beside(hw.memory_bytes, su.reserve, other, kv, eng))
         cap = max(room, 0.0) * d / eb
         if cap > best[0]:
             best = (cap, fmt_layout(t, 1, d // t, 1))

@@ -28,7 +28,7 @@ import numpy as np
 
 from tokenmath.analyses.serving.infer import InferResult, infer
 from tokenmath.base.validators import finite
-from tokenmath.engine.economics import PER_MILLION, decode_cost_per_mtok, prefill_cost_per_mtok, usd_per_s
+from tokenmath.engine.economics import decode_cost_per_mtok, per_token, prefill_cost_per_mtok, usd_per_s
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.specs.hardware import Hardware
 from tokenmath.specs.model import Model
@@ -101,11 +101,11 @@ class ServingCost:
 
     @property
     def usd_per_output_token(self) -> float:
-        return self.usd_per_mtok_output / PER_MILLION
+        return per_token(self.usd_per_mtok_output)
 
     @property
     def usd_per_input_token(self) -> float:
-        return self.usd_per_mtok_input / PER_MILLION
+        return per_token(self.usd_per_mtok_input)
 
     def to_dict(self) -> dict:
         fin = finite

@@ -21,7 +21,7 @@ from tokenmath.analyses.setup import check_ep_imbalance
 from tokenmath.base import units as u
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg, pos_float
-from tokenmath.engine.economics import chip_hours
+from tokenmath.engine.economics import chip_hours, usd_of_chip_hours
 from tokenmath.engine.expert_parallel import EP_COMM
 from tokenmath.engine.memory import RESERVE_FRACTION
 from tokenmath.engine.train_memory import GRAD_BYTES, RECOMPUTE, SCHEDULES, train_memory
@@ -110,7 +110,7 @@ class TrainResult:
     @property
     def cost_usd(self) -> float | None:
         h, p = self.chip_hours, self.hardware.price_usd_per_hour
-        return None if h is None or p is None else h * p
+        return None if h is None or p is None else usd_of_chip_hours(h, p)
 
     @property
     def energy_kwh(self) -> float | None:

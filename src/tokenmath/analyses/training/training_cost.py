@@ -29,7 +29,7 @@ import numpy as np
 from tokenmath.analyses.training.inference_cost import dense_model
 from tokenmath.analyses.training.train_search import search
 from tokenmath.base.errors import InputError
-from tokenmath.engine.economics import usd_per_s
+from tokenmath.engine.economics import cost_per_token, per_mtok, usd_per_s
 from tokenmath.specs.hardware import Hardware
 
 DEFAULT_RUN_DAYS = 90.0
@@ -61,7 +61,7 @@ class TrainingCost:
         return {"params": self.params, "tokens": self.tokens, "n_layers": self.n_layers, "d_model": self.d_model,
                 "chips": self.chips, "layout": self.layout, "global_batch_tokens": self.global_batch_tokens,
                 "step_time_s": self.step_time_s, "mfu": self.mfu, "usd_per_token": self.usd_per_token,
-                "usd_per_mtok": self.usd_per_token * 1e6, "run_days": self.run_days}
+                "usd_per_mtok": per_mtok(self.usd_per_token), "run_days": self.run_days}
 
 
 def sized_chips(params: float, tokens: float, hw: Hardware, run_days: float) -> int:
@@ -94,7 +94,7 @@ def training_cost(params: float, tokens: float, hw: Hardware, run_days: float = 
                          (f" ({last.problem})" if last is not None else ""))
     step = float(best.step_time_s)
     gbt = int(best.global_batch_tokens)
-    usd_tok = usd_per_s(chips, hw.price_usd_per_hour) * step / gbt
+    usd_tok = cost_per_token(usd_per_s(chips, hw.price_usd_per_hour), step, gbt)
     lay = best.layout
     desc = (f"tp{int(lay.tp)} pp{int(lay.pp)} dp{int(lay.dp)}, micro-batch {best.micro_batch}, {best.recompute} "
             f"recompute, ZeRO-{best.zero}, {best.schedule}")

@@ -2,7 +2,7 @@
 the KV cache it holds in tokens, its scheduler policy and its step costs.
 
 Limits are per attention group (one scheduler per data-parallel rank: vLLM DP engine cores, SGLang DP attention),
-so the replica's are the profile's x dp x ep. KV capacity: the engine's usable memory (engine/memory.usable_bytes:
+so the replica's are the profile's x dp x ep. KV capacity: the engine's usable memory (engine/memory.usable_bytes, the one home:
 its fraction of the total, or of what the weights and one step's activations leave) minus weights and activations,
 over the KV bytes of one token (all layers, this chip's shard), x the groups. With speculative decoding the draft's
 weights join the fixed bytes and its cache (one more sequence's worth per token: engine/speculative.draft_memory's
@@ -15,11 +15,10 @@ head's cache follows the target's (whole, on the rank of its sequence).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from tokenmath.base.errors import InputError
-from tokenmath.engine.memory import activations_per_chip, chunk_tokens, kv_per_chip, usable_bytes, weights_per_chip
+from tokenmath.engine.memory import fixed_bytes, kv_bytes_left, kv_capacity, kv_per_chip
 from tokenmath.engine.speculative import draft_layout, draft_weights_per_chip
 from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.analyses.serving.simulation.scheduler import policy_for
@@ -63,22 +62,23 @@ class Replica:
 
 
 def kv_capacity_tokens(su, draft=None) -> int:
+    """KV cache capacity in tokens (all groups), through engine/memory's one home: fixed_bytes, kv_bytes_left and
+    kv_capacity with one token's bytes per chip in place of one sequence's."""
     m, hw, lay, prec, eng = su.model, su.hardware, su.layout, su.precision, su.efficiency.engine
-    chunk = chunk_tokens(hw.memory_bytes, eng)
-    fixed = float(weights_per_chip(m, lay, prec.weight.bytes, prec.expert.bytes)
-                  + activations_per_chip(m, lay, chunk, chunk))
     # per token of context (a hybrid's fixed recurrent state per sequence is not in it)
     per_token = float(kv_bytes_per_token(m, prec.kv.bytes)) / (int(lay.pp) * float(lay.kv_shard(m)))
     ranks = int(lay.attn_ranks())       # 1 under heads; tp under batch / dp: each rank holds its own sequences
+    dw = 0.0
     if draft is not None:
         # the draft's weights, and its cache: one token of a sequence per chip of the draft's layout (the MTP head
         # laid like the target; a separate draft on each attention group's tp chips)
         d, dp_ = draft.model, draft.precision
-        fixed += float(draft_weights_per_chip(d, m, lay, dp_, draft.spec.mtp))
+        dw = float(draft_weights_per_chip(d, m, lay, dp_, draft.spec.mtp))
         dkv = float(kv_per_chip(d, draft_layout(lay, draft.spec.mtp), dp_.kv.bytes, int(lay.dp * lay.ep), 1))
         per_token += dkv if draft.spec.mtp or ranks == 1 else ranks * dkv
-    usable = float(usable_bytes(hw.memory_bytes, su.reserve, fixed, eng))
-    return int(math.floor(max(usable - fixed, 0.0) / per_token)) * ranks * int(lay.dp * lay.ep)
+    fixed = float(fixed_bytes(m, lay, prec.weight.bytes, prec.expert.bytes, hw.memory_bytes, eng, extra=dw))
+    return int(kv_capacity(kv_bytes_left(hw.memory_bytes, su.reserve, fixed, eng), per_token, ranks,
+                           int(lay.dp * lay.ep)))
 
 
 def make_replica(su, draft=None) -> Replica:
