@@ -49,6 +49,7 @@ CHANGE = {
     "engine": {"engine": "sglang"},
     "max_running": {"max_running": 4},
     "efficiency": {"efficiency": "peak"},
+    "what_if": {"what_if": ("memory_bw_tbs=2x", "memory_gb=2x")},
     "price_usd_per_hour": {"price_usd_per_hour": 9.0},
     "draft": {"draft": "deepseek-v2", "acceptance": 0.5},
     "spec_k": {"mtp": 1, "spec_k": 3},

@@ -143,3 +143,84 @@ def test_link_figures_a_topology_does_not_use_are_refused():
         with pytest.raises(InputError) as e:
             apply(tpu, parse_pairs(pairs))
         assert e.value.field == field
+
+
+# ---- --set is the Deployment's what_if field; --vary asks the typed question once per value ---------------------
+
+def _json(*args):
+    r = run(*args, "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+DSV3 = ("infer", "-m", "deepseek-v3", "-H", "h200", "--chips", "8", "--ep", "8")
+
+
+def test_vary_over_a_deployment_field_the_busier_expert_rank_slows_the_decode_step():
+    """DeepSeek-V3 on 8 H200s, EP 8, batch 64: the step waits for the busiest expert rank, so a rank with 1.5x and 2x
+    the mean tokens makes every step longer (and the answers equal `--ep-imbalance` given alone)."""
+    d = _json(*DSV3, "-b", "64", "--vary", "ep_imbalance=1,1.5,2")
+    assert d["vary"] == "ep_imbalance" and d["values"] == [1.0, 1.5, 2.0] and d["set"] == []
+    steps = [x["decode_step_s"] for x in d["results"]]
+    assert steps[0] < steps[1] < steps[2], steps
+    alone = _json(*DSV3, "-b", "64", "--ep-imbalance", "1.5")
+    assert d["results"][1]["decode_step_s"] == alone["decode_step_s"]
+    assert all(x["what_if"] == [] for x in d["results"])
+
+
+def test_vary_over_a_workload_field_serves_each_concurrency():
+    d = _json("infer", "--vary", "concurrency=8,64")
+    assert d["vary"] == "concurrency" and d["values"] == [8, 64]
+    loads = [x["load"] for x in d["results"]]
+    # more users in the closed loop: more tokens per chip, each user slower
+    assert loads[1]["output_tokens_per_s_per_chip"] > loads[0]["output_tokens_per_s_per_chip"]
+    assert loads[1]["output_tokens_per_s_per_user"] < loads[0]["output_tokens_per_s_per_user"]
+    assert d["results"][0] == {**_json("infer", "--concurrency", "8"), "what_if": []}
+    r = run("infer", "--vary", "concurrency=8,64")
+    head = r.output.splitlines()[0].split()
+    assert r.exit_code == 0 and head[0] == "concurrency" and len(r.output.splitlines()) == 3
+
+
+def test_vary_with_set_keeps_the_set_figures_in_every_answer():
+    d = _json("infer", "--engine", "none", "--peak", "--set", "tflops.bf16=2x", "--vary", "memory_bw_tbs=3.35,6.7")
+    assert [o["field"] for o in d["set"]] == ["tflops.bf16"]
+    assert [[o["field"] for o in x["what_if"]] for x in d["results"]] == [["tflops.bf16", "memory_bw_tbs"]] * 2
+
+
+def test_set_price_equals_the_price_option():
+    """--set price_usd_per_hour=2 and --price-usd-per-hour 2 ask the same question: the same figures (the --set
+    answer also lists the override under what_if)."""
+    by_set = _json("infer", "-b", "16", "--set", "price_usd_per_hour=2")
+    by_option = _json("infer", "-b", "16", "--price-usd-per-hour", "2")
+    assert by_set.pop("what_if") == [{"field": "price_usd_per_hour", "value": 2.0, "catalog": 2.99,
+                                      "unit": "$/chip-hour"}]
+    assert by_set == by_option
+    assert by_option["price_usd_per_chip_hour"] == 2.0
+    r = run("infer", "--set", "price=2", "--price-usd-per-hour", "3")
+    assert r.exit_code == 2 and "set.price_usd_per_hour" in r.output
+
+
+def test_vary_refuses_a_field_given_twice_or_unknown():
+    r = run("infer", "--vary", "ep_imbalance=1,2", "--ep-imbalance", "2", "--json")
+    assert r.exit_code == 2 and json.loads(r.stdout)["error"]["field"] == "vary.ep_imbalance"
+    r = run("infer", "--vary", "ep_imbalanse=1,2", "--json")
+    err = json.loads(r.stdout)["error"]
+    assert r.exit_code == 2 and err["field"] == "vary.ep_imbalanse" and "ep_imbalance" in err["valid"]
+    r = run("infer", "--vary", "ep_imbalance=1,0.5", "--json")        # each value validated as the option is
+    assert r.exit_code == 2 and json.loads(r.stdout)["error"]["field"] == "ep_imbalance"
+
+
+def test_the_python_api_takes_what_if_and_reports_it():
+    import tokenmath
+    r = tokenmath.infer("llama-3.1-8b", "h100-sxm", batch=8, what_if=["memory_bw_tbs=6.7"])
+    assert r.to_dict()["what_if"] == [{"field": "memory_bw_tbs", "value": 6.7, "catalog": 3.35, "unit": "TB/s"}]
+    assert r.hardware.memory_bw == 6.7e12
+    assert "what_if" not in tokenmath.infer("llama-3.1-8b", "h100-sxm", batch=8).to_dict()
+
+
+def test_price_and_fleet_take_set_and_vary():
+    d = _json("price", "-m", "llama-3.1-8b", "-H", "h100-sxm", "--vary", "price=1,2")
+    a, b = (x["cost_per_mtok_output_usd"] for x in d["results"])
+    assert b == pytest.approx(2 * a)
+    d = _json("fleet", "-m", "llama-3.1-8b", "-H", "h100-sxm", "--demand", "1e4", "--set", "memory_bw_tbs=2x")
+    assert d["what_if"][0]["field"] == "memory_bw_tbs"

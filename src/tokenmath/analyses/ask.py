@@ -52,7 +52,7 @@ def knobs(dep: Deployment) -> dict:
     """The setup-level keywords every serving analysis takes (analyses.setup.setup / with_deployment_knobs)."""
     return dict(weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, efficiency=efficiency_of(dep),
                 engine=dep.engine, ep_comm=dep.ep_comm, ep_overlap=dep.ep_overlap, ep_imbalance=dep.ep_imbalance,
-                max_running=dep.max_running, price_usd_per_hour=dep.price_usd_per_hour)
+                max_running=dep.max_running, price_usd_per_hour=dep.price_usd_per_hour, what_if=dep.what_if)
 
 
 def _layout(dep: Deployment, *names) -> dict:
@@ -112,7 +112,8 @@ def speculative_beside(dep: Deployment, wl: Workload, answer):
     return speculative(dep.model, dep.hardware, speculation_of(dep), batches=batches, chips=dep.chips, tp=dep.tp,
                        ep=dep.ep, dp=dep.dp, weight_dtype=k["weight_dtype"], kv_dtype=k["kv_dtype"],
                        efficiency=k["efficiency"], engine=k["engine"], ep_imbalance=dep.ep_imbalance,
-                       ep_overlap=dep.ep_overlap, **lens)
+                       ep_overlap=dep.ep_overlap, what_if=dep.what_if, price_usd_per_hour=dep.price_usd_per_hour,
+                       **lens)
 
 
 def simulate(dep: Deployment, wl: Workload, **own):
@@ -140,7 +141,7 @@ def context(dep: Deployment, wl: Workload, context=8192):
     k = knobs(dep)
     r = run(dep.model, dep.hardware, **_layout(dep), batch=wl.batch if wl.batch is not None else 1,
             context=context, weight_dtype=k["weight_dtype"], kv_dtype=k["kv_dtype"], efficiency=k["efficiency"],
-            engine=k["engine"], max_running=dep.max_running)
+            engine=k["engine"], max_running=dep.max_running, what_if=dep.what_if)
     return with_notes(r, not_applied("context", dep, wl))
 
 

@@ -108,10 +108,22 @@ def transport(ep_comm=None, ep_overlap=None, ep_imbalance=None) -> Transport:
     return Transport(check_ep_comm(ep_comm or "bf16"), bool(ep_overlap), check_ep_imbalance(ep_imbalance))
 
 
+def deployment_hardware(hw: Hardware, what_if=(), price_usd_per_hour=None) -> Hardware:
+    """The chip (or System) a deployment runs on: the catalog's (or the file's) figures with the deployment's
+    what-if overrides applied (specs.overrides.apply: each checked as a hardware file's figure would be, and carried
+    on the result's `what_if` for the answer's JSON) and its price per chip-hour (None: the catalog's)."""
+    if what_if:
+        from tokenmath.specs.overrides import apply
+        hw, _ = apply(hw, dict(what_if))
+    if price_usd_per_hour is not None:
+        hw = hw.replace(price_usd_per_hour=float(price_usd_per_hour))
+    return hw
+
+
 def with_deployment_knobs(su: Setup, *, ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None,
-                          price_usd_per_hour=None) -> Setup:
-    """The setup with a deployment's transport, its engine's cap on running sequences (max_running: per scheduler)
-    and its price per chip-hour (None each: unchanged)."""
+                          price_usd_per_hour=None, what_if=()) -> Setup:
+    """The setup with a deployment's transport, its engine's cap on running sequences (max_running: per scheduler),
+    its what-if hardware and its price per chip-hour (deployment_hardware; None or empty each: unchanged)."""
     if ep_comm is not None or ep_overlap is not None or ep_imbalance is not None:
         su = replace(su, transport=transport(ep_comm, ep_overlap, ep_imbalance))
     if max_running is not None:
@@ -122,20 +134,22 @@ def with_deployment_knobs(su: Setup, *, ep_comm=None, ep_overlap=None, ep_imbala
         n = int(max_running)
         su = replace(su, efficiency=replace(su.efficiency, engine=replace(eng, max_running=n,
                                                                           max_running_small_gpu=n)))
-    if price_usd_per_hour is not None:
-        su = replace(su, hardware=replace(su.hardware, price_usd_per_hour=float(price_usd_per_hour)))
+    if what_if or price_usd_per_hour is not None:
+        su = replace(su, hardware=deployment_hardware(su.hardware, what_if, price_usd_per_hour))
     return su
 
 
 def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, weight_dtype=None, kv_dtype=None,
           efficiency: Efficiency | None = None, reserve: float | None = None, cp=None, engine=None,
-          ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None, price_usd_per_hour=None) -> Setup:
+          ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None, price_usd_per_hour=None,
+          what_if=()) -> Setup:
     """One question's inputs. The layout: make_layout (the degrees given; the chips they leave go to the default
     spread when tp is not given, else to dp). The efficiency: the one given, else the chip family's calibration;
-    the engine (with_engine): the one named, else the efficiency's own (None: the engine-free step). The rest:
+    the engine (with_engine): the one named, else the efficiency's own (None: the engine-free step). The chip:
+    deployment_hardware (what-if overrides, price), before anything reads its figures. The rest:
     with_deployment_knobs."""
     m = get_model(model)
-    hw = get_hardware(hardware)
+    hw = deployment_hardware(get_hardware(hardware), what_if, price_usd_per_hour)
     lay = make_layout(m, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp)
     reserve = RESERVE_FRACTION if reserve is None else reserve
     if not 0 <= reserve < 1:
@@ -143,7 +157,7 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
     eff = serving_efficiency(hw, efficiency, engine)
     su = Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), eff, reserve)
     return with_deployment_knobs(su, ep_comm=ep_comm, ep_overlap=ep_overlap, ep_imbalance=ep_imbalance,
-                                 max_running=max_running, price_usd_per_hour=price_usd_per_hour)
+                                 max_running=max_running)
 
 
 def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine=None,
@@ -151,7 +165,7 @@ def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reser
     """A question about a whole system (plan, moe): its Setup (no layout yet) and its number of chips."""
     from tokenmath.specs.systems import get_system     # systems (and their dataclass) only for a system question
     m = get_model(model)
-    hw = get_system(system, chips)
+    hw = deployment_hardware(get_system(system, chips), knobs.pop("what_if", ()), knobs.pop("price_usd_per_hour", None))
     n = hw.chips
     if n > MAX_SEARCH_CHIPS:
         raise InputError("chips", f"{n:,} chips is more than one plan searches", f"at most {MAX_SEARCH_CHIPS:,}")

@@ -63,6 +63,7 @@ class Hardware:
     family: str = ""               # calibration family (specs/families.py): a catalog chip's, or a file's `family`
     kernel_class: str = ""         # a file's `kernel_class` (specs/kernels.py); "" : the catalog chip's, else generic
     kernels: "KernelModel | None" = None   # a file's own measured KernelModel (its [kernels] section, `tokenmath measure`)
+    what_if: tuple = ()            # the what-if overrides applied to these figures (specs/overrides.Override), in order
 
     def _path(self, compute: str) -> tuple[str, ...]:
         """The FLOP keys tried, in order, for matmuls on `compute`. mxfp4 weights meet MXFP8 activations where the

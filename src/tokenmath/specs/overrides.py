@@ -123,7 +123,7 @@ def parse_pairs(pairs) -> dict:
 
 def apply(hw: Hardware, overrides: dict) -> tuple[Hardware, tuple[Override, ...]]:
     """`hw` (a Hardware or System) with `overrides` ({field name: number or 'Mx' text}) applied and checked.
-    Returns the new chip and the list of what changed (for --explain and JSON)."""
+    Returns the new chip (its `what_if` extended by what changed) and the list of what changed."""
     if not overrides:
         return hw, ()
     rec = record_of(hw)
@@ -154,7 +154,14 @@ def apply(hw: Hardware, overrides: dict) -> tuple[Hardware, tuple[Override, ...]
             attr = SCALAR_FIELDS[o.field][0]
             new[attr] = getattr(checked, attr)
     caveat = "what-if: " + "; ".join(o.text() for o in done)
-    return hw.replace(**new, caveats=(*hw.caveats, caveat)), tuple(done)
+    return hw.replace(**new, caveats=(*hw.caveats, caveat), what_if=(*hw.what_if, *done)), tuple(done)
+
+
+def what_if_dict(hw) -> dict:
+    """{"what_if": the overrides applied to `hw` ({field, value, catalog, unit} each)} for an answer's JSON; {} for
+    catalog figures (and for None)."""
+    done = getattr(hw, "what_if", ())
+    return {"what_if": [o.to_dict() for o in done]} if done else {}
 
 
 def vary_values(spec) -> tuple[str, list[str]]:

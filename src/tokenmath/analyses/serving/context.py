@@ -19,6 +19,7 @@ from tokenmath.engine.static_batch import serve_batch
 from tokenmath.engine.forward import decode_context
 from tokenmath.specs.kv_cache import (context_holding, kv_bytes_per_sequence, kv_bytes_per_token,
                                       state_bytes_per_sequence)
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.setup import Setup, setup
 
 
@@ -49,13 +50,14 @@ class Context:
                 "crossover_context": self.crossover_context,
                 "decode_step_s_at_context": finite(self.decode_step_s_at_context),
                 "decode_cost_per_mtok_at_context_usd": finite(self.decode_usd_per_mtok_at_context),
-                "fits_at_context": self.fits_at_context, "curve": self.curve, "notes": list(self.notes)}
+                "fits_at_context": self.fits_at_context, "curve": self.curve, "notes": list(self.notes),
+                **what_if_dict(su.hardware)}
 
 
 def context(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, context=8192,
-            weight_dtype=None, kv_dtype=None, efficiency=None, engine=None, max_running=None) -> Context:
+            weight_dtype=None, kv_dtype=None, efficiency=None, engine=None, max_running=None, what_if=()) -> Context:
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, max_running=max_running)
+               kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, max_running=max_running, what_if=what_if)
     batch = int_arg(batch, "batch", 1, MAX_BATCH)
     ctx = int_arg(context, "context")
     m, hw, lay, pr = su.model, su.hardware, su.layout, su.precision

@@ -16,6 +16,7 @@ import numpy as np
 from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.engine.economics import megawatts, request_cost_per_mtok, usd_per_s, usd_per_year
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, meeting_speed, point, up_to
 from tokenmath.mapping.layout import ATTENTION_SHARDING
@@ -31,7 +32,7 @@ class Fleet:
     result: dict    # the JSON answer: replica, replicas, chips, domains, MW, $ per year
 
     def to_dict(self):
-        return self.result
+        return {**self.result, **what_if_dict(self.setup.hardware)}
 
 
 def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=1024, output_len=256,

@@ -18,6 +18,7 @@ from tokenmath.engine.memory import max_batch
 from tokenmath.engine.expert_parallel import experts_touched
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.mapping.layout import with_attention
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.setup import Setup, setup
 
 HUGE_BATCH = 2.0 ** 24   # per-token cost at this batch (memory ignored) is the floor the curve flattens onto
@@ -92,7 +93,8 @@ class Hyperbola:
                 "floor_bottleneck": self.floor_bottleneck,
                 "price_usd_per_chip_hour": su.hardware.price_usd_per_hour,
                 "engine": su.engine_dict, "notes": [su.engine_note, *self.notes], "points": pts,
-                **({} if self.speculative is None else {"speculative": self.speculative.to_dict()})}
+                **({} if self.speculative is None else {"speculative": self.speculative.to_dict()}),
+                **what_if_dict(su.hardware)}
 
 
 def hyperbola(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, context=2048, weight_dtype=None,

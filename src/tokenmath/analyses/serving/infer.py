@@ -25,6 +25,7 @@ from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.hardware import Hardware
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
 from tokenmath.specs.model import Model
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.specs.params import count_params
 from tokenmath.specs.serving_engines import EngineProfile, engine_dict
 from tokenmath.analyses.setup import check_ep_comm, setup
@@ -186,7 +187,7 @@ class InferResult:
             **({} if self.load is None else {"load": self.load.to_dict()}),
             **({} if not self.prefix_hit else {"prefix_cache": self.prefix_cache_dict()}),
             **({} if self.speculative is None else {"speculative": self.speculative.to_dict()}),
-            "advice": list(self.advice), "notes": list(self.notes),
+            "advice": list(self.advice), "notes": list(self.notes), **what_if_dict(self.hardware),
         }
 
 
@@ -198,7 +199,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
           output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
           reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
           ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None, attention_sharding=None,
-          ep_imbalance=None, speculation=None, max_running=None, price_usd_per_hour=None) -> InferResult:
+          ep_imbalance=None, speculation=None, max_running=None, price_usd_per_hour=None, what_if=()) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -217,13 +218,13 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     (mapping/layout.py; under load too: the steady state's and the simulator's replica follow it).
     speculation: a speculative.Speculation; under load every decode verifies k + 1 tokens (steady_state.py). The
     static batch's speculative figures sit beside it (analyses/serving/speculative.py; the CLI adds them).
-    max_running, price_usd_per_hour: the engine's cap on running sequences per scheduler, and the chip-hour price
-    (analyses.setup.with_deployment_knobs).
+    max_running, price_usd_per_hour, what_if: the engine's cap on running sequences per scheduler, the chip-hour
+    price and what-if hardware overrides ((field, value) pairs; analyses.setup.deployment_hardware).
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
     input_len = int_arg(input_len, "input_len")
     knobs = dict(ep_comm=check_ep_comm(ep_comm), ep_overlap=bool(ep_overlap), ep_imbalance=ep_imbalance,
-                 max_running=max_running, price_usd_per_hour=price_usd_per_hour)
+                 max_running=max_running, price_usd_per_hour=price_usd_per_hour, what_if=what_if)
     output_len = int_arg(output_len, "output_len")
     hit = hit_rate(prefix_hit)
     load = None

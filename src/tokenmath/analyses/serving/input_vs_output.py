@@ -32,6 +32,7 @@ from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.specs.hardware import Hardware
 from tokenmath.specs.kv_tiers import HBM_NOTES, HBM_SOURCES, KVTier, host_tier_figures
 from tokenmath.mapping.layout import with_attention
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.setup import Setup, setup
 
 DEFAULT_CONTEXTS = (256, 1024, 4096, 16384, 65536, 131072)
@@ -70,7 +71,7 @@ class Prices:
                 "kv_tiers": [{"tier": t.id, "name": t.name, "capacity_bytes_per_chip": t.capacity_bytes_per_chip,
                               "reload_bytes_per_s_per_chip": finite(t.reload_bw_per_chip),
                               "usd_per_byte_s": t.usd_per_byte_s, "sources": t.sources} for t in self.tiers],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), **what_if_dict(su.hardware)}
 
 
 def _batches_for_speed(su: Setup, ctx, output_len, bmax, target):

@@ -37,6 +37,7 @@ from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.specs.model_catalog import model_ids, get_model
 from tokenmath.specs.params import count_params
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.setup import Setup, check_ep_comm, check_ep_imbalance, fmt_layout, system_setup
 from tokenmath.analyses.serving.grid import evaluate, links_for, point
 
@@ -64,7 +65,7 @@ class MoeReport:
                 "kv_dtype": su.precision.kv.name, "engine": su.engine_dict,
                 "fits_in_one_domain": self.fit["fits_in_one_domain"], "fit": self.fit, "all_to_all": self.all_to_all,
                 "max_expert_params_per_domain": self.capacity["max_expert_params"], "capacity": self.capacity,
-                "layouts": self.rows, **self.options, "notes": list(self.notes)}
+                "layouts": self.rows, **self.options, "notes": list(self.notes), **what_if_dict(su.hardware)}
 
 
 def _largest(cands, ok) -> int:

@@ -14,6 +14,7 @@ from tokenmath.base.validators import finite, int_arg
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS, layouts_for
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.by_concurrency import concurrency_axis, trace
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.serving.grid import COST_KEYS, Grid, attention_arg, over_batches
 from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
 
@@ -62,7 +63,8 @@ class Pareto:
                 "input_len": self.grid.input_len, "output_len": self.grid.output_len,
                 "frontier": self.frontier, "points_evaluated": len(self.points),
                 "layouts": [fmt_layout(*t) for t in self.grid.layouts],
-                "by_concurrency": self.by_concurrency, "by_concurrency_notes": self.by_concurrency_notes}
+                "by_concurrency": self.by_concurrency, "by_concurrency_notes": self.by_concurrency_notes,
+                **what_if_dict(su.hardware)}
 
 
 def pareto(model, hardware, *, chips=None, input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None,

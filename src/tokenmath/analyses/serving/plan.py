@@ -40,6 +40,7 @@ from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, links_fo
 from tokenmath.analyses.serving.by_concurrency import (cheapest_continuous, cheapest_meeting, concurrency_axis,
                                                        reaching, targets_test, trace)
 from tokenmath.analyses.serving.pareto import flag_frontier, frontier_mask
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.serving.plan_disaggregated import disaggregate
 from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
 
@@ -97,7 +98,7 @@ class Plan:
                 "disaggregated": self.disaggregated, "notes": list(self.notes),
                 **({} if self.draft is None else {"speculation": self.draft.to_dict()}),
                 "by_concurrency": list(self.by_concurrency), "by_concurrency_notes": list(self.by_concurrency_notes),
-                "best_by_concurrency": self.best_by_concurrency}
+                "best_by_concurrency": self.best_by_concurrency, **what_if_dict(hw)}
 
 
 def _targets(ttft_ms, min_tps_user) -> tuple[float | None, float | None]:

@@ -13,6 +13,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.engine.economics import decode_cost_per_mtok, prefill_cost_per_mtok, usd_per_s
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.by_concurrency import cheapest_continuous, continuous_fields
 from tokenmath.analyses.serving.grid import attention_arg, meeting_speed, up_to
@@ -24,7 +25,7 @@ class PriceResult:
     result: dict    # the JSON answer: cheapest point meeting the target, its costs and the implied prices
 
     def to_dict(self):
-        return self.result
+        return {**self.result, **what_if_dict(self.setup.hardware)}
 
 
 def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, output_len=500, margin=0.5,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, pos_float
 from tokenmath.analyses.serving.infer import infer
-from tokenmath.analyses.setup import serving_efficiency
+from tokenmath.analyses.setup import deployment_hardware, serving_efficiency
 from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.hardware import Hardware, get_hardware
 from tokenmath.specs.overrides import apply, figure
@@ -74,6 +74,7 @@ class SensitivityResult:
     rows: tuple[SensitivityRow, ...]     # ranked, largest swing first
     efficiency_source: str
     notes: tuple[str, ...] = ()
+    what_if: tuple[dict, ...] = ()       # the what-if overrides the figures were moved around (Override.to_dict)
 
     @property
     def label(self) -> str:
@@ -83,7 +84,7 @@ class SensitivityResult:
         return {"model": self.model, "hardware": self.hardware, "metric": self.metric, "delta": self.delta,
                 "base_answer": finite(self.base_answer), "layout": self.layout, "batch": self.batch,
                 "rows": [r.to_dict() for r in self.rows], "efficiency_source": self.efficiency_source,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), **({"what_if": list(self.what_if)} if self.what_if else {})}
 
 
 def hardware_fields(hw: Hardware, compute_key: str) -> list[str]:
@@ -102,14 +103,17 @@ def hardware_fields(hw: Hardware, compute_key: str) -> list[str]:
 
 
 def sensitivity(model, hardware, *, metric: str = "cost_per_mtok_output_usd", delta: float = 0.2, batch="max",
-                efficiency: Efficiency | None = None, engine=None, **kw) -> SensitivityResult:
+                efficiency: Efficiency | None = None, engine=None, what_if=(), price_usd_per_hour=None,
+                **kw) -> SensitivityResult:
     """Move each input by +-delta, answer `metric` of infer() at each, rank by swing.
+    what_if, price_usd_per_hour: the deployment's chip (analyses.setup.deployment_hardware), the figures moved
+    around it (applied here once, not again under each moved figure).
     kw: infer's other arguments (chips, tp, ep, dp, pp, input_len, output_len, weight_dtype, kv_dtype)."""
     if metric not in METRICS:
         from tokenmath.base.errors import unknown_name
         raise unknown_name("metric", metric, METRICS)
     delta = pos_float(delta, "delta", 0.0, 0.9)
-    hw = get_hardware(hardware)
+    hw = deployment_hardware(get_hardware(hardware), what_if, price_usd_per_hour)
     eff = serving_efficiency(hw, efficiency, engine)
 
     def answer(h, e, b=batch):
@@ -157,4 +161,5 @@ def sensitivity(model, hardware, *, metric: str = "cost_per_mtok_output_usd", de
                      "model, so efficiency.flops moves only the code outside the op table")
     return SensitivityResult(base_r.model.id, hw.id, metric, delta, base,
                              f"tp={int(lay.tp)} pp={int(lay.pp)} ep={int(lay.ep)} dp={int(lay.dp)}",
-                             int(base_r.batch), tuple(rows), eff.source, tuple(notes))
+                             int(base_r.batch), tuple(rows), eff.source, tuple(notes),
+                             tuple(o.to_dict() for o in hw.what_if))

@@ -18,6 +18,7 @@ from tokenmath.base import units as u
 from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
+from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, up_to
 from tokenmath.analyses.serving.speculative import Draft, resolve_draft, speculation_notes
 
@@ -61,7 +62,7 @@ class SlowMode:
                 "notes": [su.engine_note, *speculation_notes(self.draft), *self.notes], "per_request": self.per_request,
                 **({} if self.draft is None else {"speculation": self.draft.to_dict()}),
                 "rows": self.rows, "saturation_budget_s": self.saturation_budget_s, "saturation": self.saturation,
-                "why": self.why}
+                "why": self.why, **what_if_dict(su.hardware)}
 
 
 def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_chips=None, input_len=1024,

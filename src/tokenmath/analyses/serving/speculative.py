@@ -163,15 +163,18 @@ class SpeculativeResult:
 
 def speculative(model, hardware, spec: Speculation, *, batches=(1,), chips=None, tp=None, ep=None, dp=None,
                 input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None,
-                reserve=None, ep_imbalance=1.0, ep_overlap: bool = False) -> SpeculativeResult:
-    """The plain and the speculative decode step of `model` on `hardware` at each batch in `batches`."""
+                reserve=None, ep_imbalance=1.0, ep_overlap: bool = False, what_if=(),
+                price_usd_per_hour=None) -> SpeculativeResult:
+    """The plain and the speculative decode step of `model` on `hardware` at each batch in `batches`.
+    what_if, price_usd_per_hour: the deployment's chip (analyses.setup.deployment_hardware)."""
     if not isinstance(spec, Speculation):
         raise InputError("speculation", "missing", "speculation(draft=..., k=..., acceptance=...) or mtp=K")
     input_len = int_arg(input_len, "input_len")
     output_len = int_arg(output_len, "output_len")
     bs = np.array([int_arg(b, "batch", 1, MAX_BATCH) for b in np.atleast_1d(batches)], float)
     su = setup(model, hardware, chips=chips, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-               efficiency=efficiency, reserve=reserve, engine=engine)
+               efficiency=efficiency, reserve=reserve, engine=engine, what_if=what_if,
+               price_usd_per_hour=price_usd_per_hour)
     m, hw, lay, prec, eff = su.model, su.hardware, su.layout, su.precision, su.efficiency
     dr = resolve_draft(spec, m, prec, weight_dtype, kv_dtype)
     d, dprec = dr.model, dr.precision

@@ -160,3 +160,4 @@ def price(deployment, workload, margin, utilization, max_chips, as_json, explain
     else:
         from tokenmath.faces.explain_serving import explain_price
         click.echo(explain_price(r))
+    return r

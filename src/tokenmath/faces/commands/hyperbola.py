@@ -2,11 +2,9 @@ import click
 
 from tokenmath.faces.commands.common import emit_json, guarded, positive, with_plot
 from tokenmath.faces.commands.question_options import question_options
-from tokenmath.faces.commands.whatif import whatif_options
 
 
 @click.command()
-@whatif_options
 @question_options("hyperbola")
 @click.option("--context", type=int, default=2048, show_default=True, callback=positive,
               help="Tokens in each sequence's KV cache during decode.")

@@ -2,11 +2,9 @@ import click
 
 from tokenmath.faces.commands.common import guarded, output_options
 from tokenmath.faces.commands.question_options import question_options
-from tokenmath.faces.commands.whatif import whatif_options
 
 
 @click.command()
-@whatif_options
 @question_options("infer")
 @click.option("--peak", is_flag=True, help="100% of every peak instead of the achievable fractions (= --efficiency "
               "peak; with --engine none: the pure roofline, no engine limits or costs).")
@@ -38,3 +36,4 @@ def infer(deployment, workload, peak, uncalibrated, as_json, explain):
     if spec is not None and not as_json:
         from tokenmath.faces.explain_speculative import explain_speculative, speculative_text
         click.echo(explain_speculative(spec) if explain else speculative_text(spec))
+    return r

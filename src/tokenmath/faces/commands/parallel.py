@@ -5,7 +5,6 @@ from tokenmath.faces.commands.question_options import question_options
 
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import emit_json, guarded, positive, with_plot
-from tokenmath.faces.commands.whatif import whatif_options
 
 DEFAULT_SYSTEM = "hgx-h200"      # the default model (DeepSeek-V3, fp8) fits on one 8-GPU H200 node, not on 8 H100s
 
@@ -17,7 +16,6 @@ def _system_option(f):
 
 
 @click.command()
-@whatif_options
 @question_options("plan", skip=("hardware", "concurrency"), defaults={"model": "deepseek-v3"})
 @_system_option
 @click.option("--disaggregated", is_flag=True, help="Also size separate prefill and decode pools for this traffic mix.")
@@ -41,10 +39,10 @@ def plan(deployment, workload, system, disaggregated, concurrency, as_json, expl
         click.echo((explain_plan(r) if explain else plan_text(r)) + plan_concurrency_text(r))
         if plot_file:
             click.echo(f"chart written to {plot_file}")
+    return r
 
 
 @click.command()
-@whatif_options
 @question_options("moe", skip=("hardware",), defaults={"model": "deepseek-v3"})
 @_system_option
 @click.option("--context", type=int, default=4096, show_default=True, callback=positive,
@@ -67,6 +65,7 @@ def moe(deployment, workload, system, context, as_json, explain, plot_file):
         click.echo(explain_moe(r) if explain else moe_text(r))
         if plot_file:
             click.echo(f"chart written to {plot_file}")
+    return r
 
 
 @click.command()

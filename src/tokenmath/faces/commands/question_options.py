@@ -1,7 +1,11 @@
 """The command line's options for a serving question, generated from the declarations (specs/question/deployment.py,
 specs/question/workload.py): one option per field, its help, unit and default from the one declaration. The command gets
 `deployment` and `workload`, built and validated once (Deployment.of, Workload.of); a bad value exits 2 naming the
-field and what would be valid (the closest names for a typo), as everywhere else."""
+field and what would be valid (the closest names for a typo), as everywhere else.
+
+`--set FIELD=VALUE` is the Deployment's what_if field (repeatable); `--vary FIELD=v1,v2,...` asks the question once per
+value of a hardware figure or of any of these fields (faces/commands/whatif.py), each time through the command's own
+function, which returns its result."""
 from __future__ import annotations
 
 import functools
@@ -9,6 +13,7 @@ import functools
 import click
 
 from tokenmath.faces.commands.common import run_guarded
+from tokenmath.faces.commands.whatif import run_vary, vary_option, what_if_text
 from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
 from tokenmath.specs.question.fields import Field
 from tokenmath.specs.question.workload import WORKLOAD_FIELDS, Workload
@@ -31,6 +36,8 @@ def field_option(f: Field, default=None):
     names = [f.option] + ([f.short] if f.short else [])
     if f.kind == "bool":
         return click.option(*names, f.name, is_flag=True, default=None, help=_help(f))
+    if f.kind == "overrides":
+        return click.option(*names, f.name, multiple=True, metavar="FIELD=VALUE", help=_help(f))
     shown = f.default if default is None else default
     return click.option(*names, f.name, type=str, default=None, metavar=_METAVAR.get(f.kind, "|".join(f.choices)),
                         help=_help(f) + (f" (default: {shown})" if shown is not None else ""))
@@ -46,18 +53,31 @@ def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dic
 
     def deco(fn):
         @functools.wraps(fn)
-        def wrapper(*args, **kw):
+        def wrapper(*args, vary=None, **kw):
             raw = {f.name: kw.pop(f.name) for f in decl}
+            as_json = bool(kw.get("as_json"))
 
-            def build():
-                given = {k: v for k, v in raw.items() if v is not None}
+            def build(raw):
+                given = {k: v for k, v in raw.items() if v not in (None, ())}
                 given = {**{k: v for k, v in defaults.items() if k not in given}, **given}
                 dep = Deployment.of(**{k: v for k, v in given.items() if k in dep_names})
                 wl = Workload.of(**{k: v for k, v in given.items() if k not in dep_names})
                 return dep, wl
-            dep, wl = run_guarded(build, bool(kw.get("as_json")))
-            return fn(*args, deployment=dep, workload=wl, **kw)
+            if vary:
+                def call(dep, wl, quiet_json, explain):
+                    plot = {"plot_file": None} if "plot_file" in kw else {}
+                    return fn(*args, deployment=dep, workload=wl, **{**kw, "as_json": quiet_json, "explain": explain,
+                                                                      **plot})
+                options = {f.name: f.option for f in decl if f.kind != "overrides"}
+                return run_guarded(lambda: run_vary(vary, raw, options, build, call, as_json,
+                                                    bool(kw.get("explain"))), as_json)
+            dep, wl = run_guarded(lambda: build(raw), as_json)
+            result = fn(*args, deployment=dep, workload=wl, **kw)
+            if dep.what_if and not as_json and result is not None:
+                click.echo("what-if hardware (not a catalog chip): " + what_if_text(result.to_dict().get("what_if")
+                                                                                   or []))
+            return result
         for f in reversed(decl):
             wrapper = field_option(f, defaults.get(f.name))(wrapper)
-        return wrapper
+        return vary_option(wrapper)
     return deco

@@ -3,14 +3,12 @@ import click
 
 from tokenmath.faces.commands.common import emit_json, guarded, with_plot
 from tokenmath.faces.commands.question_options import question_options
-from tokenmath.faces.commands.whatif import whatif_options
 
 METRIC_NAMES = ("cost_per_mtok_output_usd", "cost_per_mtok_output_request_usd", "cost_per_mtok_input_usd",
                 "decode_step_s", "ttft_s", "output_tokens_per_s_per_user", "output_tokens_per_s")
 
 
 @click.command()
-@whatif_options
 @question_options("sensitivity", defaults={"batch": "max"})
 @click.option("--metric", type=click.Choice(METRIC_NAMES), default="cost_per_mtok_output_usd", show_default=True,
               help="The answer whose sensitivity is ranked.")

@@ -5,7 +5,6 @@ from tokenmath.faces.commands.question_options import question_options
 
 from tokenmath.faces.commands.axes import concurrency_option
 from tokenmath.faces.commands.common import emit_json, guarded, positive, positive_float, with_plot
-from tokenmath.faces.commands.whatif import whatif_options
 
 
 def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None):
@@ -42,7 +41,6 @@ def _speculation_footer(deployment, as_json):
 
 
 @click.command()
-@whatif_options
 @question_options("slowmode")
 @click.option("--budget-ms", callback=_floats, help="Latency budgets, comma-separated (ms per output token, or per request).")
 @click.option("--per-request", is_flag=True, help="Budgets are per request (TTFT + all decode steps).")
@@ -62,7 +60,6 @@ def slowmode(deployment, workload, budget_ms, per_request, max_chips, as_json, e
 
 
 @click.command()
-@whatif_options
 @question_options("pareto", skip=("concurrency",), defaults={"attention_sharding": "heads"})
 @click.option("--allow-pp", is_flag=True, help="Also consider pipeline-parallel layouts.")
 @concurrency_option
@@ -82,7 +79,6 @@ def pareto(deployment, workload, allow_pp, concurrency, as_json, explain, plot_f
 
 
 @click.command()
-@whatif_options
 @question_options("prices")
 @click.option("--contexts", callback=_floats, help="Input lengths, comma-separated (default 256..131072).")
 @click.option("--cache-ttl-s", type=float, default=300.0, show_default=True, callback=positive_float,
@@ -100,7 +96,6 @@ def prices(deployment, workload, contexts, cache_ttl_s, as_json, explain, plot_f
 
 
 @click.command()
-@whatif_options
 @question_options("context", defaults={"batch": "1"})
 @click.option("--context", type=int, default=8192, show_default=True, callback=positive)
 @with_plot
@@ -116,7 +111,6 @@ def context(deployment, workload, context, as_json, explain, plot_file):
 
 
 @click.command()
-@whatif_options
 @question_options("fleet", defaults={"attention_sharding": "heads", "min_tokens_per_s_per_user": "20"})
 @click.option("--demand", type=float, required=True, callback=positive_float, help="Output tokens per second to serve.")
 @click.option("--max-chips", type=int, callback=positive, help="Largest replica (chips).")

@@ -2,11 +2,9 @@ import click
 
 from tokenmath.faces.commands.common import guarded, positive, positive_float, with_plot
 from tokenmath.faces.commands.question_options import question_options
-from tokenmath.faces.commands.whatif import whatif_options
 
 
 @click.command()
-@whatif_options
 @question_options("simulate", skip=("batch",))
 @click.option("--burstiness", type=float, default=1.0, show_default=True, callback=positive_float,
               help="Open loop: gamma shape of the gaps between arrivals (1 = Poisson, < 1 burstier).")

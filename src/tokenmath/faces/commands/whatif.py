@@ -1,121 +1,140 @@
-"""`--set FIELD=VALUE` (repeatable) and `--vary FIELD=v1,v2,...` on the serving commands: what-if hardware.
+"""`--vary FIELD=v1,v2,...` on the serving commands: one question asked at several values of one field, answered with
+one table (the figures that change) or one JSON object holding the list of answers.
 
-A thin wrapper around a command: it resolves --hardware once, applies the overrides (specs/overrides.py, checked
-like a hardware file), and calls the command with the changed chip. --vary calls it once per value and answers with
-one table (the figures that change) or one JSON object holding the list. No physics here.
+FIELD is a what-if hardware figure (the fields of --set, specs/overrides.py: memory_bw_tbs, scaleup_domain, tflops.fp8,
+price_usd_per_hour, ...; each value joins the Deployment's `what_if`) or any declared Deployment or Workload field the
+command takes (ep_imbalance, concurrency, engine, hardware, ...). Each value builds the typed Deployment and Workload
+(validated as the options are: faces/commands/question_options.py), the command's own function answers it with its
+printing suppressed and returns its result, and the table and the JSON are built from each result's to_dict(): no
+printed output is parsed.
+
+`--set` is not here: it is the Deployment's declared `what_if` field (specs/question/deployment.py), applied once where
+the deployment's chip is resolved (analyses/setup.deployment_hardware), and every answer's JSON lists the changed
+figures under `what_if`. Every command that takes --vary is a typed serving question. No physics here.
 """
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import json
 
 import click
 
-from tokenmath.faces.commands.common import emit_json, run_guarded
-from tokenmath.specs.question.deployment import field as declared
+from tokenmath.base.errors import InputError, closest, show
+from tokenmath.specs.overrides import ALIASES, FIELDS as HARDWARE_FIELDS, Override, canonical
 
 # columns a --vary table shows first when they are among the figures that change (any other changing scalar follows)
 PREFERRED = ("layout", "batch", "output_tokens_per_s_per_user", "output_tokens_per_s_per_chip",
              "cost_per_mtok_output_request_usd", "cost_per_mtok_output_usd", "decode_step_s", "ttft_s",
              "cost_per_mtok_input_usd", "output_tokens_per_s", "max_batch", "fits", "bottleneck_decode", "bottleneck")
 MAX_COLUMNS = 8
+MAX_VALUES = 64
 SKIP = ("what_if", "search_s")      # not answers: the overrides themselves, and how long the search took
 
 
-def whatif_options(f):
-    """Decorator (above the command's own options): adds --set and --vary; without them the command runs unchanged."""
-    @functools.wraps(f)
-    def wrapper(*args, set_fields=(), vary=None, **kw):
-        if not set_fields and not vary:
-            return f(*args, **kw)
-        return run_guarded(lambda: _run(f, args, kw, set_fields, vary), bool(kw.get("as_json")))
-    wrapper = click.option("--vary", metavar="FIELD=V1,V2,...",
-                           help="Sweep one hardware figure (same fields as --set); one table or JSON list.")(wrapper)
-    wrapper = click.option("--set", "set_fields", multiple=True, metavar="FIELD=VALUE",
-                           help="What-if hardware: override a chip/system figure (hardware-file field names, humane "
-                                "units: memory_bw_tbs=6.7, memory_gb=288, tflops.fp8=5000, scaleup_domain=576, "
-                                "scaleup_gbs, scaleout_gbs, tdp_w, price_usd_per_hour; '2x' = twice the catalog "
-                                "figure). Repeatable.")(wrapper)
-    return wrapper
+def vary_option(f):
+    return click.option("--vary", metavar="FIELD=V1,V2,...",
+                        help="Ask the question at each value of one field: a hardware figure (the fields of --set) "
+                             "or any of this command's fields (e.g. ep_imbalance=1,1.5,2 or concurrency=8,64); "
+                             "values comma-separated (semicolons when a value holds a comma). One table, or one "
+                             "JSON object with the list of answers.")(f)
 
 
-def resolve(spec, chips=None):
-    """The chip or system --hardware names (a system id resolves as a System of `chips`)."""
-    from tokenmath.specs.hardware import Hardware, get_hardware
-    from tokenmath.specs.systems import catalog as systems, get_system
-    if isinstance(spec, Hardware):
-        return spec
-    if isinstance(spec, str) and spec.lower() in systems():
-        return get_system(spec, chips)
-    return get_hardware(spec)
+def what_if_text(what: list[dict]) -> str:
+    """The overrides of an answer's `what_if` list, as one line."""
+    return "; ".join(Override(o["field"], o["value"], o["catalog"], o["unit"]).text() for o in what)
 
 
-def _chips(v):
-    """--chips as the command line gave it (text from the generated options, or an int): a whole number or None."""
-    if v is None or isinstance(v, int):
-        return v
-    from tokenmath.specs.question.fields import coerce_basic
-    return coerce_basic(declared("chips"), v)
+def parse_vary(spec, names) -> tuple[str, str, list[str]]:
+    """`FIELD=v1,v2,...` -> ("hardware" or "field", the field's name, [value texts]). names: the declared fields
+    the command takes. A hardware figure's name wins where both mean one (price_usd_per_hour: the same figures)."""
+    if "=" not in str(spec):
+        raise InputError("vary", f"{show(spec)} is not FIELD=v1,v2,...", "e.g. scaleup_domain=8,72,144,576 or "
+                         "ep_imbalance=1,1.5,2")
+    name, vals = str(spec).split("=", 1)
+    key = name.strip().lower().lstrip("-").replace("-", "_")
+    sep = ";" if ";" in vals else ","
+    values = [v.strip() for v in vals.split(sep) if v.strip()]
+    if key in HARDWARE_FIELDS or key in ALIASES or key.startswith("tflops"):
+        kind, field = "hardware", canonical(key)
+    elif key in names:
+        kind, field = "field", key
+    else:
+        near = closest(key, (*HARDWARE_FIELDS, *names))
+        raise InputError(f"vary.{name.strip()}", "is neither a hardware figure nor a field of this command",
+                         f"did you mean {', '.join(near)}?" if near else
+                         f"a hardware figure ({', '.join(HARDWARE_FIELDS)}) or one of {', '.join(sorted(names))}")
+    if not 1 <= len(values) <= MAX_VALUES:
+        raise InputError(f"vary.{field}", f"{len(values)} values", f"1 to {MAX_VALUES} comma-separated values")
+    return kind, field, values
 
 
-def capture(f, args, kw) -> tuple[str, int]:
-    """Run the command, returning what it printed and its exit code (an InputError exits 2 after printing)."""
-    buf = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(buf):
-        try:
-            f(*args, **kw)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-    return buf.getvalue(), code
-
-
-def _run(f, args, kw, set_fields, vary):
-    from tokenmath.specs.overrides import apply, parse_pairs, vary_values
-    sets = parse_pairs(set_fields)
-    key = "hardware" if "hardware" in kw else "system"        # plan and moe name it --system
-    base = resolve(kw.get(key) or declared("hardware").default, _chips(kw.get("chips")))
-    if not vary:
-        hw, done = apply(base, sets)
-        what = [o.to_dict() for o in done]
-        if kw.get("as_json"):
-            out, code = capture(f, args, {**kw, key: hw})
-            if code:
-                click.echo(out, nl=False)
-                raise SystemExit(code)
-            d = json.loads(out)
-            d["what_if"] = what
-            emit_json(d)
-            return None
-        click.echo("what-if hardware (not a catalog chip): " + "; ".join(o.text() for o in done))
-        return f(*args, **{**kw, key: hw})
-    field, values = vary_values(vary)
-    if field in sets:
-        from tokenmath.base.errors import InputError
-        raise InputError(f"vary.{field}", "also given with --set", "sweep a field or set it, not both")
+def run_vary(spec, raw: dict, options: dict, build, call, as_json: bool, explain: bool):
+    """Answer the question once per value of `spec` (--vary) and print one table or one JSON object.
+    raw: the command's field options as given (None: absent); options: field name -> its option (for messages);
+    build(raw) -> (Deployment, Workload); call(deployment, workload, as_json, explain) -> the command's result."""
+    kind, field, values = parse_vary(spec, set(options))
+    sets = tuple(raw.get("what_if") or ())
+    if kind == "hardware":
+        from tokenmath.specs.question.deployment import field as declared
+        from tokenmath.specs.question.fields import as_overrides
+        if field in dict(as_overrides(sets, declared("what_if"))):
+            raise InputError(f"vary.{field}", "also given with --set", "sweep a field or set it, not both")
+    elif raw.get(field) not in (None, ()):
+        raise InputError(f"vary.{field}", f"also given with {options[field]}", "sweep a field or set it, not both")
+    text_explain = explain and not as_json
     runs = []
     for v in values:
-        hw, done = apply(base, {**sets, field: v})
-        out, code = capture(f, args, {**kw, key: hw, "as_json": True, "explain": False,
-                                        **({"plot_file": None} if "plot_file" in kw else {})})
+        given = {**raw, "what_if": (*sets, f"{field}={v}")} if kind == "hardware" else {**raw, field: v}
+        dep, wl = build(given)
+        result, printed, code = _quietly(lambda: call(dep, wl, not text_explain, text_explain))
         if code:
-            if kw.get("as_json"):
-                click.echo(out, nl=False)
-            click.echo(f"(at {field} = {done[-1].value:g} {done[-1].unit})", err=True)
+            if as_json:
+                click.echo(printed, nl=False)
+            click.echo(f"(at {field} = {v})", err=True)
             raise SystemExit(code)
-        runs.append((done[-1].value, [o.to_dict() for o in done], json.loads(out)))
-        if kw.get("explain") and not kw.get("as_json"):
-            click.echo(f"==== {field} = {done[-1].value:g} {done[-1].unit} ====")
-            click.echo("what-if hardware: " + "; ".join(o.text() for o in done))
-            f(*args, **{**kw, key: hw, **({"plot_file": None} if "plot_file" in kw else {})})
-    if kw.get("as_json"):
-        emit_json({"vary": field, "values": [r[0] for r in runs], "set": [o for o in runs[0][1] if o["field"] != field],
+        d = result.to_dict()
+        what = list(d.get("what_if") or [])
+        if kind == "hardware":
+            o = next(o for o in reversed(what) if o["field"] == field)
+            shown, unit = o["value"], o["unit"]
+        else:
+            shown, unit = _plain(getattr(dep if hasattr(dep, field) else wl, field)), ""
+        runs.append((shown, what, d))
+        if text_explain:
+            click.echo(f"==== {field} = {_value(shown)}{' ' + unit if unit else ''} ====")
+            if what:
+                click.echo("what-if hardware: " + what_if_text(what))
+            click.echo(printed, nl=False)
+    if as_json:
+        from tokenmath.faces.commands.common import emit_json
+        emit_json({"vary": field, "values": [r[0] for r in runs],
+                   "set": [o for o in runs[0][1] if o["field"] != field],
                    "results": [{**r[2], "what_if": r[1]} for r in runs]})
         return None
     click.echo(vary_table(field, runs))
     return None
+
+
+def _quietly(fn):
+    """fn()'s result, what it printed (kept to show under --explain, or an error object under --json) and its exit
+    code (a command's InputError exits 2 after printing)."""
+    buf = io.StringIO()
+    result, code = None, 0
+    with contextlib.redirect_stdout(buf):
+        try:
+            result = fn()
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    if not code and result is None:
+        raise AssertionError("a serving command must return its result for --vary")
+    return result, buf.getvalue(), code
+
+
+def _plain(v):
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    return getattr(v, "id", str(v))
 
 
 def _flat(d: dict) -> dict:
@@ -137,12 +156,19 @@ def vary_table(field: str, runs) -> str:
     rank = {p: i for i, p in enumerate(PREFERRED)}
     keys = sorted(keys, key=lambda k: (rank.get(k.rsplit(".", 1)[-1], len(rank)), k.count(".")))
     keys = keys[:MAX_COLUMNS]
-    rows = [[field, *keys]] + [[f"{r[0]:g}", *(_cell(fl[k]) for k in keys)] for r, fl in zip(runs, flats)]
+    rows = [[field, *keys]] + [[_value(r[0]), *(_cell(fl[k]) for k in keys)] for r, fl in zip(runs, flats)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
     if not keys:
         lines.append(f"(no figure changes with {field} on this question)")
     return "\n".join(lines)
+
+
+def _value(v) -> str:
+    """A varied value as the first column shows it (a number as %g, as it was given)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return f"{v:g}"
+    return _cell(v)
 
 
 def _cell(v) -> str:

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import math
 from tokenmath.base.errors import InputError, show, unknown_name
-from tokenmath.specs.question.fields import (BASIC_KINDS, MAX_INT_DIGITS, Field, as_float, as_int, as_list, blank,
-                                       coerce_basic)
+from tokenmath.specs.question.fields import (BASIC_KINDS, MAX_INT_DIGITS, Field, as_float, as_int, as_list,
+                                             as_overrides, blank, coerce_basic)
 
 Param = Field                      # an endpoint's parameter is a declared Field (specs/question/fields.py)
 
 PARAMS_MAX_BYTES = 64 * 1024       # a JSON body of parameters
 MAX_LIST = 64                      # values of an intlist parameter
 MAX_HARDWARE_LIST = 32             # ids of a hwlist parameter
-MAX_SET_CHARS = 400                # an overrides parameter: a few FIELD=VALUE pairs; beyond it, not a what-if
 
 
 def _json_int(s: str):
@@ -71,20 +70,10 @@ def coerce(p: Param, v):
 
 
 def _as_overrides(v, p: Param) -> tuple[tuple[str, str], ...] | None:
-    """'memory_bw_tbs=6.7,price=2x' (or a JSON list of such strings) -> ((field, value text), ...) sorted, the field
-    names resolved (an unknown one is refused naming the closest); specs.overrides.apply checks the values."""
-    from tokenmath.specs.overrides import parse_pairs
-    if isinstance(v, list | tuple):
-        pairs = [str(x) for x in v]
-    elif isinstance(v, str):
-        if len(v) > MAX_SET_CHARS:
-            raise InputError(p.name, f"is {len(v):,} characters", f"at most {MAX_SET_CHARS} (a few FIELD=VALUE pairs)")
-        pairs = [x.strip() for x in v.split(",") if x.strip()]
-    else:
-        raise InputError(p.name, f"{show(v)} is not FIELD=VALUE text", "e.g. memory_bw_tbs=6.7,price=2")
-    if len(pairs) > MAX_LIST:
-        raise InputError(p.name, f"has {len(pairs)} pairs", f"at most {MAX_LIST}")
-    return tuple(sorted(parse_pairs(pairs).items())) or None
+    """'memory_bw_tbs=6.7,price=2x' (or a JSON list of such strings) -> ((field, value text), ...) sorted, as the
+    Deployment's what_if field reads them (specs/question/fields.as_overrides); specs.overrides.apply checks the
+    values."""
+    return tuple(sorted(as_overrides(v, p))) or None
 
 
 def _as_length(v, p: Param) -> int | str:

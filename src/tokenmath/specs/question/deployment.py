@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields as dc_fields
 
 from tokenmath.base.errors import InputError
 from tokenmath.specs.dtypes import KV_DTYPES, WEIGHT_DTYPES
-from tokenmath.specs.question.fields import Field, coerce_basic
+from tokenmath.specs.question.fields import Field, as_overrides, coerce_basic
 
 MAX_LAYOUT = 100_000               # chips or a parallel degree: beyond it, a typo
 DEFAULT_MODEL = "llama-3.1-8b"
@@ -63,6 +63,10 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
     Field("efficiency", "choice", "calibrated", "achievable fractions of peak: calibrated (fitted on published "
           "measurements), kernels (kernel microbenchmarks) or peak (100% of every peak)",
           choices=("calibrated", "kernels", "peak"), questions=SERVING),
+    Field("what_if", "overrides", (), "what-if hardware: override a chip/system figure (hardware-file field names, "
+          "humane units: memory_bw_tbs=6.7, memory_gb=288, tflops.fp8=5000, scaleup_domain=576, scaleup_gbs, "
+          "scaleout_gbs, tdp_w, price_usd_per_hour; '2x' = twice the catalog figure). Repeatable; the answer's JSON "
+          "lists the changed figures under what_if", flag="--set", questions=SERVING),
     Field("price_usd_per_hour", "float", None, "price of one chip-hour (default: the catalog's)", 0.0, 1e6,
           unit="$/chip-hour", questions=tuple(q for q in STEP if q != "simulate"),
           why_not="it answers in bytes, tokens and seconds, not dollars"),
@@ -112,6 +116,7 @@ class Deployment:
     engine: object = DEFAULT_ENGINE
     max_running: int | None = None
     efficiency: str = "calibrated"
+    what_if: tuple[tuple[str, str], ...] = ()      # (hardware field, value text) pairs, applied by analyses/setup.py
     price_usd_per_hour: float | None = None
     draft: str | None = None
     spec_k: int | None = None
@@ -132,7 +137,9 @@ class Deployment:
         return {f.name: getattr(self, f.name) for f in DEPLOYMENT_FIELDS if getattr(self, f.name) != f.default}
 
     def to_dict(self) -> dict:
-        return {f.name: _plain(getattr(self, f.name)) for f in dc_fields(self)}
+        d = {f.name: _plain(getattr(self, f.name)) for f in dc_fields(self)}
+        d["what_if"] = [f"{k}={v}" for k, v in self.what_if]       # as --set takes them
+        return d
 
     @property
     def speculating(self) -> bool:
@@ -156,10 +163,14 @@ def validated(raw: dict, declared: dict, what: str) -> dict:
             out[k] = v                  # a resolved object from Python (Model, Hardware, EngineProfile)
         elif f.kind == "length":
             out[k] = v                  # a count or a distribution's spec: workload._length checks it
+        elif f.kind == "overrides":
+            out[k] = () if v is None else as_overrides(v, f)
         else:
             out[k] = coerce_basic(f, v)
     if not out:
         return out
+    if out.get("price_usd_per_hour") is not None and "price_usd_per_hour" in dict(out.get("what_if") or ()):
+        raise InputError("set.price_usd_per_hour", "also given as --price-usd-per-hour", "one of the two")
     lay = [n for n in LAYOUT_FIELDS if out.get(n) is not None]
     if out.get("chips") is not None and len(lay) > 1:
         prod = 1

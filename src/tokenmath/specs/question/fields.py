@@ -10,6 +10,8 @@ from typing import Any
 from tokenmath.base.errors import InputError, closest, show
 
 MAX_INT_DIGITS = 4000              # a JSON integer longer than this is read as a float (inf): out of range anyway
+MAX_SET_CHARS = 400                # what-if overrides as text: a few FIELD=VALUE pairs; beyond it, not a what-if
+MAX_SET_PAIRS = 64
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,32 @@ def coerce_basic(p: Field, v):
             raise InputError(p.name, f"{show(v)} is not text", p.help or "a name")
         return v.strip()
     raise AssertionError(k)
+
+
+def as_overrides(v, p: Field) -> tuple[tuple[str, str], ...]:
+    """What-if hardware (the CLI's --set, the web page's `set`): 'memory_bw_tbs=6.7,price=2x', a list of such
+    strings (one per --set) or of (field, value) pairs, or a {field: value} dict -> ((field, value text), ...) in the
+    order given, each field named canonically (specs.overrides.parse_pairs: an unknown one is refused naming the
+    closest, a field given twice is refused). The values are checked against the chip when they are applied
+    (specs.overrides.apply, as a hardware file's figures are: analyses/setup.py)."""
+    from tokenmath.specs.overrides import parse_pairs
+    if isinstance(v, dict):
+        v = [f"{k}={x}" for k, x in v.items()]
+    elif isinstance(v, str):
+        v = [v]
+    if not isinstance(v, (list, tuple)):
+        raise InputError("set", f"{show(v)} is not FIELD=VALUE text", "e.g. memory_bw_tbs=6.7,price=2")
+    pairs = []
+    for x in v:
+        if isinstance(x, (list, tuple)) and len(x) == 2:
+            x = f"{x[0]}={x[1]}"
+        x = str(x)
+        if len(x) > MAX_SET_CHARS:
+            raise InputError("set", f"is {len(x):,} characters", f"at most {MAX_SET_CHARS} (a few FIELD=VALUE pairs)")
+        pairs += [y.strip() for y in x.split(",") if y.strip()]
+    if len(pairs) > MAX_SET_PAIRS:
+        raise InputError("set", f"has {len(pairs)} pairs", f"at most {MAX_SET_PAIRS}")
+    return tuple(parse_pairs(pairs).items())
 
 
 def _as_imbalance(v, p: Field):

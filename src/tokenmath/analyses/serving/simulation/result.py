@@ -133,6 +133,7 @@ class SimulationResult:
     notes: tuple[str, ...] = field(default=())
     speculation: dict | None = None      # the draft, k, acceptance and E (analyses.serving.speculative.Draft)
     prefix_cache: dict | None = None     # what the prefix cache did (prefix_store.PrefixStore.summary)
+    what_if: tuple[dict, ...] = ()       # the chip's what-if overrides (specs/overrides.Override.to_dict), if any
 
     @property
     def output_tokens_per_s_per_chip(self) -> float:
@@ -148,6 +149,8 @@ class SimulationResult:
             d["speculation"] = self.speculation
         if self.prefix_cache is not None:
             d["prefix_cache"] = {k: finite(v) if isinstance(v, float) else v for k, v in self.prefix_cache.items()}
+        if self.what_if:
+            d["what_if"] = list(self.what_if)
         return d
 
     def _fields_dict(self) -> dict:

@@ -164,7 +164,8 @@ def _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t) -> Simulatio
         kv_peak_fraction=float(kv.max()) / rep.kv_tokens if kv.size else 0.0,
         series=series, cdf=cdf, steps=tuple(_step_kinds(cost, rec)), notes=tuple(notes),
         speculation=rep.draft.to_dict() if rep.draft is not None else None,
-        prefix_cache=st.pc.summary(t_end, rep.kv_tokens) if st.pc is not None else None)
+        prefix_cache=st.pc.summary(t_end, rep.kv_tokens) if st.pc is not None else None,
+        what_if=tuple(o.to_dict() for o in su.hardware.what_if))
 
 
 def _step_kinds(cost, rec) -> list[StepKind]:
