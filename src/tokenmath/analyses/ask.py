@@ -52,7 +52,8 @@ def knobs(dep: Deployment) -> dict:
     """The setup-level keywords every serving analysis takes (analyses.setup.setup / with_deployment_knobs)."""
     return dict(weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, efficiency=efficiency_of(dep),
                 engine=dep.engine, ep_comm=dep.ep_comm, ep_overlap=dep.ep_overlap, ep_imbalance=dep.ep_imbalance,
-                max_running=dep.max_running, price_usd_per_hour=dep.price_usd_per_hour, what_if=dep.what_if)
+                max_running=dep.max_running, price_usd_per_hour=dep.price_usd_per_hour, adp_balance=dep.adp_balance,
+                what_if=dep.what_if)
 
 
 def _layout(dep: Deployment, *names) -> dict:
@@ -92,6 +93,9 @@ def infer(dep: Deployment, wl: Workload):
             attention_sharding=_attention(dep, None), speculation=spec, **knobs(dep))
     if spec is not None and r.load is None and r.fits:
         r = replace(r, speculative=speculative_beside(dep, wl, r))
+    if dep.adp_balance and r.load is None:
+        r = with_notes(r, ["--adp-balance changes nothing for a static batch: its prompts already split evenly over "
+                           "the attention groups (it acts under load: --concurrency / --arrival-rate)"])
     return with_notes(r, not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout))
 
 
@@ -122,7 +126,11 @@ def simulate(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, **_layout(dep), concurrency=wl.concurrency, arrival_rate=wl.arrival_rate,
             input_len=wl.input_len, output_len=wl.output_len, ttft_ms=wl.ttft_ms, prefix_hit=wl.prefix_hit or None,
             speculation=speculation_of(dep), attention_sharding=_attention(dep, None), **own, **knobs(dep))
-    return with_notes(r, not_applied("simulate", dep, wl) + (_no_tp_group(dep, _Tp(r.layout["tp"]))))
+    balance = ([] if not dep.adp_balance or int(r.layout["ep"]) <= 1 else
+               ["--adp-balance: each step's prompt chunks split evenly over the ep attention groups; the coordinated "
+                "wait that balances them is not simulated, so TTFT leaves it out (infer --concurrency adds it: "
+                "steady_state.balance_wait_steps)"])
+    return with_notes(r, not_applied("simulate", dep, wl) + _no_tp_group(dep, _Tp(r.layout["tp"])) + balance)
 
 
 def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):

@@ -55,6 +55,7 @@ class Setup:
     efficiency: Efficiency
     reserve: float
     transport: Transport = PLAIN
+    adp_balance: bool = False   # the scheduler balances attention-data-parallel groups' prompts (a coordinated wait)
 
     @property
     def chips(self) -> int:
@@ -121,7 +122,7 @@ def deployment_hardware(hw: Hardware, what_if=(), price_usd_per_hour=None) -> Ha
 
 
 def with_deployment_knobs(su: Setup, *, ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None,
-                          price_usd_per_hour=None, what_if=()) -> Setup:
+                          price_usd_per_hour=None, what_if=(), adp_balance=None) -> Setup:
     """The setup with a deployment's transport, its engine's cap on running sequences (max_running: per scheduler),
     its what-if hardware and its price per chip-hour (deployment_hardware; None or empty each: unchanged)."""
     if ep_comm is not None or ep_overlap is not None or ep_imbalance is not None:
@@ -136,13 +137,15 @@ def with_deployment_knobs(su: Setup, *, ep_comm=None, ep_overlap=None, ep_imbala
                                                                           max_running_small_gpu=n)))
     if what_if or price_usd_per_hour is not None:
         su = replace(su, hardware=deployment_hardware(su.hardware, what_if, price_usd_per_hour))
+    if adp_balance:
+        su = replace(su, adp_balance=True)
     return su
 
 
 def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, weight_dtype=None, kv_dtype=None,
           efficiency: Efficiency | None = None, reserve: float | None = None, cp=None, engine=None,
           ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None, price_usd_per_hour=None,
-          what_if=()) -> Setup:
+          what_if=(), adp_balance=None) -> Setup:
     """One question's inputs. The layout: make_layout (the degrees given; the chips they leave go to the default
     spread when tp is not given, else to dp). The efficiency: the one given, else the chip family's calibration;
     the engine (with_engine): the one named, else the efficiency's own (None: the engine-free step). The chip:
@@ -157,7 +160,7 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
     eff = serving_efficiency(hw, efficiency, engine)
     su = Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), eff, reserve)
     return with_deployment_knobs(su, ep_comm=ep_comm, ep_overlap=ep_overlap, ep_imbalance=ep_imbalance,
-                                 max_running=max_running)
+                                 max_running=max_running, adp_balance=adp_balance)
 
 
 def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine=None,

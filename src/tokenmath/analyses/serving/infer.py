@@ -199,7 +199,8 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
           output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
           reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
           ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None, attention_sharding=None,
-          ep_imbalance=None, speculation=None, max_running=None, price_usd_per_hour=None, what_if=()) -> InferResult:
+          ep_imbalance=None, speculation=None, max_running=None, price_usd_per_hour=None, adp_balance=None,
+          what_if=()) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -224,7 +225,8 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     """
     input_len = int_arg(input_len, "input_len")
     knobs = dict(ep_comm=check_ep_comm(ep_comm), ep_overlap=bool(ep_overlap), ep_imbalance=ep_imbalance,
-                 max_running=max_running, price_usd_per_hour=price_usd_per_hour, what_if=what_if)
+                 max_running=max_running, price_usd_per_hour=price_usd_per_hour, adp_balance=adp_balance,
+                 what_if=what_if)
     output_len = int_arg(output_len, "output_len")
     hit = hit_rate(prefix_hit)
     load = None

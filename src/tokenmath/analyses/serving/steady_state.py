@@ -161,6 +161,21 @@ def decode_steps(out: Lengths, step_tokens: float) -> float:
     return float(np.mean(np.ceil(np.maximum(v - 1.0, 0.0) / step_tokens - 1e-9)))
 
 
+# TensorRT-LLM tech blog 10 ("ADP Balance Strategy", 8 x GB200, DeepSeek-V3, DEP8): a group ready for a prompt waits
+# up to timeout_iters = 50 steps for every other group to have one (the blog's setting)
+ADP_TIMEOUT_STEPS = 50
+
+
+def balance_wait_steps(cost, r: float) -> float:
+    """Steps a prompt waits under a balancing scheduler (step_cost.StepCost.balanced) for the other coupled
+    attention groups to have one each: prompts reach one coupled set at r / replicas per step, so a set of `coupled`
+    gathers in coupled / rate steps and a prompt waits (coupled - 1) / (2 rate) on average, at most the timeout."""
+    if not getattr(cost, "balanced", False) or cost.coupled <= 1 or r <= 0:
+        return 0.0
+    rate = r / max(cost.replicas, 1)
+    return min((cost.coupled - 1) / (2.0 * rate), ADP_TIMEOUT_STEPS)
+
+
 def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> SteadyPoint:
     """The steady state of `concurrency` users on replica `rep` (simulation.replica) with step costs `cost`."""
     C = int(concurrency)
@@ -256,6 +271,7 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
         r = hi
         cycle, ttft, tpot, n_d, s_p = at(r)
         regime = "decode" if s_p < 1.5 else "budget"
+    ttft += balance_wait_steps(cost, r) * cycle
     rate = r / cycle if cycle > 0 else 0.0                     # admissions (= completions) per second
     wait = (C - c_run) / rate if rate > 0 and C > c_run else 0.0
     out_tps = r * o1 / cycle if cycle > 0 else 0.0

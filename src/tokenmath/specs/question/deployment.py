@@ -60,6 +60,11 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
     Field("max_running", "int", None, "the serving engine's most sequences running at once per scheduler "
           "(default: the profile's, e.g. vLLM 1,024; SGLang sets it from memory)", 1, 10_000_000, unit="sequences",
           questions=SERVING, why_not=""),
+    Field("adp_balance", "bool", False, "the scheduler balances attention-data-parallel groups (TensorRT-LLM's ADP "
+          "balance: a prompt waits until every group has one, up to 50 steps), so a step's prompt chunks split "
+          "evenly over the ep groups instead of one group prefilling while the others wait; TTFT gains the wait",
+          flag="--adp-balance", questions=CONTINUOUS,
+          why_not="a static batch's prompts already split evenly over the attention groups"),
     Field("efficiency", "choice", "calibrated", "achievable fractions of peak: calibrated (fitted on published "
           "measurements), kernels (kernel microbenchmarks) or peak (100% of every peak)",
           choices=("calibrated", "kernels", "peak"), questions=SERVING),
@@ -125,6 +130,7 @@ class Deployment:
     ep_comm: str = "bf16"
     ep_overlap: bool = False
     ep_imbalance: object = 1.0
+    adp_balance: bool = False
 
     @classmethod
     def of(cls, **raw) -> Deployment:

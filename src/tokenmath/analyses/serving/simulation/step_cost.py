@@ -90,6 +90,9 @@ class StepCost(SpeculativeSteps):
         # attention groups the EP all-to-all synchronises (attention data-parallel over ep): a prompt is prefilled on
         # one of them, so a step waits on the group that holds the most prefill (step_geometry.prefill_holder)
         self.coupled = int(lay.ep) if int(lay.ep) > 1 and self.pp == 1 else 1
+        # the scheduler balances the groups' prompts (TensorRT-LLM's ADP balance: a coordinated wait until every
+        # group has one): each step's chunks split evenly; the wait is the closed form's (steady_state.py)
+        self.balanced = bool(getattr(su, "adp_balance", False))
         self.replicas = self.groups // self.coupled
         self.by_batch = bool(lay.attn_by_batch)          # attention sharded over the batch (batch / dp)
         self.dp_attn = self.by_batch and int(lay.attn) == 2  # dp: the projections replicated, on a rank's sequences
@@ -233,7 +236,7 @@ class StepCost(SpeculativeSteps):
         d = self.split(seqs)
         x = busiest(n_d + t_p, d)        # the busiest pass's whole tokens (GEMM rows) and sequences (lm_head rows)
         y = busiest(seqs, d)
-        held = t_p > 0 and self.coupled > 1
+        held = t_p > 0 and self.coupled > 1 and not self.balanced
         if held:      # the group holding the most prefill chunks: its tokens for every op but the experts' (even)
             cs, hb = self._held(n_d, t_p, l_p, d)
             xe, x = x, max(busiest(n_d, d) + math.ceil(cs * t_p - 1e-9), x)
@@ -360,7 +363,7 @@ class StepCost(SpeculativeSteps):
         # attention ops at the mean share of the step's decodes and chunks (step_s's tables, linear in them)
         # (a decode step's base keeps its attention: the step kinds read its KV bytes and bottleneck, simulate.py)
         s, tok = busiest(seqs, d), busiest(n_d + t_p, d)
-        held = mixed and self.coupled > 1
+        held = mixed and self.coupled > 1 and not self.balanced
         if held:      # step_s's rule: the group holding the most prefill chunks, the experts at the even share
             cs, hb = self._held(n_d, t_p, l_p, d)
             s_e, tok_e = s, tok

@@ -11,13 +11,15 @@ while the draft's step is affine in its context: memory-bound decode attention).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tokenmath.base.errors import InputError
 from tokenmath.engine.forward import forward_pass
 from tokenmath.engine.static_batch import engine_step, kernels_of
-from tokenmath.analyses.serving.simulation.step_geometry import (CONTEXT_OPS, PROBE, as_floats, attention_op,
-                                                                 busiest, chunk_geometry)
+from tokenmath.analyses.serving.simulation.step_geometry import (CONTEXT_OPS, EXPERT_SIDE_OPS, PROBE, as_floats,
+                                                                 attention_op, busiest, chunk_geometry)
 
 
 class SpeculativeSteps:
@@ -79,6 +81,13 @@ class SpeculativeSteps:
         v = self.t["verify"]
         sq = busiest(n_d, d)             # the busiest pass's whole decodes, tokens and lm_head rows (busiest)
         x = busiest(n_d * k1 + t_p, d) if t_p > 0 else sq
+        # attention data-parallel: the group holding the most prompt chunks sets the step, as in step_s (before, a
+        # speculative step took the even share, so a useless draft looked like a speedup under load)
+        held = t_p > 0 and self.coupled > 1 and not self.balanced
+        xe, cs = x, 1.0 / d
+        if held:
+            cs, hb = self._held(n_d * k1, t_p, l_p, d)
+            x = max(busiest(n_d * k1, d) + math.ceil(cs * t_p - 1e-9), x)
         i = int(x)
         if i + 1 >= self.size or int((n_d * k1 + l_p) / d) + 1 >= self.size:
             raise InputError("max_tokens", f"a step of {n_d * k1 + t_p:,.0f} tokens is beyond the step tables",
@@ -86,7 +95,12 @@ class SpeculativeSteps:
         tab = self.t["prefill"] if t_p > 0 else v
         g = tab["g"]
         t = g[i] + (x - i) * (g[i + 1] - g[i])
+        if held:         # the experts' side runs at the step's even share (pooled by the all-to-all)
+            gx = tab["gx"]
+            t += _lerp(gx, xe) - _lerp(gx, x)
         y = busiest(n_d * k1 + l_p, d) if t_p > 0 else sq * k1
+        if held:
+            y = busiest(n_d * k1, d) + math.ceil(hb - 1e-9)
         j = int(y)
         t += self.lm[j] + (y - j) * (self.lm[j + 1] - self.lm[j])
         kq = keys / n_d
@@ -99,9 +113,9 @@ class SpeculativeSteps:
         t += self._attention(v, n_d / d, 0, vp / d * sh, (keys - n_d) / d * sh, vp_sl / d * sh, vr_sl / d * sh)
         if t_p > 0:
             t += self._proj_fix(tab, x, busiest(seqs, d))
-            sh = self.share(l_p / d)
-            t += self._attention(tab, t_p / d * sh, t_p / l_p, pairs / d * sh, read / d * sh, pairs_sl / d * sh,
-                                 read_sl / d * sh)
+            sh = self.share(l_p * cs)
+            k = cs * sh
+            t += self._attention(tab, t_p * k, t_p / l_p, pairs * k, read * k, pairs_sl * k, read_sl * k)
         t += self._draft(sq, kq)
         if self.engine is None:
             return t
@@ -133,13 +147,24 @@ class SpeculativeSteps:
         tokens = sq * k1
         if t_p > 0:
             tokens = busiest(n_d * k1 + t_p, d)
+            rows = busiest(n_d * k1 + l_p, d)
+            held = self.coupled > 1 and not self.balanced      # _spec_s's rule: the group holding the most chunks
+            cs = 1.0 / d
+            if held:
+                cs, hb = self._held(n_d * k1, t_p, l_p, d)
+                even, tokens = tokens, max(busiest(n_d * k1, d) + math.ceil(cs * t_p - 1e-9), tokens)
+                rows = busiest(n_d * k1, d) + math.ceil(hb - 1e-9)
             base = self._pass("prefill", sp, tokens / sp, 0.0, 0.0)
-            lm = self._pass("decode", busiest(n_d * k1 + l_p, d), 1.0, 0.0, 0.0).ops["lm_head"].total_s.item()
+            lm = self._pass("decode", rows, 1.0, 0.0, 0.0).ops["lm_head"].total_s.item()
             t = base.overhead_s + lm + sum(op.total_s.item() for k, op in base.ops.items()
                                            if k not in CONTEXT_OPS and k != "lm_head")
+            if held:
+                ev = self._pass("prefill", sp, even / sp, 0.0, 0.0)
+                t += sum(ev.ops[k].total_s.item() - base.ops[k].total_s.item() for k in EXPERT_SIDE_OPS
+                         if k in base.ops)
             t += sum(verify.ops[k].total_s.item() for k in CONTEXT_OPS if k in verify.ops)
             pre = forward_pass(m, su.hardware, su.layout, su.precision, su.efficiency, phase="prefill",
-                               seqs=l_p / d, new_tokens=t_p / l_p, pairs_full=pairs / l_p,
+                               seqs=l_p * cs, new_tokens=t_p / l_p, pairs_full=pairs / l_p,
                                pairs_sliding=pairs_sl / l_p, kv_read_full=read / l_p, kv_read_sliding=read_sl / l_p,
                                **su.transport.kw())
             t += sum(pre.ops[k].total_s.item() for k in CONTEXT_OPS if k in pre.ops)
@@ -147,3 +172,9 @@ class SpeculativeSteps:
         if self.engine is not None:
             t = float(engine_step(self.engine, t, kernels_of(base), tokens, self.launch_s, self.tp, cpu_seqs=sp)[0])
         return t, base
+
+
+def _lerp(table, v: float) -> float:
+    """table (a list per integer) linearly interpolated at v >= 0."""
+    i = int(v)
+    return table[i] + (v - i) * (table[i + 1] - table[i]) if v != i else table[i]
