@@ -3,9 +3,13 @@ pass, and every verification step yields at least one token. Vectorized over bat
 engine; every FLOP and byte comes from forward.forward_pass (one engine).
 
 Step model (stated so it can be checked):
-- expected tokens per verification step with a per-token acceptance rate a and k drafted tokens
-      E = (1 - a^(k+1)) / (1 - a)        (Leviathan, Kalman & Matias 2023, "Fast Inference from Transformers via
-                                          Speculative Decoding", ICML, eq. 1; E = k + 1 at a = 1)
+- expected tokens per verification step: the k drafts form a chain (position i is reached only if 1..i-1 were
+  accepted), so with a_i the chance position i is accepted once reached
+      E = 1 + sum_{i=1..k} prod_{j<=i} a_j
+  A separate draft: one rate a at every position, E = (1 - a^(k+1)) / (1 - a) (Leviathan, Kalman & Matias 2023,
+  "Fast Inference from Transformers via Speculative Decoding", ICML, eq. 1; E = k + 1 at a = 1). The MTP head run
+  k times on its own output (DeepSeek-V3 ships one module): the rate falls with the position, as measured
+  (mtp_acceptances below);
 - one verification step = k draft decode steps + one target pass over k + 1 tokens per sequence (the k drafts and
   the bonus token): every weight is read once for (k + 1) x seqs tokens, the KV cache once per sequence, and the
   i-th of the k + 1 queries attends to the context plus i earlier drafted tokens;
@@ -38,19 +42,85 @@ from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
 
 # DeepSeek-V3 Technical Report (arXiv:2412.19437), section 5.4.3: "the acceptance rate of the second token
-# prediction ranges between 85% and 90% across various generation topics" (1 MTP module, 1.8x TPS). The midpoint:
+# prediction ranges between 85% and 90% across various generation topics" (1 MTP module, 1.8x TPS). The midpoint,
+# the MTP head's rate at the first drafted position:
 MTP_ACCEPTANCE = 0.875
-MTP_ACCEPTANCE_SOURCE = ("DeepSeek-V3 Technical Report (arXiv:2412.19437) sec. 5.4.3: second-token acceptance "
-                         "85-90%; midpoint 0.875")
+
+# The MTP head drafting k > 1 tokens, each from its own previous output ("autoregressive MTP", MTP Eagle): NVIDIA
+# TensorRT-LLM tech blog 1, "Pushing Latency Boundaries: Optimizing DeepSeek-R1 Performance on NVIDIA B200 GPUs"
+# (github.com/NVIDIA/TensorRT-LLM, docs/source/blogs/tech_blog/blog1_Pushing_Latency_Boundaries_Optimizing_
+# DeepSeek-R1_Performance_on_NVIDIA_B200_GPUs.md, section "MTP" > "Autoregressive MTP Layers", the table's
+# "Acceptance Rate" column, which is the mean accepted length, 1.00 without MTP): DeepSeek-R1 FP4 on 8 x B200,
+# batch 1, ISL/OSL 1k/2k, strict (top-1) acceptance, MTP 1..5:
+MTP_ACCEPTED_LENGTHS = (1.92, 2.58, 2.82, 2.99, 3.01)
+MTP_LENGTHS_SOURCE = ("NVIDIA TensorRT-LLM tech blog 1 'Pushing Latency Boundaries: Optimizing DeepSeek-R1 "
+                      "Performance on NVIDIA B200 GPUs', table 'Autoregressive MTP Layers': accepted length "
+                      "1.92 / 2.58 / 2.82 / 2.99 / 3.01 at MTP 1..5 (DeepSeek-R1 FP4, 8 x B200, batch 1)")
+
+
+def chain_rates(lengths) -> tuple[float, ...]:
+    """Per-position rates a_1..a_n of a draft chain from its mean accepted length A_k measured at k = 1..n.
+    In a chain, A_k - A_(k-1) = prod_(j<=k) a_j (the chance that the first k drafts are all accepted; A_0 = 1), so
+    a_k = (A_k - A_(k-1)) / (A_(k-1) - A_(k-2)), with A_(-1) = 0 (a_1 = A_1 - 1). Exact: the rates give back every
+    measured length."""
+    A = (0.0, 1.0) + tuple(float(x) for x in lengths)
+    p = [A[i] - A[i - 1] for i in range(1, len(A))]      # p_0 = 1, p_k = prod_(j<=k) a_j
+    return tuple(p[i] / p[i - 1] if p[i - 1] > 0 else 0.0 for i in range(1, len(p)))
+
+
+# NVIDIA's lengths as per-position rates: 0.920, 0.717, 0.364, 0.708, 0.118 (p_k = 0.92, 0.66, 0.24, 0.17, 0.02;
+# the table is rounded to 0.01 and measured on 10 requests, hence the uneven 3rd and 4th rates). Each position's
+# rate relative to the first (1, 0.780, 0.395, 0.770, 0.128) is what carries over to another first-position rate:
+MTP_MEASURED_RATES = chain_rates(MTP_ACCEPTED_LENGTHS)
+MTP_POSITION_RATIOS = tuple(a / MTP_MEASURED_RATES[0] for a in MTP_MEASURED_RATES)
+MTP_ACCEPTANCE_SOURCE = ("first drafted position: DeepSeek-V3 Technical Report (arXiv:2412.19437) sec. 5.4.3, "
+                         "second-token acceptance 85-90%, midpoint 0.875; later positions: that rate x the ratios "
+                         "a_i / a_1 of " + MTP_LENGTHS_SOURCE + "; none past the 5th")
+
+
+def mtp_acceptances(first, k) -> tuple[float, ...]:
+    """Per-position rates of the MTP head drafting k tokens: a_i = first x a_i / a_1 of NVIDIA's measured chain
+    (MTP_POSITION_RATIOS); at first = 0.92 (NVIDIA's own first position) the measured lengths come back exactly.
+    Past the 5th position nothing is published: those drafts are counted as never accepted (the 5th added 0.02
+    tokens in NVIDIA's table), so a longer chain can cost more and never earns more than MTP 5."""
+    a = float(first)
+    n = len(MTP_POSITION_RATIOS)
+    return tuple(min(a * MTP_POSITION_RATIOS[i], 1.0) if i < n else 0.0 for i in range(int(k)))
+
+
+def chain_tokens(rates) -> float:
+    """E = 1 + sum_i prod_(j<=i) a_j: the mean tokens a verification step yields when the drafts form a chain with
+    per-position rates a_1..a_k (position i counts only if 1..i-1 were accepted; the + 1 is the target's own token).
+    k + 1 at most; an extra position never lowers it; 1 when the first rate is 0."""
+    e, p = 1.0, 1.0
+    for a in rates:
+        p *= float(a)
+        e += p
+    return e
 
 
 def expected_tokens(acceptance, k):
-    """E = (1 - a^(k+1)) / (1 - a): tokens a verification step yields on average (k + 1 at a = 1). Arrays broadcast."""
+    """E = (1 - a^(k+1)) / (1 - a): tokens a verification step yields on average when every position is accepted
+    at the same rate a (a separate draft; k + 1 at a = 1). Arrays broadcast. The chain_tokens of (a,) * k."""
     a = np.asarray(acceptance, float)
     k = np.asarray(k, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         e = (1.0 - a ** (k + 1.0)) / (1.0 - a)
     return np.where(a >= 1.0, k + 1.0, e)
+
+
+def acceptances(acceptance: float, k: int, mtp: bool) -> tuple[float, ...]:
+    """Per-position rates: the MTP head's fall with the position (mtp_acceptances, `acceptance` its first), a
+    separate draft's one rate at every position."""
+    return mtp_acceptances(acceptance, k) if mtp else (float(acceptance),) * int(k)
+
+
+def tokens_per_step(acceptance: float, k: int, mtp: bool = False) -> float:
+    """The mean tokens one verification step yields: the chain of the MTP head's per-position rates, or Leviathan's
+    closed form for a separate draft (one rate throughout)."""
+    if mtp:
+        return chain_tokens(mtp_acceptances(acceptance, k))
+    return float(expected_tokens(acceptance, k))
 
 
 def mtp_head(m: Model) -> Model:
@@ -128,7 +198,7 @@ def speculative_step(m: Model, draft: Model, hw: Hardware, lay: Layout, prec: Pr
                                               k, mtp, opts)
     plain = target(1.0, 0.0)
     verify = plain if verify is None else verify
-    return SpeculativeStep(k=int(k), acceptance=float(acceptance), tokens_per_step=expected_tokens(acceptance, k),
+    return SpeculativeStep(k=int(k), acceptance=float(acceptance), tokens_per_step=tokens_per_step(acceptance, k, mtp),
                            draft=dpass, verify=verify, plain=plain,
                            draft_s=k * (dpass.time_s + dpass.overhead_s),
                            verify_s=verify.time_s + verify.overhead_s, plain_s=plain.time_s + plain.overhead_s)
@@ -160,7 +230,7 @@ def speculative_decode(sv: BatchCost, m: Model, draft: Model, hw: Hardware, lay:
                                          opts)
     host = np.maximum(sv.decode_step_s - (sv.decode.time_s + sv.decode.overhead_s), 0.0)
     step = host + k * (dpass.time_s + dpass.overhead_s) + verify.time_s + verify.overhead_s
-    e = float(expected_tokens(acceptance, k))
+    e = tokens_per_step(acceptance, k, mtp)
     shape = np.shape(sv.decode_step_s)
     return SpeculativeDecode(tokens_per_step=e, per_token_s=np.broadcast_to(step / e, shape),
                              step_s=np.broadcast_to(step, shape), host_s=np.broadcast_to(host, shape), verify=verify)

@@ -17,7 +17,9 @@ def _usd(x) -> str:
 def speculative_text(r) -> str:
     s = r.spec
     how = (f"MTP head x {s.k}" if s.mtp else f"draft {model_label(r.draft)}, k = {s.k}")
-    out = ["", f"speculative decoding ({how}, acceptance {s.acceptance:g}: {r.tokens_per_step:.3f} tokens per "
+    acc = (f"acceptance {', '.join(f'{a:.3g}' for a in s.acceptances)} by position" if s.mtp and s.k > 1
+           else f"acceptance {s.acceptance:g}")
+    out = ["", f"speculative decoding ({how}, {acc}: {r.tokens_per_step:.3f} tokens per "
                f"verification step) on {r.layout}:",
            f"  {'batch':>7} {'tok/s/user plain':>17} {'speculative':>12} {'speedup':>8} "
            f"{'$/Mtok out plain':>17} {'speculative':>12}  verify bound"]
@@ -38,8 +40,7 @@ def explain_speculative(r) -> str:
     return speculative_text(r) + "\n" + "\n".join([
         "",
         "Speculative decoding, on a napkin (first batch):",
-        f"  expected tokens per step  E = (1 - a^(k+1)) / (1 - a) = (1 - {s.acceptance:g}^{s.k + 1}) / "
-        f"(1 - {s.acceptance:g}) = {E:.4f}   (Leviathan et al. 2023, eq. 1)",
+        *_tokens_lines(s, E),
         f"  acceptance source: {s.acceptance_source}",
         f"  draft: {s.k} decode steps of {model_label(r.draft)}                 = {_ms(r.draft_s[i])}",
         f"  verify: one pass of {model_label(r.model)} over k + 1 = {s.k + 1} tokens per sequence = {_ms(r.verify_s[i])} "
@@ -51,12 +52,29 @@ def explain_speculative(r) -> str:
         "  so speculation stops paying (speedup < 1)."])
 
 
+def _tokens_lines(s, E) -> list[str]:
+    """E on a napkin: Leviathan's closed form for one rate throughout, the chain of per-position rates for MTP."""
+    if not s.mtp or s.k == 1:
+        return [f"  expected tokens per step  E = (1 - a^(k+1)) / (1 - a) = (1 - {s.acceptance:g}^{s.k + 1}) / "
+                f"(1 - {s.acceptance:g}) = {E:.4f}   (Leviathan et al. 2023, eq. 1)"]
+    rates = s.acceptances
+    prods, p = [], 1.0
+    for a in rates:
+        p *= a
+        prods.append(p)
+    return [f"  acceptance by position  a = {', '.join(f'{a:.3f}' for a in rates)}   (a chain: position i counts "
+            "only if 1..i-1 were accepted)",
+            f"  expected tokens per step  E = 1 + sum_i prod_(j<=i) a_j = 1 + "
+            f"{' + '.join(f'{x:.3f}' for x in prods)} = {E:.4f}"]
+
+
 def grid_speculation_text(s) -> str:
     """The closing line of pareto, plan, fleet and slowmode when every point decodes with speculation."""
-    from tokenmath.engine.speculative import expected_tokens
     how = f"the model's MTP head x {s.k}" if s.mtp else f"draft {model_label(s.draft)}, k = {s.k}"
-    return (f"with speculative decoding ({how}, acceptance {s.acceptance:g}: "
-            f"E = {float(expected_tokens(s.acceptance, s.k)):.3f} tokens per verification step) at every point: "
+    acc = (f"acceptance {', '.join(f'{a:.3g}' for a in s.acceptances)} by position" if s.mtp and s.k > 1
+           else f"acceptance {s.acceptance:g}")
+    return (f"with speculative decoding ({how}, {acc}: "
+            f"E = {s.tokens_per_step:.3f} tokens per verification step) at every point: "
             "speeds and $/Mtok are per token, (engine host time + k draft steps + the verification pass) / E; the "
             "draft's weights and cache are in memory; no pipeline-parallel layouts. Without it: leave out "
             "--draft/--mtp.")

@@ -16,8 +16,8 @@ from tokenmath.engine.economics import decode_cost_per_mtok, usd_per_s
 from tokenmath.engine.memory import memory_per_chip
 from tokenmath.engine.static_batch import pass_options
 from tokenmath.engine.forward import Precision
-from tokenmath.engine.speculative import (MTP_ACCEPTANCE, MTP_ACCEPTANCE_SOURCE, memory_with_draft, mtp_head,
-                                          speculative_step)
+from tokenmath.engine.speculative import (MTP_ACCEPTANCE, MTP_ACCEPTANCE_SOURCE, MTP_LENGTHS_SOURCE, acceptances,
+                                          memory_with_draft, mtp_head, speculative_step, tokens_per_step)
 from tokenmath.specs.model import Model
 from tokenmath.analyses.setup import resolve_precision, setup
 from tokenmath.specs.model_catalog import get_model
@@ -28,15 +28,28 @@ MAX_K = 16
 @dataclass(frozen=True)
 class Speculation:
     """What the user asked for: a draft model (catalog id or config path) or the target's MTP head, k tokens
-    drafted per step, and the per-token acceptance rate with where it comes from."""
+    drafted per step, and the acceptance rate with where it comes from. A separate draft's rate holds at every
+    position; the MTP head's is its first position's, and later positions fall as NVIDIA measured
+    (engine.speculative.mtp_acceptances: a given --acceptance scales them alike)."""
     draft: str | None
     k: int
     acceptance: float
     mtp: bool
     acceptance_source: str
 
+    @property
+    def acceptances(self) -> tuple[float, ...]:
+        """The rate at each drafted position, 1..k (a chain: position i counts only if 1..i-1 were accepted)."""
+        return acceptances(self.acceptance, self.k, self.mtp)
+
+    @property
+    def tokens_per_step(self) -> float:
+        """E = 1 + sum_i prod_(j<=i) a_j: mean tokens per verification step."""
+        return tokens_per_step(self.acceptance, self.k, self.mtp)
+
     def to_dict(self) -> dict:
         return {"draft": self.draft, "mtp": self.mtp, "k": self.k, "acceptance": self.acceptance,
+                "acceptance_by_position": [round(a, 6) for a in self.acceptances],
                 "acceptance_source": self.acceptance_source}
 
 
@@ -53,7 +66,7 @@ def speculation(draft=None, k=None, acceptance=None, mtp=None) -> Speculation | 
         k = int_arg(mtp, "mtp", 1, MAX_K)
     else:
         k = int_arg(4 if k is None else k, "spec_k", 1, MAX_K)
-    if acceptance is None:
+    if acceptance is None:       # MTP: DeepSeek's first-position rate, later positions as NVIDIA measured
         if draft is not None:
             raise InputError("acceptance", "missing: a draft model's acceptance depends on the pair and the task, "
                              "and no default is published for it", "a rate in [0, 1], e.g. --acceptance 0.7")
@@ -64,7 +77,9 @@ def speculation(draft=None, k=None, acceptance=None, mtp=None) -> Speculation | 
         raise InputError("acceptance", f"{acceptance!r} is not a number", "a rate in [0, 1]") from None
     if not 0.0 <= a <= 1.0:
         raise InputError("acceptance", f"{a:g} is out of range", "a rate in [0, 1] (the chance a drafted token is kept)")
-    return Speculation(None if mtp is not None else str(draft), k, a, mtp is not None, "given")
+    src = ("given (first drafted position; later positions x the ratios a_i / a_1 of "
+           f"{MTP_LENGTHS_SOURCE}; none past the 5th)" if mtp is not None else "given")
+    return Speculation(None if mtp is not None else str(draft), k, a, mtp is not None, src)
 
 
 @dataclass(frozen=True)
@@ -76,9 +91,8 @@ class Draft:
     precision: Precision
 
     def to_dict(self) -> dict:
-        from tokenmath.engine.speculative import expected_tokens
         return {"draft_model": self.model.id, **self.spec.to_dict(),
-                "tokens_per_step": finite(float(expected_tokens(self.spec.acceptance, self.spec.k)))}
+                "tokens_per_step": finite(self.spec.tokens_per_step)}
 
 
 def resolve_draft(spec: Speculation | None, m: Model, prec: Precision, weight_dtype=None, kv_dtype=None) -> Draft | None:
@@ -103,7 +117,9 @@ def speculation_notes(draft: Draft | None) -> list[str]:
         return []
     sp = draft.spec
     what = f"{sp.k} MTP token(s)" if sp.mtp else f"draft {draft.model.id}, k = {sp.k}"
-    return [f"speculative decoding ({what}, acceptance {sp.acceptance:g}): a user's speed and $/Mtok are per token, "
+    acc = (f"acceptance {', '.join(f'{a:.3g}' for a in sp.acceptances)} by position" if sp.mtp and sp.k > 1
+           else f"acceptance {sp.acceptance:g}")
+    return [f"speculative decoding ({what}, {acc}): a user's speed and $/Mtok are per token, "
             "(engine host time + k draft steps + the verification pass) / E; the draft's weights and cache are in "
             "memory; its own prefill is left out of TTFT; pipeline-parallel layouts are not searched"]
 
@@ -197,8 +213,11 @@ def speculative(model, hardware, spec: Speculation, *, batches=(1,), chips=None,
                      "and output head are the model's own")
     fits = mem.fits & (bs >= 1)
     if spec.mtp and spec.k > 1:
-        notes.append(f"{spec.k} MTP tokens: one head run {spec.k} times at one per-token acceptance; DeepSeek-V3 "
-                     "publishes the second token's only")
+        rates = ", ".join(f"{a:.3g}" for a in spec.acceptances)
+        notes.append(f"{spec.k} MTP tokens: one head run {spec.k} times on its own output, accepted at {rates} by "
+                     "position (a chain: E = 1 + sum of the running products); the fall with the position is "
+                     "NVIDIA's measured one (TensorRT-LLM tech blog 1, DeepSeek-R1 on 8 x B200)"
+                     + ("; nothing is credited past the 5th position (none published)" if spec.k > 5 else ""))
     notes.append("engine launch and per-step CPU terms are left out of both the plain and the speculative step")
     vb = np.broadcast_to(np.asarray(st.verify.bottleneck), bs.shape)
     return SpeculativeResult(m.id, hw.id, d.id, spec,

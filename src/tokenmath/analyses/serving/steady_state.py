@@ -20,10 +20,11 @@ in").
   decode step, and after a decode step with m >= 1 completions one prefill step of the m prompts runs before the
   next decode step: cycle = tau_d + sum_{m>=1} P(m) tau_p(m); TPOT = cycle; TTFT = sum_m P(m-1) tau_p(m).
 Throughput = r E[O] output tokens per (mean step or cycle); a queued user waits (C - C_run) / admission rate more.
-Speculative decoding (a draft, k, acceptance a): a decode step gains A = (1 - a^(k+1)) / (1 - a) tokens per sequence
-(Leviathan et al. 2023, eq. 1), so a request decodes in D = E[ceil((O - 1) / A)] steps instead of E[O] - 1, and
-each decode takes k + 1 tokens of the step's budget; the step is the simulator's own (step_cost.py: verification
-pass + the draft's k steps); TPOT = step x D / (E[O] - 1); the mean keys of a decode step are
+Speculative decoding (a draft, k, acceptance a): a decode step gains A = 1 + sum_i prod_(j<=i) a_j tokens per
+sequence (engine/speculative.py: (1 - a^(k+1)) / (1 - a) for a separate draft, Leviathan et al. 2023, eq. 1; the
+MTP head's rate falls with the position), so a request decodes in D = E[ceil((O - 1) / A)] steps instead of
+E[O] - 1, and each decode takes k + 1 tokens of the step's budget; the step is the simulator's own (step_cost.py:
+verification pass + the draft's k steps); TPOT = step x D / (E[O] - 1); the mean keys of a decode step are
 E[I] + E[R^2] / (2 E[R]) + (1 - A) / 2 with R = O - 1 (A = 1: the line above), and each running decode holds k
 look-ahead slots.
 Attention sharded over the batch (attention_sharding batch / dp): the replica's KV and step costs follow the layout
@@ -47,7 +48,6 @@ from tokenmath.analyses.serving.simulation.replica import make_replica
 from tokenmath.analyses.serving.simulation.scheduler import PrefillFirst, NoEvict
 from tokenmath.analyses.serving.simulation.workload import Lengths, parse_lengths
 from tokenmath.analyses.serving.speculative import resolve_draft
-from tokenmath.engine.speculative import expected_tokens
 
 
 
@@ -184,7 +184,7 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
     dec = max(o1 - 1.0, 0.0)                    # tokens of a request that decode steps generate
     A, ahead = 1, 0                             # tokens a decode step gains per sequence; look-ahead slots
     if rep.draft is not None:
-        A, ahead = float(expected_tokens(rep.draft.spec.acceptance, rep.draft.spec.k)), int(rep.draft.spec.k)
+        A, ahead = rep.draft.spec.tokens_per_step, int(rep.draft.spec.k)
     k1 = ahead + 1                              # tokens of the budget each decode takes
     ds = decode_steps(out, A)                   # decode steps of a request
     per_token = ds / dec if dec > 1e-9 else 1.0        # TPOT = step x per_token

@@ -23,7 +23,6 @@ from tokenmath.analyses.serving.simulation.result import (CDF_POINTS, Simulation
 from tokenmath.analyses.serving.simulation.state import State
 from tokenmath.analyses.serving.simulation.workload import make_workload
 from tokenmath.analyses.serving.speculative import resolve_draft
-from tokenmath.engine.speculative import expected_tokens
 
 DEFAULT_MODEL = "llama-3.1-8b"
 DEFAULT_HARDWARE = "h100-sxm"
@@ -71,7 +70,7 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
     reserve = int(share * rep.kv_tokens)
     E, ahead = 1, 0
     if rep.draft is not None:
-        E, ahead = float(expected_tokens(rep.draft.spec.acceptance, rep.draft.spec.k)), int(rep.draft.spec.k)
+        E, ahead = rep.draft.spec.tokens_per_step, int(rep.draft.spec.k)
     need = inp + out
     most = int(need.max())
     room = rep.kv_tokens - reserve          # what running requests may hold
