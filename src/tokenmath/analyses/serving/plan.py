@@ -36,7 +36,7 @@ from tokenmath.specs.efficiency import Efficiency
 from tokenmath.specs.model import Model
 from tokenmath.specs.systems import System
 from tokenmath.analyses.setup import Setup, check_ep_comm, check_ep_imbalance, fmt_layout, system_setup
-from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, links_for, point
+from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, links_for, point, static_ttft_note
 from tokenmath.analyses.serving.by_concurrency import (cheapest_continuous, cheapest_meeting, concurrency_axis,
                                                        reaching, targets_test, trace)
 from tokenmath.analyses.serving.pareto import flag_frontier, frontier_mask
@@ -241,6 +241,10 @@ def plan(model, system, *, chips=None, ttft_ms=None, min_tokens_per_s_per_user=N
         cs = reaching(cs, top)
     by_c, c_notes = trace(su, list(dict.fromkeys(traced)), cs, input_len, output_len, draft=dr,
                           meets=targets_test(ttft_s, tps_user))
+    long_ttft = static_ttft_note(best["ttft_s"], best["batch"], "--ttft-ms 2000 asks for a servable static batch; "
+                                 "batching continuously (By concurrency, with a serving engine) is what a server meets")
+    if long_ttft:
+        notes.append("best: " + long_ttft)
     return Plan(setup=su, chips=n, input_len=input_len, output_len=output_len,
                 targets={"ttft_s": ttft_s, "min_tokens_per_s_per_user": tps_user}, best=best, runner_ups=runners,
                 frontier=front, points={"x": xs, "y": ys}, layouts_evaluated=len(lays), points_evaluated=int(B.size),

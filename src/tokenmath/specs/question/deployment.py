@@ -81,8 +81,9 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
     Field("spec_k", "int", None, "tokens the draft proposes per verification step (default 4)", 1, 16,
           unit="tokens", questions=("infer", "hyperbola", "simulate", "pareto", "plan", "fleet", "slowmode"),
           why_not="speculative decoding is not modelled for this question"),
-    Field("acceptance", "float", None, "chance a drafted token is accepted, 0-1 (required with a draft; MTP "
-          "defaults to DeepSeek-V3's 0.875)", 0.0, 1.0, questions=("infer", "hyperbola", "simulate", "pareto", "plan",
+    Field("acceptance", "float", None, "chance a drafted token is accepted, 0-1 (required with a draft, the "
+          "same at every position; with MTP the first drafted position's rate, DeepSeek-V3's 0.875 by default, later "
+          "positions falling as NVIDIA measured: engine/speculative.py)", 0.0, 1.0, questions=("infer", "hyperbola", "simulate", "pareto", "plan",
                                                                    "fleet", "slowmode"),
           why_not="speculative decoding is not modelled for this question"),
     Field("mtp", "int", None, "self-speculation with the model's multi-token-prediction head, K tokens per step", 1,
