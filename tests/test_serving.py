@@ -218,7 +218,8 @@ def test_fleet_scales_with_demand():
     a = fleet("llama-3.1-8b", "h100-sxm", demand=1e6).to_dict()
     b = fleet("llama-3.1-8b", "h100-sxm", demand=1e7).to_dict()
     assert b["chips"] >= 9 * a["chips"] and a["replicas"] * a["replica_chips"] == a["chips"]
-    assert a["megawatts"] == pytest.approx(a["chips"] * 700 / 1e6)
+    # whole 8-GPU nodes at DGX H100's 10.2 kW max (NVIDIA DGX H100/H200 User Guide; data/systems.toml hgx-h100)
+    assert a["megawatts"] == pytest.approx(-(-a["chips"] // 8) * 10_200 / 1e6)
     with pytest.raises(InputError) as e:
         fleet("llama-3.1-70b", "h100-sxm", demand=1e6, min_tokens_per_s_per_user=10_000)
     assert "fastest reaches" in e.value.valid
@@ -235,10 +236,11 @@ def test_fleet_sized_for_continuous_batching_by_hand():
                               **kw).points
     assert here.output_tokens_per_s == pytest.approx(c["replica_output_tokens_per_s"])
     assert more.output_tokens_per_s_per_user < 20.0
-    # replicas = ceil(1e6 / replica tok/s), chips = replicas x replica chips, MW = chips x 700 W, $ = chips x $2.99 x 8760
+    # replicas = ceil(1e6 / replica tok/s), chips = replicas x replica chips, MW = ceil(chips / 8) DGX H100 nodes x
+    # 10.2 kW (NVIDIA DGX H100/H200 User Guide), $ = chips x $2.99 x 8760
     assert c["replicas"] == -(-1e6 // c["replica_output_tokens_per_s"])
     assert c["chips"] == c["replicas"] * c["replica_chips"]
-    assert c["megawatts"] == pytest.approx(c["chips"] * 700 / 1e6)
+    assert c["megawatts"] == pytest.approx(-(-c["chips"] // 8) * 10_200 / 1e6)
     assert c["usd_per_year"] == pytest.approx(c["chips"] * 2.99 * 8760)
     # Llama 3.1 70B on H100 at 20 tok/s/user: the static batch (decode-only speed) needs fewer chips than replicas
     # whose steps also carry the prompts (the by-concurrency points of test_by_concurrency: 24% more here)
@@ -253,11 +255,11 @@ def test_fleet_with_prefill_on_chips_of_its_own_by_hand():
     d = a["disaggregated"]
     dec, pre = d["decode"], d["prefill"]
     # decode instances = ceil(1e6 / one instance's output tok/s); prefill instances = ceil(1e6 x 1024 / 256 prompt
-    # tok/s / one instance's); the fleet is both pools, 700 W each
+    # tok/s / one instance's); the fleet is both pools, in whole 8-GPU nodes of 10.2 kW (DGX H200's max)
     assert dec["instances"] == -(-1e6 // dec["instance_output_tokens_per_s"])
     assert pre["instances"] == -(-(1e6 * 1024 / 256) // pre["instance_prompt_tokens_per_s"])
     assert d["chips"] == dec["instances"] * dec["instance_chips"] + pre["instances"] * pre["instance_chips"]
-    assert d["megawatts"] == pytest.approx(d["chips"] * 700 / 1e6)
+    assert d["megawatts"] == pytest.approx(-(-d["chips"] // 8) * 10_200 / 1e6)
     # the decode pool meets the speed with decodes alone; the prefill pool's batches stay within the 2 s TTFT
     # target (MLPerf's server constraint, the simulator's goodput default)
     assert dec["tokens_per_s_per_user"] >= 20 and pre["ttft_s"] <= 2.0

@@ -90,9 +90,10 @@ def usd_per_year(chips, usd_per_chip_hour):
     return chips * usd_per_chip_hour * HOURS_PER_YEAR
 
 
-def megawatts(chips, watts_per_chip, pue):
-    """Facility power: chips x TDP x PUE, in MW."""
-    return chips * watts_per_chip * pue / 1e6
+def megawatts(units, watts_each, pue):
+    """Facility power in MW: units x W each x PUE / 1e6, the units whole nodes at their system power rating
+    (nodes x node kW x PUE) or, where no node figure is sourced, chips at their TDP (chips x TDP x PUE)."""
+    return units * watts_each * pue / 1e6
 
 
 def holding_cost_per_token(bytes_per_token, seconds, usd_per_byte_s):

@@ -56,14 +56,25 @@ def explain_slowmode(s: SlowMode) -> str:
     for r in s.rows:
         if r["feasible"]:
             L.append(f"  budget {u.seconds(r['budget_s']):>8}: {r['cost_label']} with {r['chips']} chips ({r['layout']}), "
-                     f"batch {r['batch']}{' (memory-limited)' if r['memory_limited'] else ''}, step {u.seconds(r['decode_step_s'])}")
+                     f"batch {r['batch']}{' (memory-limited)' if r['memory_limited'] else ''}, step {u.seconds(r['decode_step_s'])}"
+                     + _saving_text(r["saving_vs_tightest"], r["budget_s"]))
         else:
             L.append(f"  budget {u.seconds(r['budget_s']):>8}: infeasible: {r['reason']}")
     if s.saturation_budget_s:
         t = s.saturation
         L.append(f"  beyond ~{u.seconds(s.saturation_budget_s)} waiting buys nothing (the cheapest cost falls by less "
-                 f"than 1% beyond it; {t['layout']}, batch {t['batch']}, step {u.seconds(t['decode_step_s'])}): {s.why}")
+                 f"than 1% beyond it; {t['layout']}, batch {t['batch']}, step {u.seconds(t['decode_step_s'])}"
+                 f"{_saving_text(t['saving_vs_tightest'], None)}): {s.why}")
     return "\n".join(L)
+
+
+def _saving_text(v: dict, budget_s: float | None) -> str:
+    """'; 3.2x cheaper than within 10 ms (saves 69%)' from slowmode's saving_vs_tightest; at the reference budget
+    itself, that it is the reference."""
+    if budget_s == v["reference_budget_s"]:
+        return "; the tightest budget met: the reference for the savings below"
+    return (f"; {v['cost_ratio']:.3g}x cheaper than within {u.seconds(v['reference_budget_s'])} "
+            f"(saves {v['saving']:.0%})")
 
 
 def explain_pareto(p: Pareto) -> str:
@@ -206,11 +217,14 @@ def explain_fleet(f: Fleet) -> str:
          f"(>= {r['min_tokens_per_s_per_user']:g} tok/s per user, {r['input_len']:,} in / {r['output_len']:,} out)",
          f"  {f.setup.engine_note}"]
     L.append(f"  replica: {r['replica_chips']} chips ({r['layout']}), batch {r['batch']}, "
-             f"{r['replica_output_tokens_per_s']:,.0f} output tok/s, {r['tokens_per_s_per_user']:,.1f} tok/s per user")
+             f"{r['replica_output_tokens_per_s']:,.0f} output tok/s, {r['tokens_per_s_per_user']:,.1f} tok/s per user, "
+             f"TTFT {u.seconds(r['ttft_s'])} (the whole batch's prefill: a static batch)")
+    if r.get("static_ttft_note"):
+        L.append(f"  note: {r['static_ttft_note']}")
     L.append(f"  replicas = ceil({r['demand_output_tokens_per_s']:,.4g} / {r['replica_output_tokens_per_s']:,.0f}) = "
              f"{r['replicas']:,}; chips = {r['chips']:,}; scale-up domains of {r['domain_size']}: {r['domains']:,}")
     if r["megawatts"] is not None:
-        L.append(f"  power = {r['chips']:,} x {hw.tdp_w:g} W x PUE {r['pue']:g} = {r['megawatts']:,.2f} MW")
+        L.append("  power = " + _fleet_power(r))
     if r["usd_per_year"] is not None:
         L.append(f"  cost = {r['chips']:,} chips x ${hw.price_usd_per_hour}/h x {HOURS_PER_YEAR} h = "
                  f"${r['usd_per_year']:,.0f} per year (${r['fleet_cost_per_mtok_output_usd']:.4g} per Mtok output over the "
@@ -238,6 +252,15 @@ def explain_fleet(f: Fleet) -> str:
     return "\n".join(L)
 
 
+def _fleet_power(r: dict) -> str:
+    """The megawatts of fleet's answer written out, on the basis the answer gives (whole nodes, or chip TDP)."""
+    p = r["power"]
+    if p["basis"] == "node":
+        return (f"{r['nodes']:,} nodes (ceil({r['chips']:,} chips / {p['node_chips']})) x {p['node_kw']:g} kW "
+                f"({p['system']}: whole system, vendor's max) x PUE {p['pue']:g} = {r['megawatts']:,.2f} MW")
+    return (f"{r['chips']:,} x {p['chip_tdp_w']:g} W x PUE {p['pue']:g} = {r['megawatts']:,.2f} MW ({p['why']})")
+
+
 def _fleet_size(x: dict) -> str:
     """'N chips, M MW, $ per year' of one of fleet's sizings (MW and $ when the chip has a TDP and a price)."""
     return (f"{x['chips']:,} chips" + (f", {x['megawatts']:,.2f} MW" if x["megawatts"] is not None else "")
@@ -254,6 +277,7 @@ def explain_price(p: PriceResult) -> str:
         f"  cheapest layout meeting the target: {r['layout']} on {r['chips']} chips, batch {r['batch']}, "
         f"decode step {u.seconds(r['decode_step_s'])}, prefill of the whole batch {u.seconds(r['ttft_s'])} "
         "(a static batch)",
+        *([f"  note: {r['static_ttft_note']}"] if r.get("static_ttft_note") else []),
         f"  $/s = {r['chips']} x ${su.hardware.price_usd_per_hour}/h / 3600 = "
         f"{usd_per_s(r['chips'], su.hardware.price_usd_per_hour):.5f}",
         f"  output cost (decode only) = $/s x step / batch x 1e6 = ${r['cost_per_mtok_output_usd']:.4g}/Mtok; "

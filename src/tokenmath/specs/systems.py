@@ -40,7 +40,8 @@ from tokenmath.specs.hardware import Hardware, record_number, catalog as hw_cata
 
 TOPOLOGIES = ("switch", "mesh", "torus")
 KNOWN_KEYS = ("id", "name", "chip", "domain", "topology", "scaleup_gbs", "scaleout_gbs", "scaleup_latency_us",
-              "scaleout_latency_us", "link_gbs", "links", "torus_max", "slice_wrap", "default_chips", "notes", "sources")
+              "scaleout_latency_us", "link_gbs", "links", "torus_max", "slice_wrap", "default_chips", "node_kw",
+              "node_chips", "notes", "sources")
 MAX_CHIPS = 1_000_000
 
 
@@ -56,6 +57,8 @@ class System(Hardware):
     wrap: int = 0                       # an axis of at least this length wraps around (torus)
     system_sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     system_notes: str = ""
+    node_w: float | None = None         # W of one whole node (or rack) at its maximum, the vendor's system rating
+    node_chips: int = 0                 # chips in that node (or rack)
 
     @property
     def domains(self) -> int:
@@ -112,6 +115,7 @@ class System(Hardware):
                 "scaleout_gbs": None if self.scaleout_bw is None else self.scaleout_bw / 1e9,
                 "scaleup_latency_us": self.scaleup_latency * 1e6, "scaleout_latency_us": self.scaleout_latency * 1e6,
                 "memory_gb": self.memory_bytes / 1e9, "price_usd_per_chip_hour": self.price_usd_per_hour,
+                "node_kw": None if self.node_w is None else self.node_w / 1e3, "node_chips": self.node_chips or None,
                 "notes": self.system_notes or self.notes,
                 "sources": {**{k: v for k, v in src.items() if k in ("scaleup", "scaleout")},
                             **dict(self.system_sources)}}
@@ -216,6 +220,11 @@ def from_record(sid: str, rec: dict, chips=None, field: str = "system") -> Syste
         domain = rec.get("domain", hw.scaleup_domain)
         if isinstance(domain, bool) or not isinstance(domain, int) or not 1 <= domain <= MAX_CHIPS:
             raise InputError(f"{field}.domain", f"{domain!r} is not a chip count", "an integer from 1 to 1000000")
+    node_kw = record_number(rec, "node_kw", field, False, 1e-3, 1e5)
+    node_chips = rec.get("node_chips", domain)
+    if node_kw is not None and (isinstance(node_chips, bool) or not isinstance(node_chips, int)
+                                or not 1 <= node_chips <= MAX_CHIPS):
+        raise InputError(f"{field}.node_chips", f"{node_chips!r} is not a chip count", "an integer from 1 to 1000000")
     srcs = rec.get("sources", {})
     base = {k: getattr(hw, k) for k in Hardware.__dataclass_fields__}
     base.update(
@@ -227,7 +236,36 @@ def from_record(sid: str, rec: dict, chips=None, field: str = "system") -> Syste
     return System(**base, chip=hw.id, chips=n, topology=topo, link_bw=link * 1e9 if link is not None else None,
                   links=int(links or 0), torus=tuple(torus), wrap=wrap,
                   system_sources=MappingProxyType(dict(srcs) if isinstance(srcs, dict) else {}),
-                  system_notes=str(rec.get("notes", "")))
+                  system_notes=str(rec.get("notes", "")),
+                  node_w=None if node_kw is None else node_kw * 1e3, node_chips=int(node_chips) if node_kw else 0)
+
+
+@dataclass(frozen=True)
+class NodePower:
+    """A whole node's (or rack's) power at its maximum, from the systems catalog (data/systems.toml node_kw): the
+    chips' boards plus CPUs, NICs, switches and fans, as the vendor rates the system."""
+    system: str         # the system id it comes from
+    watts: float        # W per node
+    chips: int          # chips per node
+    source: str         # the catalog's source for the figure
+
+    def to_dict(self) -> dict:
+        return {"system": self.system, "node_kw": self.watts / 1e3, "node_chips": self.chips, "source": self.source}
+
+
+def node_power(hw: Hardware) -> NodePower | None:
+    """The whole-node power behind chip `hw`: its own (a System with node_kw), else that of the catalog system built
+    of chip `hw.id` (hgx-h200 for h200, gb200-nvl72 for gb200-nvl72, ...). None where no system of that chip has a
+    sourced node power, or where a what-if moved the chip's TDP (the catalog's node figure no longer holds)."""
+    if any(o.field == "tdp_w" for o in getattr(hw, "what_if", ())):
+        return None
+    if isinstance(hw, System) and hw.node_w:
+        return NodePower(hw.id, hw.node_w, hw.node_chips, str(hw.system_sources.get("power", "")))
+    for sid, rec in catalog().items():
+        if isinstance(rec, dict) and rec.get("chip") == hw.id and rec.get("node_kw") is not None:
+            s = from_record(sid, rec, field=f"system[{sid}]")
+            return NodePower(sid, s.node_w, s.node_chips, str(s.system_sources.get("power", "")))
+    return None
 
 
 def get_system(spec, chips=None) -> System:

@@ -1,10 +1,13 @@
 """Fleet sizing: chips, scale-up domains, megawatts and dollars a year to serve a demand in tokens per second.
 
 Each replica runs the cheapest layout and batch (one scale-up domain's chip counts) that meets the per-user speed
-target; replicas = ceil(demand / replica throughput). Power is chip TDP x PUE (PUE 1.0 = chips only).
-That replica is a static batch, its speed the decode alone; with an engine, `continuously_batched` sizes the same
-demand with replicas that batch continuously (the engine's closed-loop steady state), whose users' speed counts the
-prompts admitted among their decodes: more replicas for the same per-user target.
+target; replicas = ceil(demand / replica throughput). Power is whole nodes at their system power rating where the
+systems catalog sources one for the chip (specs/systems.node_power: nodes = ceil(chips / node chips), MW = nodes x
+node kW x PUE: a DGX H100 draws 10.2 kW for 8 GPUs, not 8 x 700 W), else chip TDP x chips x PUE; `power` says which.
+That replica is a static batch, its speed the decode alone and its TTFT (ttft_s) the prefill of its whole batch;
+with an engine, `continuously_batched` sizes the same demand with replicas that batch continuously (the engine's
+closed-loop steady state), whose users' speed counts the prompts admitted among their decodes: more replicas for the
+same per-user target. A static TTFT past MLPerf's 2 s server limit is said in `static_ttft_note`.
 """
 from __future__ import annotations
 
@@ -17,8 +20,9 @@ from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.engine.economics import megawatts, request_cost_per_mtok, usd_per_s, usd_per_year
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.specs.overrides import what_if_dict
+from tokenmath.specs.systems import NodePower, node_power
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
-from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, meeting_speed, point, up_to
+from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, meeting_speed, point, static_ttft_note, up_to
 from tokenmath.mapping.layout import ATTENTION_SHARDING
 from tokenmath.analyses.serving.speculative import resolve_draft, speculation_notes
 from tokenmath.analyses.serving.by_concurrency import cheapest_continuous, continuous_fields
@@ -56,59 +60,102 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     t = g.layouts[li]
     rep_chips = int(g.chips[li, 0])
     rep_tput = float(g.output_tokens_per_s[li, bi])
-    size = _sizing(demand, rep_chips, rep_tput, hw, pue)
+    pw = _Power(node_power(hw), hw.tdp_w, pue)
+    size = _sizing(demand, rep_chips, rep_tput, hw, pw)
     costs = g.costs_per_mtok(hw.price_usd_per_hour)
+    cont = _continuous(su, g, per_chip, demand, target, input_len, output_len, dr, pw) if su.engine is not None else None
+    ttft = finite(g.ttft_s[li, bi])
+    batch = int(g.batch[li, bi])
     res = {"model": su.model.id, "hardware": hw.id, "engine": su.engine_dict,
            "notes": [su.engine_note, *speculation_notes(dr)],
            **({} if dr is None else {"speculation": dr.to_dict()}),
            "demand_output_tokens_per_s": demand,
            "min_tokens_per_s_per_user": target, "input_len": input_len, "output_len": output_len,
            "input_tokens_per_s": demand * input_len / output_len,
-           "layout": fmt_layout(*t), "tp": t[0], "pp": t[1], "ep": t[2], "dp": t[3], "batch": int(g.batch[li, bi]),
+           "layout": fmt_layout(*t), "tp": t[0], "pp": t[1], "ep": t[2], "dp": t[3], "batch": batch,
            **({"attention_sharding": ATTENTION_SHARDING[t[4]]} if len(t) > 4 else {}),
            "replica_chips": rep_chips, "replica_output_tokens_per_s": rep_tput,
-           "tokens_per_s_per_user": finite(g.tokens_per_s_per_user[li, bi]), **size, "pue": pue,
+           "tokens_per_s_per_user": finite(g.tokens_per_s_per_user[li, bi]),
+           # the static replica's TTFT: the prefill of its whole batch (infer's and plan's static-batch convention)
+           "ttft_s": ttft,
+           "static_ttft_note": static_ttft_note(ttft, batch, "the continuously batched sizing below is what a "
+                                                "server meets" if cont is not None else
+                                                "batching continuously (a serving engine) or prefill on chips of its "
+                                                "own (the disaggregated sizing) keeps the first token within it"),
+           **size, "pue": pue, "power": pw.basis(hw),
            **{k: None if costs is None else finite(costs[k][li, bi]) for k in COST_KEYS},
-           "continuously_batched": (_continuous(su, g, per_chip, demand, target, input_len, output_len, dr, pue)
-                                    if su.engine is not None else None),
+           "continuously_batched": cont,
            "disaggregated": (None if dr is not None else
                              _disaggregated(su, g, point(g, li, bi, hw.price_usd_per_hour), demand, target,
-                                            input_len, output_len, pue))}
+                                            input_len, output_len, pw))}
     return Fleet(setup=su, result=res)
 
 
-def _sizing(demand: float, replica_chips: int, replica_tput: float, hw, pue: float) -> dict:
+@dataclass(frozen=True)
+class _Power:
+    """How a fleet's chips become megawatts: whole nodes at the system's sourced power rating (node), else the
+    chips' TDP (tdp_w; None: no power figure at all), times the PUE."""
+    node: NodePower | None
+    tdp_w: float | None
+    pue: float
+
+    def of(self, chips: int) -> dict:
+        """{"megawatts", "nodes"} of `chips` chips (nodes: whole nodes of node.chips the power counts, None when
+        it counts chips)."""
+        if self.node is not None:
+            nodes = math.ceil(chips / self.node.chips)
+            return {"megawatts": finite(megawatts(nodes, self.node.watts, self.pue)), "nodes": nodes}
+        mw = megawatts(chips, self.tdp_w, self.pue) if self.tdp_w else None
+        return {"megawatts": finite(mw) if mw is not None else None, "nodes": None}
+
+    def basis(self, hw) -> dict:
+        """What the megawatts count, with its source, for the answer."""
+        if self.node is not None:
+            return {"basis": "node", **self.node.to_dict(), "pue": self.pue,
+                    "formula": "MW = nodes x node_kw x PUE / 1000, nodes = ceil(chips / node_chips)"}
+        if self.tdp_w:
+            moved = any(o.field == "tdp_w" for o in getattr(hw, "what_if", ()))
+            return {"basis": "chip", "chip_tdp_w": self.tdp_w, "pue": self.pue,
+                    "formula": "MW = chips x chip_tdp_w x PUE / 1e6",
+                    "why": ("chip TDP only: a what-if set the chip's TDP, and the catalog's whole-node power is for "
+                            "the catalog chip" if moved else
+                            f"chip TDP only: no whole-node power is sourced for {hw.id} in the systems catalog, so "
+                            "the nodes' CPUs, NICs, switches and fans are left out")}
+        return {"basis": None, "why": f"{hw.id} has no TDP in the catalog: no megawatts"}
+
+
+def _sizing(demand: float, replica_chips: int, replica_tput: float, hw, pw: _Power) -> dict:
     """Replicas, chips, scale-up domains, MW and $ a year for `demand` output tokens/s from replicas of
     `replica_chips` chips serving `replica_tput` each; the fleet's $ per Mtok over the demand (its last replica's
     idle headroom included): _of_chips."""
     replicas = math.ceil(demand / replica_tput)
-    return {"replicas": replicas, **_of_chips(replicas * replica_chips, demand, hw, pue)}
+    return {"replicas": replicas, **_of_chips(replicas * replica_chips, demand, hw, pw)}
 
 
-def _of_chips(chips: int, demand: float, hw, pue: float) -> dict:
-    """Chips, scale-up domains, MW, $ a year and $ per Mtok over the demand of a fleet of `chips` chips."""
-    mw = megawatts(chips, hw.tdp_w, pue) if hw.tdp_w else None
+def _of_chips(chips: int, demand: float, hw, pw: _Power) -> dict:
+    """Chips, scale-up domains, MW (and the nodes it counts), $ a year and $ per Mtok over the demand of a fleet of
+    `chips` chips."""
     priced = hw.price_usd_per_hour is not None
     usd_year = usd_per_year(chips, hw.price_usd_per_hour) if priced else None
     per_mtok = request_cost_per_mtok(usd_per_s(chips, hw.price_usd_per_hour), demand) if priced else None
     return {"chips": chips, "domain_size": hw.scaleup_domain,
-            "domains": math.ceil(chips / hw.scaleup_domain), "megawatts": finite(mw) if mw is not None else None,
+            "domains": math.ceil(chips / hw.scaleup_domain), **pw.of(chips),
             "usd_per_year": finite(usd_year) if usd_year is not None else None,
             "fleet_cost_per_mtok_output_usd": finite(per_mtok) if per_mtok is not None else None}
 
 
-def _continuous(su: Setup, g, per_chip, demand, target, input_len, output_len, draft, pue) -> dict | None:
+def _continuous(su: Setup, g, per_chip, demand, target, input_len, output_len, draft, pw) -> dict | None:
     """The fleet when each replica batches continuously (by_concurrency.cheapest_continuous over the layouts with
     the most static throughput per chip at the target); None when no traced point meets the target."""
     c = cheapest_continuous(su, g, -per_chip, target, input_len, output_len, draft)
     if c is None:
         return None
     return {**continuous_fields(c), "replica_chips": c["chips"], "replica_output_tokens_per_s": c["output_tokens_per_s"],
-            **_sizing(demand, c["chips"], c["output_tokens_per_s"], su.hardware, pue),
+            **_sizing(demand, c["chips"], c["output_tokens_per_s"], su.hardware, pw),
             "cost_per_mtok_output_request_usd": c["cost_per_mtok_output_request_usd"]}
 
 
-def _disaggregated(su: Setup, g, colocated: dict, demand, target, input_len, output_len, pue) -> dict:
+def _disaggregated(su: Setup, g, colocated: dict, demand, target, input_len, output_len, pw) -> dict:
     """The fleet with prefill on chips of its own (plan_disaggregated.disaggregate: the decode instance with the most
     decode-only output per chip at the speed target, the prefill instance with the most prompt tokens/s per chip
     whose batch's prefill stays within TTFT_TARGET_S), in whole instances: decode instances = ceil(demand / one
@@ -122,7 +169,7 @@ def _disaggregated(su: Setup, g, colocated: dict, demand, target, input_len, out
     dec_chips, pre_chips = chips_of(dec), chips_of(pre)
     dec_n = math.ceil(demand / dec["decode_output_tokens_per_s"])
     pre_n = math.ceil(demand * input_len / output_len / (pre["prompt_tokens_per_s_per_chip"] * pre_chips))
-    size = _of_chips(dec_n * dec_chips + pre_n * pre_chips, demand, su.hardware, pue)
+    size = _of_chips(dec_n * dec_chips + pre_n * pre_chips, demand, su.hardware, pw)
     return {"decode": {k: dec[k] for k in ("layout", "tp", "pp", "ep", "dp", "batch", "decode_step_s")}
             | {"tokens_per_s_per_user": dec["output_tokens_per_s_per_user"], "instance_chips": dec_chips,
                "instance_output_tokens_per_s": dec["decode_output_tokens_per_s"], "instances": dec_n,

@@ -219,3 +219,19 @@ def meeting_speed(g: Grid, target: float, top: int, hw_id: str) -> np.ndarray:
         raise InputError("min_tokens_per_s_per_user", f"no layout of up to {top} x {hw_id} reaches {target:g} "
                          "tokens/s per user", f"the fastest reaches {best:,.1f}; lower the target or allow more chips")
     return ok
+
+
+def static_ttft_note(ttft_s, batch: int, instead: str = "") -> str | None:
+    """What a static-batch answer's TTFT means when it is long: a static batch prefills every prompt before any
+    first token, so its TTFT (ttft_s, the whole batch's prefill) is each of its requests' TTFT. Past TTFT_TARGET_S
+    (2 s: MLPerf Inference's server-scenario TTFT limit for Llama 2 70B, mlcommons/inference language/llama2-70b
+    README; the simulator's goodput default) the answer is a throughput bound, not one a server meets. instead: what
+    to read in its place. None within the limit."""
+    from tokenmath.analyses.serving.simulation.simulate import TTFT_TARGET_S
+    from tokenmath.base import units as u
+    if ttft_s is None or not ttft_s > TTFT_TARGET_S:
+        return None
+    return (f"TTFT {u.seconds(float(ttft_s))}: the static batch prefills all {int(batch):,} prompts before any first "
+            f"token, past the {TTFT_TARGET_S:g} s MLPerf Inference allows a server (Llama 2 70B server scenario, "
+            "mlcommons/inference language/llama2-70b): a throughput bound, not a servable answer"
+            + (f"; {instead}" if instead else ""))

@@ -2,6 +2,8 @@
 target, and the list price that cost implies at a margin and a utilization (to hold next to providers' lists).
 
 price = cost at full load / (utilization x (1 - gross margin)).
+The cheapest point is a static batch: its ttft_s is the prefill of its whole batch; past MLPerf's 2 s server limit
+`static_ttft_note` says so (grid.static_ttft_note), and the continuously batched cost is what a server meets.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
 from tokenmath.analyses.serving.by_concurrency import cheapest_continuous, continuous_fields
-from tokenmath.analyses.serving.grid import attention_arg, meeting_speed, up_to
+from tokenmath.analyses.serving.grid import attention_arg, meeting_speed, static_ttft_note, up_to
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,17 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
     t = g.layouts[li]
     scale = 1.0 / (utilization * (1.0 - margin))
     c_in, c_out = float(in_cost[li, bi]), float(out_cost[li, bi])
+    cont = (_continuous(su, g, np.where(ok, out_cost, np.inf), target, input_len, output_len, scale)
+            if su.engine is not None else None)
+    ttft, batch = finite(g.ttft_s[li, bi]), int(g.batch[li, bi])
     res = {"model": su.model.id, "hardware": su.hardware.id, "engine": su.engine_dict, "notes": [su.engine_note],
            "layout": fmt_layout(*t), "tp": t[0], "pp": t[1],
-           "ep": t[2], "dp": t[3], "chips": int(g.chips[li, 0]), "batch": int(g.batch[li, bi]),
+           "ep": t[2], "dp": t[3], "chips": int(g.chips[li, 0]), "batch": batch,
            "input_len": input_len, "output_len": output_len, "min_tokens_per_s_per_user": target,
-           "decode_step_s": finite(g.step_s[li, bi]), "ttft_s": finite(g.ttft_s[li, bi]),
+           "decode_step_s": finite(g.step_s[li, bi]), "ttft_s": ttft,
+           "static_ttft_note": static_ttft_note(ttft, batch, "the continuously batched cost below is what a server "
+                                                "meets" if cont is not None else "a server batching continuously "
+                                                "(a serving engine) keeps the first token within it"),
            "cost_per_mtok_input_usd": finite(c_in), "cost_per_mtok_output_usd": finite(c_out),
            "margin": margin, "utilization": utilization,
            "price_per_mtok_input_usd": finite(c_in * scale), "price_per_mtok_output_usd": finite(c_out * scale),
@@ -66,8 +74,7 @@ def price(model, hardware, *, min_tokens_per_s_per_user=20.0, input_len=2000, ou
            # the static batch's whole request per output token, to set beside the continuously batched one
            "cost_per_mtok_output_request_usd": finite(
                g.costs_per_mtok(su.hardware.price_usd_per_hour)["cost_per_mtok_output_request_usd"][li, bi]),
-           "continuously_batched": (_continuous(su, g, np.where(ok, out_cost, np.inf), target, input_len, output_len,
-                                                scale) if su.engine is not None else None)}
+           "continuously_batched": cont}
     return PriceResult(setup=su, result=res)
 
 

@@ -8,7 +8,13 @@ Inputs moved:
   scale-up collective latency, and the price per chip-hour;
 - efficiency (specs/efficiency.py): achievable fractions of peak FLOP/s, HBM and link bandwidth, and the fixed time
   per layer per pass. A fraction of peak cannot exceed 1, so its upper side is clipped at 1 (the row says so: a
-  family calibrated at memory_bw = 1.0 has no upper side).
+  family calibrated at memory_bw = 1.0 has no upper side). Under a shape-aware kernel model (Efficiency.kernels,
+  every calibrated chip's default) the flat efficiency.flops and efficiency.memory_bw never enter the engine: each
+  op's FLOP/s and bandwidth come from the kernel model's fractions times its fitted residuals (engine/kernels.op_rates),
+  so those two rows are left out (a note names them) and the residuals kernels.compute_scale and kernels.bw_scale,
+  which do enter, are moved instead.
+Every row whose answer does not move says why in its note (no silent 0.0% rows): the input binds no operation on
+the metric's path at this layout and batch (a memory-bound step's FLOP/s, the links of one chip, a price on a time).
 Not vectorized across inputs: hardware figures are scalars of a Hardware record, so this is 2 x inputs + 1 calls
 of the engine, each itself vectorized over its layout and batch (a DeepSeek-V3 question takes about a second).
 """
@@ -34,6 +40,10 @@ METRICS = {
     "output_tokens_per_s": "output tokens/s (system)",
 }
 EFFICIENCY_FIELDS = ("flops", "memory_bw", "link_bw", "layer_overhead_s")
+FLAT_FRACTIONS = ("flops", "memory_bw")                 # replaced, op by op, by a kernel model's fractions
+KERNEL_SCALES = ("compute_scale", "bw_scale")           # the kernel model's fitted residuals (specs/kernels.py), <= 1
+COSTS = ("cost_per_mtok_output_usd", "cost_per_mtok_output_request_usd", "cost_per_mtok_input_usd")
+LINKS = ("scaleup_gbs", "scaleup_latency_us", "scaleout_gbs", "efficiency.link_bw")
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,39 @@ class SensitivityResult:
                 "base_answer": finite(self.base_answer), "layout": self.layout, "batch": self.batch,
                 "rows": [r.to_dict() for r in self.rows], "efficiency_source": self.efficiency_source,
                 "notes": list(self.notes), **({"what_if": list(self.what_if)} if self.what_if else {})}
+
+
+def _why_still(r: SensitivityRow, base: float, base_r, hw: Hardware, metric: str, batch) -> SensitivityRow:
+    """The row with a note saying why its answer does not move, where it does not (a row that moves is returned as
+    it is): a side with no answer, a price on a time, links that carry nothing, or an input that binds no
+    operation on the metric's path (each op takes the longest of its compute, memory and communication)."""
+    if r.swing > 1e-9 * abs(base):
+        return r
+    if r.answer_low is None or r.answer_high is None:
+        side = "low" if r.answer_low is None else "high"
+        why = f"at the {side} side the question has no answer (the batch no longer fits), so no swing is measured"
+    elif r.note:
+        return r
+    elif r.name == "price_usd_per_hour" and metric not in COSTS:
+        why = "a price moves costs only, and this metric is a time or a speed"
+    elif r.name in LINKS and base_r.chips == 1:
+        why = "one chip: no collectives"
+    elif r.name == "scaleout_gbs" and base_r.chips <= hw.scaleup_domain:
+        why = f"all {base_r.chips} chips sit in one scale-up domain of {hw.scaleup_domain}: no traffic leaves it"
+    elif r.name.startswith("tflops.") or r.name == "kernels.compute_scale" or r.name == "efficiency.flops":
+        why = ("no operation on this metric's path is bound by FLOP/s at this layout and batch: each takes the "
+               "longest of its compute, memory and communication times, and here memory or communication is longer")
+    elif r.name in ("memory_bw_tbs", "kernels.bw_scale", "efficiency.memory_bw"):
+        why = ("no operation on this metric's path is bound by HBM bandwidth at this layout and batch: each takes the "
+               "longest of its compute, memory and communication times, and here compute or communication is longer")
+    elif r.name == "memory_gb":
+        why = ("the batch does not change with capacity here: the largest batch is held by the engine's cap on "
+               "running sequences, not by memory" if batch == "max" else
+               "capacity moves the answer only through the batch that fits (batch is fixed here)")
+    else:
+        why = ("this input binds no operation on the metric's path at this layout and batch (each takes the longest "
+               "of its compute, memory and communication times)")
+    return replace(r, note=why)
 
 
 def hardware_fields(hw: Hardware, compute_key: str) -> list[str]:
@@ -143,22 +186,30 @@ def sensitivity(model, hardware, *, metric: str = "cost_per_mtok_output_usd", de
             h, _ = apply(hw, {f: repr(v)})
             vals.append(answer(h, eff)[1])
         rows.append(SensitivityRow(f, "hardware", cur, lo, hi, vals[0], vals[1], note))
-    for f in EFFICIENCY_FIELDS:
-        cur = getattr(eff, f)
+    km = eff.kernels
+    moved = [(f"efficiency.{f}", getattr(eff, f), lambda v, f=f: replace(eff, **{f: v}), f != "layer_overhead_s")
+             for f in EFFICIENCY_FIELDS if km is None or f not in FLAT_FRACTIONS]
+    if km is not None:
+        moved += [(f"kernels.{f}", getattr(km, f), lambda v, f=f: replace(eff, kernels=replace(km, **{f: v})), True)
+                  for f in KERNEL_SCALES]
+    for name, cur, moved_eff, fraction in moved:
         if cur == 0:
             continue
         lo, hi = cur * (1 - delta), cur * (1 + delta)
         note = ""
-        if f != "layer_overhead_s" and hi > 1.0:
+        if fraction and hi > 1.0:
             hi, note = 1.0, "a fraction of peak stops at 1"
-        vals = [answer(hw, replace(eff, **{f: v}))[1] if v != cur else base for v in (lo, hi)]
-        rows.append(SensitivityRow(f"efficiency.{f}", "efficiency", cur, lo, hi, vals[0], vals[1], note))
+        vals = [answer(hw, moved_eff(v))[1] if v != cur else base for v in (lo, hi)]
+        rows.append(SensitivityRow(name, "efficiency", cur, lo, hi, vals[0], vals[1], note))
+    rows = [_why_still(r, base, base_r, hw, metric, batch) for r in rows]
     rows.sort(key=lambda r: -r.swing)
     lay = base_r.layout
     notes = []
-    if eff.kernels is not None:
-        notes.append("the efficiency carries a shape-aware kernel model: its matmul fractions come from the kernel "
-                     "model, so efficiency.flops moves only the code outside the op table")
+    if km is not None:
+        notes.append("efficiency.flops and efficiency.memory_bw are left out: the efficiency carries a shape-aware "
+                     "kernel model, whose fractions (tile and wave quantization, streaming, attention) give every "
+                     "op's FLOP/s and bandwidth, so the flat fractions never enter the engine; its fitted residuals "
+                     "kernels.compute_scale and kernels.bw_scale are moved instead")
     return SensitivityResult(base_r.model.id, hw.id, metric, delta, base,
                              f"tp={int(lay.tp)} pp={int(lay.pp)} ep={int(lay.ep)} dp={int(lay.dp)}",
                              int(base_r.batch), tuple(rows), eff.source, tuple(notes),

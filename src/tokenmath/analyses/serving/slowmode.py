@@ -7,6 +7,11 @@ must still be fetched once per step, and only more concurrent sequences (not mor
 The saturation budget is read off every (layout, batch) point, not off the budgets asked for: the smallest latency
 within which some point costs at most 1% more than the cheapest point at any latency (beyond it the cheapest cost
 falls by less than 1%).
+
+The saving is stated against the tightest budget any point meets (the fastest answer asked for): at each budget and at
+saturation, cost_ratio = cost at the tightest budget / cost here (how many times cheaper waiting makes it) and
+saving = 1 - cost here / cost at the tightest budget (the share of that cost waiting saves), on the cost the budgets
+are ranked by (a whole request per output token, or chip-seconds per Mtok where the chip has no price).
 """
 from __future__ import annotations
 
@@ -49,6 +54,7 @@ class SlowMode:
     saturation_budget_s: float | None   # the budget beyond which waiting buys nothing
     per_request: bool                   # budgets per request (TTFT + all decode steps), else per output token
     saturation: dict | None = None      # the point at the saturation budget (layout, batch, step, cost, why it stops)
+    saving: dict | None = None          # the reference (tightest budget met) and the saving at saturation (_saving)
     draft: Draft | None = None          # speculative decoding (None: plain decoding)
     notes: tuple[str, ...] = ()         # beyond the engine's and the draft's (analyses/ask.py)
 
@@ -62,7 +68,7 @@ class SlowMode:
                 "notes": [su.engine_note, *speculation_notes(self.draft), *self.notes], "per_request": self.per_request,
                 **({} if self.draft is None else {"speculation": self.draft.to_dict()}),
                 "rows": self.rows, "saturation_budget_s": self.saturation_budget_s, "saturation": self.saturation,
-                "why": self.why, **what_if_dict(su.hardware)}
+                "saving": self.saving, "why": self.why, **what_if_dict(su.hardware)}
 
 
 def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_chips=None, input_len=1024,
@@ -108,8 +114,32 @@ def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_
                                     else f"{float(cost[li, bi]):.4g} chip-s/Mtok")})
         best_costs.append(float(cost[li, bi]))
     sat = _saturation(g, latency, cost, ok, costs)
+    saving = _saving(rows, sat, "cost_per_mtok_output_request_usd" if price is not None else "chip_s_per_mtok_output")
     return SlowMode(setup=su, rows=rows, saturation_budget_s=None if sat is None else sat["budget_s"],
-                    per_request=per_request, saturation=sat, draft=dr)
+                    per_request=per_request, saturation=sat, draft=dr, saving=saving)
+
+
+def _saving(rows: list[dict], sat: dict | None, key: str) -> dict | None:
+    """What waiting saves against the tightest budget any point meets, on the cost `key` the budgets are ranked by:
+    each feasible row and the saturation point get `saving_vs_tightest` {reference_budget_s, cost_ratio (reference
+    cost / cost here), saving (1 - cost here / reference cost)}; returns {reference: that budget and its cost,
+    at_saturation: the saving at the saturation point} (None when no budget is met)."""
+    met = [r for r in rows if r["feasible"]]
+    if not met:
+        return None
+    ref = min(met, key=lambda r: r["budget_s"])
+    c0 = ref[key]
+
+    def vs(c: float) -> dict:
+        return {"reference_budget_s": ref["budget_s"], "cost_ratio": finite(c0 / c), "saving": finite(1.0 - c / c0)}
+    for r in met:
+        r["saving_vs_tightest"] = vs(r[key])
+    if sat is not None:
+        sat["saving_vs_tightest"] = vs(sat[key])
+    return {"reference": {"budget_s": ref["budget_s"], "cost_key": key, "cost": c0, "layout": ref["layout"],
+                          "batch": ref["batch"],
+                          "what": "the cheapest point within the tightest budget that any point meets"},
+            "at_saturation": None if sat is None else sat["saving_vs_tightest"]}
 
 
 def _saturation(g, latency, cost, ok, costs) -> dict | None:

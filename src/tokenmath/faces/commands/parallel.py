@@ -85,12 +85,13 @@ def systems(chips, as_json):
         emit_json(rows)
         return
     click.echo(f"{'id':<13} {'chip':<13} {'chips':>6} {'domain':>7} {'topology':<8} {'scale-up GB/s':>13} "
-               f"{'scale-out GB/s':>14} {'lat us (in/+out)':>16}  torus")
+               f"{'scale-out GB/s':>14} {'lat us (in/+out)':>16} {'node kW/chips':>13}  torus")
     for r in rows:
         if "error" in r:
             click.echo(f"{r['id']:<13} {r['error']}")
             continue
         out = f"{r['scaleout_gbs']:g}" if r["scaleout_gbs"] is not None else "n/a"
+        node = f"{r['node_kw']:g}/{r['node_chips']}" if r.get("node_kw") is not None else "n/a"
         click.echo(f"{r['id']:<13} {r['chip']:<13} {r['chips']:>6} {r['domain_size']:>7} {r['topology']:<8} "
-                   f"{r['scaleup_gbs']:>13g} {out:>14} {r['scaleup_latency_us']:>8g}/{r['scaleout_latency_us']:<7g}  "
-                   f"{'x'.join(map(str, r['torus'])) if r['torus'] else ''}")
+                   f"{r['scaleup_gbs']:>13g} {out:>14} {r['scaleup_latency_us']:>8g}/{r['scaleout_latency_us']:<7g} "
+                   f"{node:>13}  {'x'.join(map(str, r['torus'])) if r['torus'] else ''}")
