@@ -158,7 +158,7 @@ def fleet(dep: Deployment, wl: Workload, *, demand, **own):
     from tokenmath.analyses.serving.fleet import fleet as run
     r = run(dep.model, dep.hardware, demand=demand, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
-            attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
+            attention_sharding=_attention(dep, "heads"), prefix_hit=wl.prefix_hit or None, **own, **knobs(dep))
     return with_notes(r, not_applied("fleet", dep, wl))
 
 

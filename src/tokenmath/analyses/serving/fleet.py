@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg, pos_float
 from tokenmath.engine.economics import megawatts, request_cost_per_mtok, usd_per_s, usd_per_year
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
@@ -26,7 +27,8 @@ from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, meeting_sp
 from tokenmath.mapping.layout import ATTENTION_SHARDING
 from tokenmath.analyses.serving.speculative import resolve_draft, speculation_notes
 from tokenmath.analyses.serving.by_concurrency import cheapest_continuous, continuous_fields
-from tokenmath.analyses.serving.plan_disaggregated import disaggregate
+from tokenmath.analyses.serving.plan_disaggregated import disaggregate, instance_pools
+from tokenmath.engine.prefix_cache import hit_rate
 from tokenmath.analyses.serving.simulation.simulate import TTFT_TARGET_S
 
 
@@ -41,11 +43,21 @@ class Fleet:
 
 def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=1024, output_len=256,
           max_chips=None, pue=1.0, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None,
-          speculation=None, attention_sharding="heads", **knobs) -> Fleet:
+          speculation=None, attention_sharding="heads", prefix_hit=None, decode_chips=None, prefill_chips=None,
+          **knobs) -> Fleet:
     """speculation: a speculative.Speculation (--draft/--mtp): every replica decodes with it.
-    attention_sharding: heads, batch, dp or "any" (searched; mapping/candidates.layouts_for)."""
+    attention_sharding: heads, batch, dp or "any" (searched; mapping/candidates.layouts_for).
+    prefix_hit: the cached share of every prompt: the disaggregated prefill pool computes only the rest (the static and
+    continuously batched sizings have no cache, and say so). decode_chips / prefill_chips: the disaggregated
+    instances' sizes, as a deployment states them (DeepSeek's day-6 system: decode 144 GPUs, prefill 32), every
+    layout of exactly that many chips searched (wide EP across nodes); both or neither."""
     su = setup(model, hardware, weight_dtype=weight_dtype, kv_dtype=kv_dtype, efficiency=efficiency, engine=engine, **knobs)
     dr = resolve_draft(speculation, su.model, su.precision, weight_dtype, kv_dtype)
+    hit = hit_rate(prefix_hit)
+    instances = _instances(decode_chips, prefill_chips)
+    if dr is not None and (hit or instances):
+        raise InputError("prefix_hit" if hit else "decode_chips", "applies to the disaggregated sizing, which is "
+                         "modelled without speculative decoding", "leave out --draft / --mtp, or this option")
     demand = pos_float(demand, "demand")
     target = pos_float(min_tokens_per_s_per_user, "min_tokens_per_s_per_user")
     pue = pos_float(pue, "pue", 0.5, 5.0)
@@ -87,7 +99,10 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
            "continuously_batched": cont,
            "disaggregated": (None if dr is not None else
                              _disaggregated(su, g, point(g, li, bi, hw.price_usd_per_hour), demand, target,
-                                            input_len, output_len, pw))}
+                                            input_len, output_len, pw, hit, instances))}
+    if hit:
+        res["notes"].append(f"prefix caching: {hit:g} of every prompt cached, applied to the disaggregated prefill pool "
+                            "(its prefill computes the rest); the static and continuously batched sizings have no cache")
     return Fleet(setup=su, result=res)
 
 
@@ -155,7 +170,19 @@ def _continuous(su: Setup, g, per_chip, demand, target, input_len, output_len, d
             "cost_per_mtok_output_request_usd": c["cost_per_mtok_output_request_usd"]}
 
 
-def _disaggregated(su: Setup, g, colocated: dict, demand, target, input_len, output_len, pw) -> dict:
+def _instances(decode_chips, prefill_chips) -> tuple[int, int] | None:
+    """(decode, prefill) instance sizes in chips, or None: both given or neither."""
+    if decode_chips is None and prefill_chips is None:
+        return None
+    if decode_chips is None or prefill_chips is None:
+        raise InputError("decode_chips" if decode_chips is None else "prefill_chips", "given without the other",
+                         "both --decode-chips and --prefill-chips (e.g. DeepSeek's 144 and 32), or neither")
+    return (int_arg(decode_chips, "decode_chips", 1, MAX_SEARCH_CHIPS),
+            int_arg(prefill_chips, "prefill_chips", 1, MAX_SEARCH_CHIPS))
+
+
+def _disaggregated(su: Setup, g, colocated: dict, demand, target, input_len, output_len, pw, hit=0.0,
+                   instances=None) -> dict:
     """The fleet with prefill on chips of its own (plan_disaggregated.disaggregate: the decode instance with the most
     decode-only output per chip at the speed target, the prefill instance with the most prompt tokens/s per chip
     whose batch's prefill stays within TTFT_TARGET_S), in whole instances: decode instances = ceil(demand / one
@@ -163,8 +190,12 @@ def _disaggregated(su: Setup, g, colocated: dict, demand, target, input_len, out
     The KV each request carries between the pools is reported, not priced (plan --disaggregated)."""
     def chips_of(p: dict) -> int:
         return int(p["tp"] * p["pp"] * p["ep"] * p["dp"])
-    d = disaggregate(su, chips_of(colocated), g.layouts, g, g.batch, input_len, output_len, TTFT_TARGET_S, target,
-                     {}, colocated)
+    if instances is not None:
+        d = instance_pools(su, instances[0], instances[1], input_len, output_len, target, TTFT_TARGET_S, colocated,
+                           prefix_hit=hit)
+    else:
+        d = disaggregate(su, chips_of(colocated), g.layouts, g, g.batch, input_len, output_len, TTFT_TARGET_S, target,
+                         {}, colocated, prefix_hit=hit)
     dec, pre = d["decode"], d["prefill"]
     dec_chips, pre_chips = chips_of(dec), chips_of(pre)
     dec_n = math.ceil(demand / dec["decode_output_tokens_per_s"])

@@ -15,7 +15,7 @@ from tokenmath.base.validators import finite
 from tokenmath.engine.economics import chip_s_per_mtok, request_cost_per_mtok, usd_per_s
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.analyses.setup import Setup, fmt_layout
-from tokenmath.analyses.serving.grid import Grid, evaluate, point
+from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, over_batches, point
 
 
 def output_per_chip(decode_per_chip, prefill_per_chip, input_len: int, output_len: int):
@@ -27,9 +27,11 @@ def output_per_chip(decode_per_chip, prefill_per_chip, input_len: int, output_le
 
 
 def disaggregate(su: Setup, n: int, lays, g: Grid, B, input_len: int, output_len: int, ttft_s: float | None,
-                 tps_user: float | None, opts: dict, colocated: dict) -> dict:
+                 tps_user: float | None, opts: dict, colocated: dict, prefix_hit: float = 0.0) -> dict:
     """Size the two pools for the traffic of `n` decode chips. g: the colocated grid over layouts `lays` and
     batches B; opts: the evaluation options (ep_imbalance, ep_overlap, links); colocated: the plan's best point.
+    prefix_hit: the cached share of every prompt (engine/prefix_cache.py): the prefill pool computes only the rest,
+    attending to the cached part (its prompt tokens/s count every prompt token, cached ones included).
     Times in s, bytes, $ per million output tokens."""
     m, hw, prec = su.model, su.hardware, su.precision
     price = hw.price_usd_per_hour
@@ -44,7 +46,7 @@ def disaggregate(su: Setup, n: int, lays, g: Grid, B, input_len: int, output_len
     dpt = point(g, di, dj, price)
     dec_tps = float(g.batch[di, dj] / g.step_s[di, dj])          # output tokens/s of one decode instance
     # prefill pool: prompts only (KV of the prompt held), TTFT = prefill of its batch
-    pg = evaluate(su, lays, B, input_len, 1, **opts)
+    pg = evaluate(su, lays, B, input_len, 1, **opts, prefix_hit=prefix_hit)
     pre_tps_chip = pg.batch * input_len / pg.ttft_s / pg.chips
     pok = np.array(pg.fits, bool)
     if ttft_s is not None:
@@ -80,3 +82,25 @@ def disaggregate(su: Setup, n: int, lays, g: Grid, B, input_len: int, output_len
         "colocated_chip_s_per_mtok_output": colocated["chip_s_per_mtok_output"],
         "colocated_cost_per_mtok_output_request_usd": colocated["cost_per_mtok_output_request_usd"],
     }
+
+
+def instance_pools(su: Setup, decode_chips: int, prefill_chips: int, input_len: int, output_len: int,
+                   tps_user: float | None, ttft_s: float | None, colocated: dict, prefix_hit: float = 0.0) -> dict:
+    """disaggregate() with instances of the sizes a deployment states (DeepSeek's: prefill 32 GPUs, decode 144): the
+    decode pool's layouts are every admissible layout of exactly `decode_chips` chips (mapping/candidates.layouts_for:
+    wide EP across nodes, attention data-parallel), over batches up to the largest that fits; the prefill pool's of
+    `prefill_chips`, over prompt batches up to 1,024. Sizes as disaggregate's."""
+    from tokenmath.mapping.candidates import layouts_for
+    m, hw = su.model, su.hardware
+    dec = layouts_for(m, int(decode_chips), max_tp=hw.scaleup_domain)
+    pre = layouts_for(m, int(prefill_chips), max_tp=hw.scaleup_domain)
+    for name, lays, n in (("decode_chips", dec, decode_chips), ("prefill_chips", pre, prefill_chips)):
+        if not lays:
+            raise InputError(name, f"no layout of {n} chips suits {m.id}",
+                             f"a chip count with a divisor that divides the {m.n_heads} heads")
+    g = over_batches(su, dec, input_len, output_len)
+    if g is None:
+        raise InputError("decode_chips", f"{m.id} does not fit on {decode_chips} x {hw.id} at "
+                         f"{input_len + output_len:,} tokens per sequence", "more chips per decode instance")
+    return disaggregate(su, int(decode_chips), pre, g, batch_axis(1024), input_len, output_len, ttft_s, tps_user,
+                        {}, colocated, prefix_hit=prefix_hit)

@@ -116,17 +116,22 @@ def context(deployment, workload, context, as_json, explain, plot_file):
 @click.option("--max-chips", type=int, callback=positive, help="Largest replica (chips).")
 @click.option("--pue", type=float, default=1.0, show_default=True, callback=positive_float,
               help="Facility power / chip power (1.0 counts chip TDP only).")
+@click.option("--decode-chips", type=int, callback=positive,
+              help="Disaggregated sizing: chips per decode instance (every layout of exactly that many searched, wide "
+                   "EP across nodes; DeepSeek's day-6 system: 144). With --prefill-chips.")
+@click.option("--prefill-chips", type=int, callback=positive,
+              help="Disaggregated sizing: chips per prefill instance (DeepSeek's: 32). With --decode-chips.")
 @with_plot
 @guarded
-def fleet(deployment, workload, demand, max_chips, pue, as_json, explain, plot_file):
+def fleet(deployment, workload, demand, max_chips, pue, decode_chips, prefill_chips, as_json, explain, plot_file):
     """Chips, racks, megawatts and $/year to serve a demand in tokens/s at a per-user speed."""
     from tokenmath.analyses.ask import fleet as run
     from tokenmath.faces.explain_serving import explain_fleet
-    r = run(deployment, workload, demand=demand, max_chips=max_chips, pue=pue)
+    own = dict(max_chips=max_chips, pue=pue, decode_chips=decode_chips, prefill_chips=prefill_chips)
+    r = run(deployment, workload, demand=demand, **own)
     if plot_file:
         from tokenmath.faces.plots import fleet_plot
-        sweep = [run(deployment, workload, demand=demand * f, max_chips=max_chips, pue=pue).to_dict()
-                 for f in (0.01, 0.1, 1, 10, 100)]
+        sweep = [run(deployment, workload, demand=demand * f, **own).to_dict() for f in (0.01, 0.1, 1, 10, 100)]
         fleet_plot(sweep, plot_file)
     _out(r, as_json, explain, None, None, explain_fleet)
     _speculation_footer(deployment, as_json)

@@ -37,8 +37,8 @@ WORKLOAD_FIELDS: tuple[Field, ...] = (
           unit="requests/s", questions=LOAD, why_not="it prices a static batch (infer --arrival-rate serves under load)"),
     Field("prefix_hit", "float", 0.0, "prefix caching: the share of every prompt already cached (0-1); its prefill "
           "is skipped, the rest attends to it", 0.0, 1.0, unit="fraction",
-          questions=("infer", "simulate", "plan"),
-          why_not="prefix caching is modelled by infer, simulate and plan"),
+          questions=("infer", "simulate", "plan", "fleet"),
+          why_not="prefix caching is modelled by infer, simulate, plan and fleet's disaggregated pools"),
     Field("ttft_ms", "float", None, "target time to first token", 0.0, 1e9, unit="ms",
           questions=("plan", "simulate"), why_not="it has no time-to-first-token target"),
     Field("min_tokens_per_s_per_user", "float", None, "target: each user's decode speed at least this", 0.0, 1e9,
