@@ -347,3 +347,15 @@ def test_plan_moe_systems_commands(tmp_path):
     assert r.exit_code == 0 and {s["id"] for s in json.loads(r.output)} >= {"hgx-h100", "tpu-v6e"}
     r = run(cli, ["plan", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--explain"])
     assert r.exit_code == 0 and "communication" in r.output
+
+
+def test_moe_on_a_72_gpu_rack_lays_out_wide_expert_parallelism():
+    """DeepSeek-V3's 256 experts over all 72 GPUs of a GB200 NVL72 (redundant experts fill the remainder, as
+    DeepSeek's decode EP144 runs): a layout moe compares, not only 8-wide expert groups; on one NVLink domain its
+    all-to-all stays inside, so it decodes more per chip than EP 8 x DP 9."""
+    from tokenmath.analyses.serving.moe import moe
+    rows = moe("deepseek-v3", "gb200-nvl72", engine="vllm").to_dict()["layouts"]
+    wide = [r for r in rows if r["ep"] == 72]
+    ep8 = [r for r in rows if r["ep"] == 8 and r["tp"] == 1]
+    assert wide and ep8
+    assert wide[0]["output_tokens_per_s_per_chip"] > ep8[0]["output_tokens_per_s_per_chip"]

@@ -30,7 +30,7 @@ from tokenmath.base.validators import int_arg
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.expert_parallel import ep_dispatch_bytes, imbalance_factor
 from tokenmath.engine.memory import fixed_bytes, kv_context, kv_per_chip, memory_per_chip, room_beside, usable_bytes
-from tokenmath.mapping.candidates import divisors, layouts_for, tp_ok
+from tokenmath.mapping.candidates import admissible, divisors, layouts_for, tp_ok
 from tokenmath.mapping.layout import Layout
 from tokenmath.mapping.placement import span
 from tokenmath.specs.efficiency import Efficiency
@@ -84,6 +84,11 @@ def candidate_layouts(m, n: int, d: int) -> list[tuple[str, tuple[int, int, int,
     out.append(("TP", (tp, 1, 1, n // tp)))
     ep = _largest(divs, lambda e: m.n_experts % e == 0)
     out.append(("EP (DP attention)", (1, 1, ep, n // ep)))
+    # wide EP: every chip an expert rank even where the experts do not divide evenly (DeepSeek-V3's 256 over 72 or
+    # 144 ranks: EPLB's redundant experts fill the remainder, as DeepSeek's decode EP144 and LMSYS's EP72 run)
+    wide = _largest(divs, lambda e: e <= m.n_experts and admissible(m, ep=e))
+    if wide > ep:
+        out.append(("wide EP (redundant experts)", (1, 1, wide, n // wide)))
     pp = _largest(divs, lambda p: p <= m.n_layers)
     out.append(("PP", (1, pp, 1, n // pp)))
     t8 = _largest([t for t in divs if t <= min(8, d)], lambda t: tp_ok(m, t))
