@@ -84,7 +84,7 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
     cost = rep.cost(most, n)
     st = State(inp, out, grp, shared, rep.kv_tokens, rep.block_tokens, step_tokens=E, ahead=ahead,
                prefix_reserve=reserve)
-    rec = run(st, rep.policy(), cost, arr, wl.concurrency, max_turns=200 * n + 1_000_000)
+    rec = run(st, rep.policy(), cost, arr, wl.concurrency, max_turns=200 * n + 1_000_000, phases=wl.phases())
     return _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t)
 
 

@@ -1,7 +1,10 @@
 """Workloads for the serving simulator: who sends what, and when.
 
 - closed loop: `concurrency` users, each sending its next request the moment the last one completes (the client
-  of `vllm bench serve --max-concurrency` and of InferenceMAX-style sweeps);
+  of `vllm bench serve --max-concurrency` and of InferenceMAX-style sweeps); the users ramp in over one request's
+  lifetime, each sending its first request after a uniformly random share of its decode steps (`phases`, a seeded
+  stream of its own; the first user at t = 0; loop.py says why: all at t = 0 with fixed lengths they would run in
+  lock-step cohorts forever);
 - open loop: arrivals at `rate` requests/s, Poisson (exponential gaps) or gamma bursts: gaps Gamma(shape=k,
   scale=1/(k x rate)), the same mean rate, coefficient of variation 1/sqrt(k) (k < 1 burstier than Poisson; the
   `--burstiness` of vLLM's benchmark_serving.py);
@@ -29,6 +32,7 @@ from tokenmath.engine.prefix_cache import hit_rate
 
 MAX_REQUESTS = 2_000_000
 MAX_TRACE_BYTES = 256_000_000
+RAMP_STREAM = 1            # the closed loop's ramp draws from default_rng([seed, RAMP_STREAM])
 LENGTH_HELP = '"1024", "uniform:512-1536", "lognormal:1024,0.6" (median, sigma) or "fit:trace.csv"'
 
 
@@ -136,7 +140,8 @@ class Workload:
         if self.prefix_hit:
             lens += f", {self.prefix_hit:g} of each prompt a shared cached prefix"
         if self.kind == "closed":
-            return f"closed loop, concurrency {self.concurrency}, {self.requests:,} requests, {lens}"
+            return (f"closed loop, concurrency {self.concurrency} (users ramped in over one request's lifetime), "
+                    f"{self.requests:,} requests, {lens}")
         how = "Poisson" if self.kind == "poisson" else f"gamma bursts (shape {self.burstiness:g})"
         return f"open loop, {self.rate:g} req/s {how}, {self.requests:,} requests, {lens}"
 
@@ -158,6 +163,16 @@ class Workload:
             shared = np.minimum(np.floor(self.prefix_hit * inp), inp - 1).astype(np.int64)
             return arr, inp, out, np.where(shared > 0, 0, -1).astype(np.int64), shared
         return arr, inp, out, np.full(n, -1, np.int64), np.zeros(n, np.int64)
+
+    def phases(self) -> np.ndarray | None:
+        """Closed loop: each user's first send as a share of the ramp (loop.cycle_steps), sorted: the first user at 0,
+        the others independent uniform on [0, 1) (seeded, a stream of their own so the lengths drawn by
+        materialize are unchanged). None for other workloads."""
+        if self.kind != "closed":
+            return None
+        users = min(self.concurrency, self.requests)
+        rng = np.random.default_rng([self.seed, RAMP_STREAM])
+        return np.concatenate(([0.0], np.sort(rng.random(users - 1))))
 
     def to_dict(self) -> dict:
         d = {"kind": self.kind, "requests": self.requests, "seed": self.seed}
