@@ -119,6 +119,9 @@ def _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t) -> Simulatio
     series = downsample(times, {"kv_fraction": kv / rep.kv_tokens, "queue": q, "running": running})
     dt = np.diff(np.concatenate(([t_start], times)))
     notes = []
+    if wl.kind == "closed":
+        notes.append("closed loop: the users ramp in over one request's lifetime (each first request at a random "
+                     "decode step of one cycle, seeded), as clients do, instead of all at t = 0 (loop.py)")
     eng = rep.engine
     if eng.step_cpu_s is None:
         notes.append(f"{eng.name}: per-step CPU time not fitted (no published measurement of this engine "

@@ -140,8 +140,7 @@ class Workload:
         if self.prefix_hit:
             lens += f", {self.prefix_hit:g} of each prompt a shared cached prefix"
         if self.kind == "closed":
-            return (f"closed loop, concurrency {self.concurrency} (users ramped in over one request's lifetime), "
-                    f"{self.requests:,} requests, {lens}")
+            return f"closed loop, concurrency {self.concurrency}, {self.requests:,} requests, {lens}"
         how = "Poisson" if self.kind == "poisson" else f"gamma bursts (shape {self.burstiness:g})"
         return f"open loop, {self.rate:g} req/s {how}, {self.requests:,} requests, {lens}"
 
