@@ -96,7 +96,7 @@ def infer(dep: Deployment, wl: Workload):
     if dep.adp_balance and r.load is None:
         r = with_notes(r, ["--adp-balance changes nothing for a static batch: its prompts already split evenly over "
                            "the attention groups (it acts under load: --concurrency / --arrival-rate)"])
-    return with_notes(r, not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout))
+    return with_notes(r, not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout.tp))
 
 
 def speculative_beside(dep: Deployment, wl: Workload, answer):
@@ -130,7 +130,7 @@ def simulate(dep: Deployment, wl: Workload, **own):
                ["--adp-balance: each step's prompt chunks split evenly over the ep attention groups; the coordinated "
                 "wait that balances them is not simulated, so TTFT leaves it out (infer --concurrency adds it: "
                 "steady_state.balance_wait_steps)"])
-    return with_notes(r, not_applied("simulate", dep, wl) + _no_tp_group(dep, _Tp(r.layout["tp"])) + balance)
+    return with_notes(r, not_applied("simulate", dep, wl) + _no_tp_group(dep, r.layout["tp"]) + balance)
 
 
 def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):
@@ -141,7 +141,7 @@ def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):
         if (dep.pp or 1) > 1:
             raise InputError("pp", "speculative decoding is modelled without pipeline parallelism", "leave --pp out")
         r = replace(r, speculative=speculative_beside(dep, wl, r))
-    return with_notes(r, not_applied("hyperbola", dep, wl) + _no_tp_group(dep, r.setup.layout))
+    return with_notes(r, not_applied("hyperbola", dep, wl) + _no_tp_group(dep, r.setup.layout.tp))
 
 
 def context(dep: Deployment, wl: Workload, context=8192):
@@ -213,7 +213,7 @@ def prices(dep: Deployment, wl: Workload, **own):
             batch=None if wl.batch == "max" else wl.batch,     # None: the largest batch that fits at each context
             min_tokens_per_s_per_user=wl.min_tokens_per_s_per_user, attention_sharding=_attention(dep, None), **own,
             **knobs(dep))
-    return with_notes(r, not_applied("prices", dep, wl) + _no_tp_group(dep, _resolved_layout(dep)))
+    return with_notes(r, not_applied("prices", dep, wl) + _no_tp_group(dep, _resolved_layout(dep).tp))
 
 
 def sensitivity(dep: Deployment, wl: Workload, **own):
@@ -224,7 +224,7 @@ def sensitivity(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, **_layout(dep), batch=wl.batch if wl.batch is not None else "max",
             input_len=wl.input_len, output_len=wl.output_len, efficiency=eff,
             attention_sharding=_attention(dep, None), **own, **k)
-    return with_notes(r, not_applied("sensitivity", dep, wl) + _no_tp_group(dep, _resolved_layout(dep)))
+    return with_notes(r, not_applied("sensitivity", dep, wl) + _no_tp_group(dep, _resolved_layout(dep).tp))
 
 
 def moe(dep: Deployment, wl: Workload, **own):
@@ -237,9 +237,9 @@ def moe(dep: Deployment, wl: Workload, **own):
     return with_notes(r, not_applied("moe", dep, wl))
 
 
-def _no_tp_group(dep: Deployment, lay) -> list[str]:
+def _no_tp_group(dep: Deployment, tp) -> list[str]:
     """Attention sharding acts inside a tensor-parallel group: with tp = 1 there is none, and the answer says so."""
-    if dep.attention_sharding in ("batch", "dp") and int(lay.tp) == 1:
+    if dep.attention_sharding in ("batch", "dp") and int(tp) == 1:
         return [f"--attention-sharding {dep.attention_sharding} changes nothing here: it shards attention inside a "
                 "tensor-parallel group, and this layout has tp = 1"]
     return []
@@ -250,11 +250,6 @@ def _resolved_layout(dep: Deployment):
     from tokenmath.mapping.layout import make_layout
     from tokenmath.specs.model_catalog import get_model
     return make_layout(get_model(dep.model), **_layout(dep, "chips", "tp", "pp", "ep", "dp", "cp"))
-
-
-class _Tp:
-    def __init__(self, tp):
-        self.tp = tp
 
 
 def _or(v, default):

@@ -8,16 +8,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tokenmath.base.errors import InputError
-from tokenmath.base.validators import pos_float
 from tokenmath.engine.economics import usd_per_s
 from tokenmath.engine.forward import Precision
 from tokenmath.engine.memory import RESERVE_FRACTION
+from tokenmath.engine.static_batch import pass_options
 from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.mapping.layout import Layout, make_layout
 from tokenmath.specs.efficiency import Efficiency, default_for
 from tokenmath.specs.hardware import Hardware, get_hardware
 from tokenmath.specs.model import Model
 from tokenmath.specs.model_catalog import get_model
+from tokenmath.specs.question.deployment import field
+from tokenmath.specs.question.fields import coerce_basic
 from tokenmath.specs.serving_engines import EngineProfile, engine_dict, engine_label, resolve_engine
 
 
@@ -31,14 +33,7 @@ class Transport:
 
     def kw(self) -> dict:
         """The keywords forward_pass and serve_batch take (the defaults left out)."""
-        out = {}
-        if self.imbalance != 1.0:
-            out["ep_imbalance"] = self.imbalance
-        if self.overlap:
-            out["ep_overlap"] = True
-        if self.comm != "bf16":
-            out["ep_comm"] = self.comm
-        return out
+        return pass_options(self.imbalance, self.overlap, None, self.comm)
 
 
 PLAIN = Transport()
@@ -184,17 +179,7 @@ def check_ep_imbalance(ep_imbalance):
     redundant experts."""
     if ep_imbalance is None:
         return 1.0
-    if isinstance(ep_imbalance, str) and ep_imbalance.strip().lower() in ("routing", "eplb"):
-        return ep_imbalance.strip().lower()
-    valid = "a number >= 1 (busiest EP rank / mean tokens; 1 = balanced), 'routing' or 'eplb'"
-    try:
-        imb = pos_float(float(ep_imbalance) if isinstance(ep_imbalance, str) else ep_imbalance, "ep_imbalance",
-                        0.0, 1e3)
-    except (ValueError, InputError):
-        raise InputError("ep_imbalance", f"{ep_imbalance!r} is not an imbalance", valid) from None
-    if imb < 1.0:
-        raise InputError("ep_imbalance", f"{imb:g} is below 1", valid)
-    return imb
+    return coerce_basic(field("ep_imbalance"), ep_imbalance)      # the declared field's validator: one home
 
 
 def check_ep_comm(ep_comm) -> str:

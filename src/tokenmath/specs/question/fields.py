@@ -216,7 +216,10 @@ def _as_imbalance(v, p: Field):
     valid = "a number >= 1 (busiest EP rank / mean tokens; 1 = balanced), 'routing' or 'eplb'"
     if isinstance(v, str) and v.strip().lower() in ("routing", "eplb"):
         return v.strip().lower()
-    f = as_float(v, Field(p.name, "float", lo=0.0, hi=1e3))
+    try:
+        f = as_float(v, Field(p.name, "float", lo=0.0, hi=1e3))
+    except InputError:
+        raise InputError(p.name, f"{show(v)} is not an imbalance", valid) from None
     if f < 1.0:
         raise InputError(p.name, f"{f:g} is below 1", valid)
     return f

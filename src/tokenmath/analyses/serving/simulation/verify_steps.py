@@ -19,7 +19,8 @@ from tokenmath.base.errors import InputError
 from tokenmath.engine.forward import forward_pass
 from tokenmath.engine.static_batch import engine_step, kernels_of
 from tokenmath.analyses.serving.simulation.step_geometry import (CONTEXT_OPS, EXPERT_SIDE_OPS, PROBE, as_floats,
-                                                                 attention_op, busiest, chunk_geometry)
+                                                                 attention_op, busiest, chunk_geometry,
+                                                                 interpolate_at)
 
 
 class SpeculativeSteps:
@@ -97,7 +98,7 @@ class SpeculativeSteps:
         t = g[i] + (x - i) * (g[i + 1] - g[i])
         if held:         # the experts' side runs at the step's even share (pooled by the all-to-all)
             gx = tab["gx"]
-            t += _lerp(gx, xe) - _lerp(gx, x)
+            t += interpolate_at(gx, xe) - interpolate_at(gx, x)
         y = busiest(n_d * k1 + l_p, d) if t_p > 0 else sq * k1
         if held:
             y = busiest(n_d * k1, d) + math.ceil(hb - 1e-9)
@@ -173,8 +174,3 @@ class SpeculativeSteps:
             t = float(engine_step(self.engine, t, kernels_of(base), tokens, self.launch_s, self.tp, cpu_seqs=sp)[0])
         return t, base
 
-
-def _lerp(table, v: float) -> float:
-    """table (a list per integer) linearly interpolated at v >= 0."""
-    i = int(v)
-    return table[i] + (v - i) * (table[i + 1] - table[i]) if v != i else table[i]
