@@ -52,16 +52,28 @@ def test_cached_input_by_hand_70b():
     # HBM: the chip's $2.99/h shared by its HBM bytes (8 KV heads over tp 8: one copy in all)
     assert opts["hbm"]["cost_per_mtok"] == pytest.approx(byte_s * 2.99 / 3600 / hbm.memory_bytes * 1e6, rel=1e-9)
     # host DRAM at $0.004237 per GiB-hour: $0.1077/Mtok; local SSD at $0.08 per GiB-month: $0.002787/Mtok
-    assert opts["host_dram"]["cost_per_mtok"] == pytest.approx(byte_s * 0.004237 / GIB_HOUR * 1e6, rel=1e-9)
-    assert opts["local_nvme"]["cost_per_mtok"] == pytest.approx(byte_s * 0.08 / 730 / GIB_HOUR * 1e6, rel=1e-5)
+    assert opts["host_dram"]["holding_cost_per_mtok"] == pytest.approx(byte_s * 0.004237 / GIB_HOUR * 1e6, rel=1e-9)
+    assert opts["local_nvme"]["holding_cost_per_mtok"] == pytest.approx(byte_s * 0.08 / 730 / GIB_HOUR * 1e6, rel=1e-5)
     # reload: each chip holds 64 prompts x 1,024 tokens x 327,680 B / 8 = 2.68 GB of KV; from one NVMe drive per GPU
     # at 6.25 GB/s that is 0.43 s, well inside the batch's prefill (TTFT), so the SSD qualifies and is cheapest
     per_chip = 64 * 1024 * kvb / 8
     assert opts["local_nvme"]["reload_s"] == pytest.approx(per_chip / 6.25e9, rel=1e-9)
     assert opts["local_nvme"]["reload_s"] < r["ttft_s"] and opts["local_nvme"]["eligible"]
     assert r["cached_input_tier"] == "local_nvme"
-    assert r["cost_per_mtok_cached_input"] == pytest.approx(byte_s * 0.08 / 730 / GIB_HOUR * 1e6, rel=1e-5)
-    assert r["cost_per_mtok_cached_input"] < 0.01 * r["cost_per_mtok_input"]      # was $1.02 vs $0.33
+    # writing the KV once and reloading it once each keep the drive busy 327,680 B / 6.25 GB/s = 52.4 us, priced at the
+    # whole drive's $/s (3.84 TB at $0.08 per GiB-month = $0.392/h): $0.00571/Mtok each; tp 8 over 8 KV heads holds one
+    # copy in all, so the reload moves the same bytes as the write
+    drive_usd_s = 3840e9 * 0.08 / 730 / GIB_HOUR
+    move = kvb / 6.25e9 * drive_usd_s * 1e6
+    assert move == pytest.approx(0.00571, rel=1e-3)
+    assert opts["local_nvme"]["write_cost_per_mtok"] == pytest.approx(move, rel=1e-5)
+    assert opts["local_nvme"]["reload_cost_per_mtok"] == pytest.approx(move, rel=1e-5)
+    assert opts["hbm"]["write_cost_per_mtok"] == opts["hbm"]["reload_cost_per_mtok"] == 0    # in place: nothing moves
+    hold = byte_s * 0.08 / 730 / GIB_HOUR * 1e6                                              # $0.002787/Mtok
+    assert r["cost_per_mtok_cached_input"] == pytest.approx(hold + 2 * move, rel=1e-5)       # $0.0142/Mtok
+    # the provider's floor for a hit is 4.5% of the input cost ($0.3188/Mtok): below every list ratio (10-80%)
+    assert 0.03 < r["cached_share_of_input"] < 0.06
+    assert r["cached_share_of_input"] == pytest.approx(r["cost_per_mtok_cached_input"] / r["cost_per_mtok_input"])
 
 
 def test_slow_tier_is_refused_and_recomputing_wins():
@@ -75,7 +87,7 @@ def test_slow_tier_is_refused_and_recomputing_wins():
     # host DRAM reloads in time (4.29 GB / 55 GB/s = 78 ms) but 300 s of it costs more than the prefill it saves:
     # 524,288 B x 300 s x $0.004237 / GiB-h = $0.17/Mtok against ~$0.02/Mtok to recompute
     assert opts["host_dram"]["eligible"]
-    assert opts["host_dram"]["cost_per_mtok"] == pytest.approx(524_288 * 300 * 0.004237 / GIB_HOUR * 1e6, rel=1e-9)
+    assert opts["host_dram"]["holding_cost_per_mtok"] == pytest.approx(524_288 * 300 * 0.004237 / GIB_HOUR * 1e6, rel=1e-9)
     assert r["cached_input_tier"] == "recompute"
     assert r["cost_per_mtok_cached_input"] == r["cost_per_mtok_input"]
     for o in r["cached_input_options"]:
@@ -128,3 +140,22 @@ def test_speed_target_errors():
     r = CliRunner().invoke(cli, "prices --model llama-3.1-70b --hardware h100-sxm --chips 8 --contexts 1024 "
                                 "--min-tokens-per-s-per-user 50 --json".split())
     assert r.exit_code == 0, r.output
+
+
+def test_cached_floor_is_set_beside_the_models_list_prices():
+    # data/api_prices.toml: DeepSeek lists V3 at $0.07 cached vs $0.27 input (2025-02, 26%), R1 $0.14 vs $0.55 (25%),
+    # DeepInfra V3.1 at
+    # $0.216 vs $0.27 (80%); the computed floor for a hit is far below both, and the answer says it is a floor
+    p = prices("deepseek-v3", "h200", chips=8, contexts=[4096], min_tokens_per_s_per_user=20)
+    listed = {(x["provider"], x["cached_input_usd_per_mtok"]) for x in p.to_dict()["list_cached_input"]}
+    assert ("DeepSeek", 0.07) in listed and ("DeepInfra", 0.216) in listed
+    ds = next(x for x in p.list_cached if x["cached_input_usd_per_mtok"] == 0.07)
+    assert ds["cached_share_of_input"] == pytest.approx(0.07 / 0.27)
+    r = p.rows[0]
+    assert r["cached_share_of_input"] < min(x["cached_share_of_input"] for x in p.list_cached)
+    note = next(n for n in p.notes if n.startswith("cached input is the provider's cost floor"))
+    assert "25%-80% of their input price" in note and "not a price" in note
+    # a model no provider lists a cached price for says so rather than leaving the floor to read as a prediction
+    q = prices("llama-3.1-70b", "h100-sxm", chips=8, contexts=[1024])
+    assert q.list_cached == ()
+    assert any("no provider in data/api_prices.toml lists a cached price" in n for n in q.notes)

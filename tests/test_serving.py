@@ -199,9 +199,12 @@ def test_prices_output_costs_more_and_grows_with_context():
     p = prices("llama-3.1-70b", "h100-sxm", chips=8, contexts=[1024, 16384], output_len=256, batch=16)
     a, b = p.rows
     assert a["output_input_ratio"] > 1 and b["output_input_ratio"] > a["output_input_ratio"]
-    # cached input (issue 15): held in the cheapest tier that reloads it in time, here local NVMe at $0.08 per GiB-month:
-    # 327,680 B x 300 s x $0.08 / (730 h x 3600 s x 2^30 B) x 1e6 tokens; never above the uncached input
-    assert a["cost_per_mtok_cached_input"] == pytest.approx(327_680 * 300 * 0.08 / (730 * 3600 * 2 ** 30) * 1e6, rel=1e-5)
+    # cached input: held in the cheapest tier that reloads it in time, here local NVMe at $0.08 per GiB-month, held
+    # 327,680 B x 300 s x $0.08 / (730 h x 3600 s x 2^30 B) x 1e6 tokens, plus its write and its reload over the drive's
+    # 6.25 GB/s link, each 327,680 B / 6.25e9 B/s of the whole 3.84 TB drive's time; never above the uncached input
+    drive_usd_s = 3840e9 * 0.08 / (730 * 3600 * 2 ** 30)
+    assert a["cost_per_mtok_cached_input"] == pytest.approx(
+        (327_680 * 300 * 0.08 / (730 * 3600 * 2 ** 30) + 2 * 327_680 / 6.25e9 * drive_usd_s) * 1e6, rel=1e-5)
     assert a["cost_per_mtok_cached_input"] <= a["cost_per_mtok_input"]
 
 

@@ -107,6 +107,14 @@ def holding_cost_per_mtok(bytes_per_token, seconds, usd_per_byte_s):
     return per_mtok(holding_cost_per_token(bytes_per_token, seconds, usd_per_byte_s))
 
 
+def transfer_cost_per_mtok(bytes_per_token, link_bytes_per_s, usd_per_byte_s, capacity_bytes):
+    """$ per million tokens for moving `bytes_per_token` bytes per token over a store's link of `link_bytes_per_s`
+    B/s (a reload into HBM, or the write that put it there). The link comes with the store: while it moves a token's
+    bytes the store is busy, so the time is priced at the whole store's $/s (`capacity_bytes` x `usd_per_byte_s`).
+    Added to the holding cost this is an upper bound: a store busy moving bytes still holds others'."""
+    return per_mtok(np.asarray(bytes_per_token, float) / link_bytes_per_s * capacity_bytes * usd_per_byte_s)
+
+
 def usd_per_byte_s_of(usd_s, capacity_bytes):
     """$ per byte-second of a store whose whole `capacity_bytes` cost `usd_s` $/s (HBM: the chip's $/s shared by its
     HBM bytes)."""

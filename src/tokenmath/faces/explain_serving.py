@@ -143,7 +143,7 @@ def explain_prices(p: Prices) -> str:
             L.append(f"  context {r['input_len']:>7,}: " + r.get("reason", "does not fit at batch 1"))
             continue
         L.append(f"  context {r['input_len']:>7,}, batch {r['batch']:>4}: input {r['input_label']}, output {r['output_label']}"
-                 f" -> output/input = {r['output_input_ratio']:.1f}x; cached input {r['cached_label']}"
+                 f" -> output/input = {r['output_input_ratio']:.1f}x; cached-hit floor {r['cached_label']}"
                  f" ({r['cached_input_tier'].replace('_', ' ')})")
     L.append("  output/input = prompt tokens/s of prefill / output tokens/s of decode (the same chips, either job)")
     L.extend(_why_prices(p.rows, p.min_tokens_per_s_per_user is not None))

@@ -124,7 +124,7 @@ def prices_plot(p, path) -> str:
     x = [r["input_len"] for r in rows]
     ax.plot(x, [r["cost_per_mtok_output"] for r in rows], "-o", label="output token (decode)")
     ax.plot(x, [r["cost_per_mtok_input"] for r in rows], "-o", label="input token (prefill)")
-    ax.plot(x, [r["cost_per_mtok_cached_input"] for r in rows], "--", label=f"cached input (KV kept {p.cache_ttl_s:g} s)")
+    ax.plot(x, [r["cost_per_mtok_cached_input"] for r in rows], "--", label=f"cached hit, cost floor (KV kept {p.cache_ttl_s:g} s)")
     for r in rows:
         ax.annotate(f"{r['output_input_ratio']:.1f}x", (r["input_len"], r["cost_per_mtok_output"]), fontsize=7,
                     xytext=(3, 3), textcoords="offset points")

@@ -10,8 +10,11 @@ A cached input token skips its prefill. Its KV waits for the reuse in one of the
 figures, priced per byte-second here by hbm_tier and host_tiers through engine/economics: HBM, host DRAM, local NVMe
 SSD, each with a capacity, a reload bandwidth and a price per byte-second); it is charged the cheaper of holding it
 for the TTL in the cheapest tier that can hold the batch's prompts and reload them before their prefill would have
-finished, and recomputing it (the uncached input price). The reload runs on copy engines (DMA) alongside compute and
-is not charged as chip time.
+finished, and recomputing it (the uncached input price). Holding in a host tier also pays for moving the KV over
+the tier's link, once to write it and once to reload it (engine/economics.transfer_cost_per_mtok: the link's time at
+the tier's $/s); the reload runs on copy engines (DMA) alongside compute and is not charged as chip time. That is
+the provider's cost floor for a cache hit, with one hit per cached prompt; it is set beside the list cached-input
+prices of the model (specs/list_prices), which charge 10-80% of the input price.
 """
 from __future__ import annotations
 
@@ -24,13 +27,14 @@ import numpy as np
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg, pos_float
 from tokenmath.engine.economics import (cached_input_cost_per_mtok, decode_cost_per_mtok, holding_cost_per_mtok,
-                                        prefill_cost_per_mtok, usd_per_byte_s_from_gib_hour, usd_per_byte_s_of,
-                                        usd_per_s)
+                                        prefill_cost_per_mtok, transfer_cost_per_mtok, usd_per_byte_s_from_gib_hour,
+                                        usd_per_byte_s_of, usd_per_s)
 from tokenmath.engine.memory import kv_per_chip
 from tokenmath.engine.static_batch import serve_batch
 from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.specs.hardware import Hardware
 from tokenmath.specs.kv_tiers import HBM_NOTES, HBM_SOURCES, KVTier, host_tier_figures
+from tokenmath.specs.list_prices import list_price_dict, list_prices
 from tokenmath.mapping.layout import with_attention
 from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.setup import Setup, setup
@@ -61,6 +65,7 @@ class Prices:
     min_tokens_per_s_per_user: float | None = None    # the speed per user that picked each batch (None: not asked)
     tiers: tuple[KVTier, ...] = ()                    # the KV tiers considered for cached prompts
     notes: tuple[str, ...] = ()
+    list_cached: tuple[dict, ...] = ()                # providers' list prices of this model with a cached price
 
     def to_dict(self):
         su = self.setup
@@ -71,6 +76,7 @@ class Prices:
                 "kv_tiers": [{"tier": t.id, "name": t.name, "capacity_bytes_per_chip": t.capacity_bytes_per_chip,
                               "reload_bytes_per_s_per_chip": finite(t.reload_bw_per_chip),
                               "usd_per_byte_s": t.usd_per_byte_s, "sources": t.sources} for t in self.tiers],
+                "list_cached_input": list(self.list_cached),
                 "notes": list(self.notes), **what_if_dict(su.hardware)}
 
 
@@ -157,23 +163,54 @@ def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, c
                 "cost_per_mtok_input": finite(per_in[i]), "cost_per_mtok_output": finite(per_out[i]),
                 "output_input_ratio": finite(per_out[i] / per_in[i]),
                 "cost_per_mtok_cached_input": finite(cached), "cached_input_tier": where, "cached_input_options": options,
+                "cached_share_of_input": finite(cached / per_in[i]),
                 "unit": unit, "bottleneck_prefill": str(np.asarray(sv.prefill.bottleneck)[i]),
                 "bottleneck_decode": str(np.asarray(sv.decode.bottleneck)[i]),
                 "input_label": fmt(per_in[i]), "output_label": fmt(per_out[i]), "cached_label": fmt(cached)}
         rows.append(row)
+    listed = tuple(list_price_dict(p) for p in list_prices(m.id) if p.cached_input_usd_per_mtok is not None)
+    if rate is not None:
+        notes.append(_cached_floor_note(rows, listed, ttl))
     return Prices(setup=su, rows=rows, cache_ttl_s=ttl, min_tokens_per_s_per_user=target, tiers=tuple(tiers),
-                  notes=tuple(notes))
+                  notes=tuple(notes), list_cached=listed)
+
+
+def _cached_floor_note(rows, listed, ttl) -> str:
+    """The cached-input cost read for what it is: the provider's floor, beside what lists charge for this model."""
+    shares = [r["cached_share_of_input"] for r in rows if r["fits"]]
+    at = (f"{min(shares):.1%}-{max(shares):.1%}" if shares and max(shares) > min(shares) * 1.001
+          else f"{shares[0]:.1%}" if shares else "-")
+    s = (f"cached input is the provider's cost floor for a hit ({at} of the input cost here): its KV held {ttl:g} s, "
+         "written and reloaded once (one hit per cached prompt; prompts never reused, the cache servers' CPUs and "
+         "network are not in it), not a price; ")
+    if not listed:
+        return s + "no provider in data/api_prices.toml lists a cached price for this model (they charge 10-50% "                    "of input for other models)"
+    lo, hi = min(p["cached_share_of_input"] for p in listed), max(p["cached_share_of_input"] for p in listed)
+    who = ", ".join(f"{p['provider']} ${p['cached_input_usd_per_mtok']:g} vs ${p['input_usd_per_mtok']:g}" for p in listed)
+    return s + f"list cached-input prices of this model are {lo:.0%}-{hi:.0%} of their input price ({who})"
 
 
 def _tier_options(tiers, kvb, hbm_copies, ttl, reload_bytes, prefill_s) -> list[dict]:
-    """Each tier's holding cost per Mtok for the TTL, and whether it can serve the batch's prompts: hold them
-    (capacity per chip) and reload them before their prefill would have finished."""
+    """Each tier's cost per Mtok of a cached token (holding its KV for the TTL, plus for a host tier writing it once
+    and reloading it once over the tier's link), and whether it can serve the batch's prompts: hold them (capacity
+    per chip) and reload them before their prefill would have finished.
+
+    A host tier keeps one copy of the KV (kvb per token), written once; every tp (x cp) rank holding a copy or shard
+    reloads its part, hbm_copies x kvb in all, each over its own chip's link (the tier's figures are per chip)."""
     out = []
     for t in tiers:
         held = kvb * (hbm_copies if t.in_place else 1.0)
         reload_s = 0.0 if t.in_place else reload_bytes / t.reload_bw_per_chip
         fits = reload_bytes <= t.capacity_bytes_per_chip
-        out.append({"tier": t.id, "cost_per_mtok": float(holding_cost_per_mtok(held, ttl, t.usd_per_byte_s)),
+        hold = float(holding_cost_per_mtok(held, ttl, t.usd_per_byte_s))
+        if t.in_place:
+            write = reload = 0.0
+        else:
+            move = lambda b: float(transfer_cost_per_mtok(b, t.reload_bw_per_chip, t.usd_per_byte_s,  # noqa: E731
+                                                           t.capacity_bytes_per_chip))
+            write, reload = move(kvb), move(kvb * hbm_copies)
+        out.append({"tier": t.id, "cost_per_mtok": hold + write + reload, "holding_cost_per_mtok": hold,
+                    "write_cost_per_mtok": write, "reload_cost_per_mtok": reload,
                     "bytes_held_per_token": held, "reload_s": reload_s, "fits_batch_prompts": bool(fits),
                     "eligible": bool(fits and reload_s <= prefill_s)})
     return out
