@@ -413,6 +413,9 @@ def test_command_line_flags_become_the_page_s_field_names(page):
         "widen the priors (e.g. --noise)": "widen the priors (e.g. the JSON API's noise parameter)",
         "chips cheaper than the --chip-cost range": "chips cheaper than the JSON API's chip_cost range",
         "--zero 3 --recompute full fits": "ZeRO = 3 recompute = full fits",
+        "--balanced-stages --schedule interleaved --virtual-stages 8 --recompute none fits":
+            "the command line's --balanced-stages the command line's --schedule interleaved the command line's "
+            "--virtual-stages 8 recompute = none fits",
         "raise --tp, --pp or --cp, or lower --micro-batch / --seq-len":
             "raise tp, pp or cp, or lower micro-batch / sequence length",
         "(`tokenmath train --search --chips N` ranks them)": "(`tokenmath train --search --chips N` ranks them)",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tokenmath.analyses.setup import check_ep_imbalance
+from tokenmath.analyses.training.fit_advice import fit_advice
 from tokenmath.base import units as u
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import finite, int_arg, pos_float
@@ -263,7 +264,7 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
               ep_comm=ep_comm, ep_overlap=bool(ep_overlap), recipe=recipe, grad_bytes=grad_bytes, ep_imbalance=imb)
     step = train_step(m, hw, lay, recompute=recompute, zero=zero, **kw)
     fits = bool(step.memory.fits)
-    advice = [] if fits else _fit_advice(m, hw, lay, zero, recompute, kw)
+    advice = [] if fits else fit_advice(m, hw, lay, zero, recompute, kw)
     if m.is_moe:
         notes.append("MoE: experts assumed evenly loaded; the all-to-all carries top-k copies of every token. Host time "
                      "per layer (a dispatcher's token-count sync, eager kernel launches) is not modelled: published "
@@ -312,51 +313,3 @@ def _virtual_stages(m, lay, schedule, v, balanced) -> int:
         raise InputError("virtual_stages", f"{v} chunks do not split the {per_rank} layer slots of a rank evenly",
                          f"a divisor of {per_rank}: {', '.join(map(str, ok)) or 'none (use --schedule 1f1b)'}")
     return v
-
-
-def _fit_advice(m, hw, lay, zero, recompute, kw) -> list[str]:
-    """What fits instead: another recomputation at this ZeRO stage (advice), else raise naming ZeRO/recompute/chips."""
-    rcs = np.repeat(np.arange(3), 4)
-    zs = np.tile(np.arange(4), 3)
-    alt = train_step(m, hw, lay, recompute=rcs, zero=zs, **kw)
-    mem = alt.memory
-    ok = mem.total <= mem.usable
-    same_zero = ok & (zs == zero)
-    usable = mem.usable
-    need = float(np.asarray(mem.total)[(rcs == RECOMPUTE.index(recompute)) & (zs == zero)][0])
-    if np.any(same_zero):
-        out = [f"needs {u.bytes_(need)} per chip of {u.bytes_(usable)} usable with --recompute {recompute}"]
-        for i in np.nonzero(same_zero)[0]:
-            out.append(f"--recompute {RECOMPUTE[rcs[i]]} fits ({u.bytes_(float(mem.total[i]))} per chip, "
-                       f"step {u.seconds(float(alt.step_time_s[i]))})")
-        return out
-    full_need = float(np.asarray(mem.total)[(rcs == 2) & (zs == zero)][0])
-    fixes = [f"--zero {zs[i]} --recompute {RECOMPUTE[rcs[i]]} fits ({u.bytes_(float(mem.total[i]))})"
-             for i in np.nonzero(ok)[0]]
-    if not fixes:
-        fixes = [_chips_needed(m, hw, lay, kw)]
-    raise InputError("chips", f"{m.name} does not fit on {int(lay.chips)} x {hw.id} at ZeRO-{zero} with any "
-                     f"recomputation: {u.bytes_(full_need)} per chip even with --recompute full, "
-                     f"{u.bytes_(usable)} usable", "; ".join(fixes[:3]))
-
-
-def _chips_needed(m, hw, lay, kw) -> str:
-    """Smallest data-parallel width (tp, pp, ep, cp kept) at which ZeRO-3 + full recomputation fits."""
-    dps = np.unique(np.round(np.geomspace(1, 1_000_000, 400)).astype(int))
-    L, b, G = kw["seq_len"], kw["micro_batch"], kw["global_batch_tokens"]
-    tl = train_layout(int(lay.tp), int(lay.pp), dps, int(lay.ep), int(lay.cp))
-    mb = G / (L * b * dps * int(lay.ep))
-    mem = train_memory(m, hw.memory_bytes, tl, seq_len=L, micro_batch=b, micro_batches=mb, recompute="full", zero=3,
-                       reserve=kw["reserve"], schedule=kw["schedule"], virtual_stages=kw["virtual_stages"],
-                       balanced=kw["balanced"], flash=kw["flash"], dropout=kw["dropout"], recipe=kw["recipe"],
-                       grad_bytes=kw["grad_bytes"])
-    ok = np.nonzero(mem.total <= mem.usable)[0]
-    base = int(lay.tp) * int(lay.pp) * int(lay.ep) * int(lay.cp)
-    if len(ok):
-        d = int(dps[ok[0]])
-        return (f"about {d * base:,} chips (dp={d}) with --zero 3 --recompute full, or more --tp/--pp "
-                f"(`tokenmath train --search --chips N` ranks the layouts that fit)")
-    act = float(np.min(mem.activations))
-    return (f"activations alone need {u.bytes_(act)} per chip with full recomputation: raise --tp, --pp or --cp, "
-            "or lower --micro-batch / --seq-len")
-

@@ -27,7 +27,8 @@ const Words = (() => {
   const ELSEWHERE = { noise: "the JSON API's noise parameter", "chip-cost": "the JSON API's chip_cost",
                       "max-chips": "the command line's --max-chips", "flop-only": "the command line's --flop-only",
                       params: "the command line's --params", tokens: "the command line's --tokens",
-                      search: "the command line's --search" };
+                      search: "the command line's --search", "balanced-stages": "the command line's --balanced-stages",
+                      schedule: "the command line's --schedule", "virtual-stages": "the command line's --virtual-stages" };
 
   // "--weight-dtype fp8 fits" -> "weights = fp8 fits"; "widen --margin" -> "widen margin"
   function web(text) {
@@ -35,7 +36,7 @@ const Words = (() => {
       .replace(/\(e\.g\. --([a-z][a-z-]*)\)/g, (all, f) => (FIELDS[f] ? `(e.g. ${FIELDS[f][0]})` : `(e.g. ${ELSEWHERE[f] || f})`))
       .replace(/--([a-z][a-z-]*)(?: ((?:max|none|selective|full|[a-z]*\d[\w.]*|\d+)))?/g, (all, f, v) => {
         if (FIELDS[f]) return v ? `${FIELDS[f][0]} = ${v}` : FIELDS[f][0];
-        return ELSEWHERE[f] || f.replace(/-/g, " ");
+        return (ELSEWHERE[f] || f.replace(/-/g, " ")) + (v ? ` ${v}` : "");     // keep the value the flag was given
       }).replace(/\bthe the\b/g, "the"))).join("");
   }
 
