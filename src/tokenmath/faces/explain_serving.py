@@ -177,8 +177,11 @@ def explain_context(c: Context) -> str:
     L.append(f"  KV per token = {how} = {per} = {u.bytes_(c.kv_bytes_per_token)}"
              + (f"; {m.n_sliding_layers} {local} {m.sliding_window} tokens" if m.n_sliding_layers else ""))
     L.extend(_context_design_lines(m, c))
+    window = m.max_context
     mc = (f"at most {c.max_context_at_batch:,} tokens of context" if c.max_context_at_batch
           else "any context (every layer's KV is capped by its window)")
+    if c.max_context_at_batch and window and c.max_context_at_batch > window:
+        mc += f" by memory, but the model attends to {window:,} at most (its max_position_embeddings)"
     L.append(f"  at {c.context:,} tokens: at most {c.max_batch_at_context} sequences fit; at batch {c.batch}: {mc}")
     cost = (f", ${c.decode_usd_per_mtok_at_context:,.4g} per Mtok of output" if c.decode_usd_per_mtok_at_context
             is not None else "")
@@ -191,6 +194,7 @@ def explain_context(c: Context) -> str:
                  + (" (beyond what fits at this batch)" if beyond else ""))
     else:
         L.append(f"  KV reads stay below weight reads at batch {c.batch} over the range evaluated")
+    L.extend(f"  note: {name_ids(n, su.hardware, m)}" for n in c.notes if n != su.engine_note)
     return "\n".join(L)
 
 
