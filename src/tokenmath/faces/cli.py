@@ -40,6 +40,19 @@ COMMANDS = {
 }
 
 
+# --help lists what a question is about first and the ways of re-asking it last
+_FIRST = ("model", "hardware")
+_LAST = ("what_if", "set", "vary")
+
+
+def _options_in_reading_order(cmd: click.Command) -> click.Command:
+    """The options as --help lists them: model and hardware first, --set and --vary last, the rest as declared
+    (positional arguments keep their place; click parses options in any order)."""
+    rank = lambda p: (0 if p.name in _FIRST else 2 if p.name in _LAST else 1) if isinstance(p, click.Option) else 1  # noqa: E731
+    cmd.params.sort(key=rank)     # stable: the declared order within each rank
+    return cmd
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(COMMANDS)
@@ -48,7 +61,7 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         mod, fn = COMMANDS[name][0].split(":")
-        return getattr(importlib.import_module(mod), fn)
+        return _options_in_reading_order(getattr(importlib.import_module(mod), fn))
 
     def format_commands(self, ctx, formatter):
         rows = [(n, COMMANDS[n][1]) for n in self.list_commands(ctx)]

@@ -219,6 +219,12 @@ def hardware_ids() -> list[str]:
     return sorted(catalog())
 
 
+# Short names people type for a chip sold in several forms: the form clouds and MLPerf mean by the bare name (the SXM
+# board of 8-GPU HGX nodes; A100 80 GB, the only A100 still listed; the NVL72 rack for Grace-Blackwell). Each
+# answer names the chip it used (e.g. "NVIDIA H100 SXM5 80GB"), so the choice is never hidden.
+SHORT_NAMES = {"h100": "h100-sxm", "a100": "a100-80gb", "gb200": "gb200-nvl72", "gb300": "gb300-nvl72"}
+
+
 def get_hardware(spec: "str | Hardware") -> Hardware:
     """A catalog id (e.g. 'h100-sxm') or the path of a hardware file (.toml or .json, catalog schema)."""
     if isinstance(spec, Hardware):
@@ -226,7 +232,7 @@ def get_hardware(spec: "str | Hardware") -> Hardware:
     if not isinstance(spec, str) or not spec:
         raise InputError("hardware", f"{spec!r} is not a name", "a catalog id such as h100-sxm, or a file path")
     cat = catalog()
-    key = spec.lower()
+    key = SHORT_NAMES.get(spec.lower(), spec.lower())
     if key in cat:
         return from_record(key, cat[key], field=f"hardware[{key}]").replace(family=of_chip(key))
     if looks_like_path(spec):

@@ -36,7 +36,7 @@ import numpy as np
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
 from tokenmath.base.validators import known_keys
 from tokenmath.base.errors import InputError, closest
-from tokenmath.specs.hardware import Hardware, record_number, catalog as hw_catalog, from_record as hw_from_record, get_hardware
+from tokenmath.specs.hardware import SHORT_NAMES, Hardware, record_number, catalog as hw_catalog, from_record as hw_from_record, get_hardware
 
 TOPOLOGIES = ("switch", "mesh", "torus")
 KNOWN_KEYS = ("id", "name", "chip", "domain", "topology", "scaleup_gbs", "scaleout_gbs", "scaleup_latency_us",
@@ -286,6 +286,7 @@ def get_system(spec, chips=None) -> System:
     cat = catalog()
     if key in cat:
         return from_record(key, cat[key], chips, field=f"system[{key}]")
+    key = SHORT_NAMES.get(key, key)     # a chip's short name (h100): that chip in its usual domain
     if key in hw_catalog():
         return from_hardware(get_hardware(key), chips)
     if looks_like_path(spec):

@@ -4,7 +4,7 @@ from tokenmath.faces.commands.common import guarded
 
 
 @click.command("models")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
 @guarded
 def models(as_json):
     """List the model catalog with parameter counts."""
@@ -13,7 +13,7 @@ def models(as_json):
 
 
 @click.command("hardware")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
 @click.option("--template", is_flag=True,
               help="Print a commented hardware file to fill in: tokenmath hardware --template > mychip.toml")
 @click.option("--check", "check", metavar="FILE", default=None,

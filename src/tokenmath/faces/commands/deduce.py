@@ -50,12 +50,13 @@ def _range(ctx, param, value):
 @click.option("--noise", type=float, default=0.30, show_default=True,
               help="Log-sd between a price and the cost it covers, 0.01 to 3.")
 @click.option("--samples", type=int, default=200_000, show_default=True, help="Monte Carlo samples, 1,000 to 2,000,000.")
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seed of the random prior draws (the same seed, the same interval).")
 @click.option("--dataset", is_flag=True, help="Run over the shipped API price rows: coverage on open-weight models.")
 @click.option("--uncalibrated", is_flag=True, help="cost_scale = 1 instead of the scale fitted on open-weight prices.")
 @click.option("--calibrate", is_flag=True, help="Refit the cost scale on the shipped open-weight prices (about 30 s).")
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--explain", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
+@click.option("--explain", is_flag=True, help="Show the arithmetic behind the answer, line by line.")
 @guarded
 def deduce(input_price, output_price, cached_input_price, long_context_threshold, long_input_price, long_output_price,
            output_speed, ttft, ttft_prompt_tokens, batch_discount, context_window, api_model, provider, evidence,
@@ -147,9 +148,10 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
                             "attention_sharding": "heads"})
 @click.option("--margin", type=float, default=0.5, show_default=True, help="Gross margin (0..1).")
 @click.option("--utilization", type=float, default=0.6, show_default=True, help="Share of time serving at that load.")
-@click.option("--max-chips", type=int, callback=positive)
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--explain", is_flag=True)
+@click.option("--max-chips", type=int, callback=positive,
+              help="Most chips one replica may span (default: the chip's scale-up domain, at most 72).")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
+@click.option("--explain", is_flag=True, help="Show the arithmetic behind the answer, line by line.")
 @guarded
 def price(deployment, workload, margin, utilization, max_chips, as_json, explain):
     """What serving a model costs per million input/output tokens at a latency target, and the implied price."""

@@ -47,7 +47,8 @@ def measure(device, out_file, quick, quiet, as_json):
 @click.option("--batches", default=",".join(map(str, (1, 2, 4, 8, 16, 32, 64))), show_default=True,
               help="Comma-separated batch sizes.")
 @click.option("--context", type=int, default=256, show_default=True, help="Prompt tokens prefilled before the timed decode steps.")
-@click.option("--device", type=click.Choice(["cpu", "cuda"], case_sensitive=False), default="cpu", show_default=True)
+@click.option("--device", type=click.Choice(["cpu", "cuda"], case_sensitive=False), default="cpu", show_default=True,
+              help="Where the real model runs: this machine's CPU or its CUDA GPU.")
 @click.option("--hardware", "-H", help="Hardware file from `tokenmath measure --out` (default: measure now).")
 @click.option("--steps", type=int, default=8, show_default=True, help="Timed decode steps per batch (the median is used).")
 @click.option("--warmup", type=int, default=2, show_default=True, help="Untimed decode steps first.")

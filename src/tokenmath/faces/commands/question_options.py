@@ -26,8 +26,6 @@ def _help(f: Field) -> str:
     h = f.help[:1].upper() + f.help[1:]
     if f.unit and f.unit not in h:
         h += f"; in {f.unit}"
-    if f.choices:
-        h += f" ({'|'.join(f.choices)})"
     return h
 
 

@@ -97,7 +97,8 @@ def prices(deployment, workload, contexts, cache_ttl_s, as_json, explain, plot_f
 
 @click.command()
 @question_options("context", defaults={"batch": "1"})
-@click.option("--context", type=int, default=8192, show_default=True, callback=positive)
+@click.option("--context", type=int, default=8192, show_default=True, callback=positive,
+              help="Tokens of context (prompt + output so far) at which the costs are read.")
 @with_plot
 @guarded
 def context(deployment, workload, context, as_json, explain, plot_file):
