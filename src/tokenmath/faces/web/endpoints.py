@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_TOKENS
+from tokenmath.faces.web.blank_chips import sequence_of, with_fewest_chips
+from tokenmath.faces.web.api_models import api_model_names, api_model_response
 from tokenmath.faces.web.charts import overtrain_chart, pareto_chart, roofline
 from tokenmath.faces.web.overrides import SET, chip, what_if
 from tokenmath.faces.web.params import Param
@@ -80,6 +82,7 @@ def infer_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.infer import infer
     from tokenmath.faces.explain_infer import explain_infer
     m, hw, eff = model(a["model"]), chip(a), chosen_efficiency(a["peak"], a["calibrated"])
+    a = with_fewest_chips(m, a, a["input_len"] + a["output_len"], a["batch"])
     r = infer(m, hw, **layout(a), batch=1 if a["batch"] is None else a["batch"], input_len=a["input_len"],
               output_len=a["output_len"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], efficiency=eff,
               engine=a["engine"], speculation=spec_of(a), **knobs(a))
@@ -99,6 +102,7 @@ def hyperbola_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.hyperbola import hyperbola
     from tokenmath.faces.explain_serving import explain_hyperbola
     m, hw = model(a["model"]), chip(a)
+    a = with_fewest_chips(m, a, a["context"])
     h = hyperbola(m, hw, **layout(a), context=a["context"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"],
                   engine=a["engine"])
     d = h.to_dict()
@@ -125,7 +129,9 @@ def pareto_response(model: ModelLookup, a: dict) -> dict:
 def simulate_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.simulation.simulate import simulate
     from tokenmath.faces.explain_simulation import explain_simulation
-    r = simulate(model(a["model"]), chip(a), **layout(a), engine=a["engine"], concurrency=a["concurrency"],
+    m = model(a["model"])
+    a = with_fewest_chips(m, a, sequence_of(a))
+    r = simulate(m, chip(a), **layout(a), engine=a["engine"], concurrency=a["concurrency"],
                  arrival_rate=a["arrival_rate"], burstiness=a["burstiness"], requests=a["requests"],
                  input_len=a["input_len"], output_len=a["output_len"], ttft_ms=a["ttft_ms"], itl_ms=a["itl_ms"],
                  seed=a["seed"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], speculation=spec_of(a),
@@ -139,7 +145,9 @@ def simulate_response(model: ModelLookup, a: dict) -> dict:
 def context_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.context import context
     from tokenmath.faces.explain_serving import explain_context
-    c = context(model(a["model"]), chip(a), **layout(a), batch=1 if a["batch"] is None else a["batch"],
+    m = model(a["model"])
+    a = with_fewest_chips(m, a, a["context"], a["batch"])
+    c = context(m, chip(a), **layout(a), batch=1 if a["batch"] is None else a["batch"],
                 context=a["context"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
     d = c.to_dict()
     d.update(what_if(a))
@@ -150,7 +158,10 @@ def context_response(model: ModelLookup, a: dict) -> dict:
 def prices_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.input_vs_output import prices
     from tokenmath.faces.explain_serving import explain_prices
-    r = prices(model(a["model"]), chip(a), **layout(a), contexts=a["contexts"],
+    m = model(a["model"])
+    # blank chips: the fewest that hold one sequence of the shortest context asked (longer rows say if they do not fit)
+    a = with_fewest_chips(m, a, min(a["contexts"] or [256]) + a["output_len"], a["batch"])
+    r = prices(m, chip(a), **layout(a), contexts=a["contexts"],
                output_len=a["output_len"], batch=a["batch"],
                min_tokens_per_s_per_user=a["min_tokens_per_s_per_user"], cache_ttl_s=a["cache_ttl_s"],
                weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], engine=a["engine"])
@@ -178,6 +189,8 @@ def deduce_response(a: dict) -> dict:
         raise InputError("batch", f"{pr.batch} starts below 1", "e.g. 4,512")
     if not pr.chip_cost_factor[0] > 0:
         raise InputError("chip_cost", f"{pr.chip_cost_factor} starts at or below 0", "e.g. 0.4,1.2")
+    if a["api_model"]:
+        return api_model_response(a["api_model"], pr)
     r = deduce(a["input_price"], a["output_price"], cached_input_price=a["cached_input_price"],
                long_context_threshold=a["long_context_threshold"], long_input_price=a["long_input_price"],
                long_output_price=a["long_output_price"], output_speed=a["output_speed"], priors=pr)
@@ -193,9 +206,11 @@ def train_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.specs.efficiency import PEAK
     eff = PEAK if a["peak"] else None
     chips = a["chips"]
+    m = model(a["model"])
+    if not a["search"] and all(a[k] is None for k in ("chips", "tp", "pp", "dp", "ep", "cp")):
+        return auto_train_response(m, a, eff)
     if chips is None and a["dp"] is None:
         chips = DEFAULT_TRAIN_CHIPS
-    m = model(a["model"])
     if a["search"]:
         n = chips
         if n is None:
@@ -212,6 +227,24 @@ def train_response(model: ModelLookup, a: dict) -> dict:
               recompute=a["recompute"], zero=int(a["zero"]), dtype=a["dtype"], tokens=a["tokens"],
               overlap=a["overlap"], efficiency=eff)
     d = r.to_dict()
+    d["explain"] = explain_train(r)
+    return d
+
+
+def auto_train_response(m, a: dict, eff) -> dict:
+    """Chips and every degree blank: the fewest chips from 8 (doubling) on which a layout fits with the recipe asked
+    (micro-batch, recomputation, ZeRO), on its fastest layout (analyses.training.fewest_chips)."""
+    from tokenmath.analyses.training.fewest_chips import fewest_chips_search
+    from tokenmath.faces.explain_training import explain_train
+    s = fewest_chips_search(m, a["hardware"], seq_len=a["seq_len"], global_batch_tokens=a["global_batch_tokens"],
+                            dtype=a["dtype"], tokens=a["tokens"], overlap=a["overlap"], efficiency=eff, top=1,
+                            micro_batches=(a["micro_batch"],), recomputes=(a["recompute"],), zeros=(int(a["zero"]),))
+    r = s.top[0]
+    d = r.to_dict()
+    d["auto_layout"] = True
+    d["notes"] = [f"chips and layout blank: the fewest chips (8, 16, 32, ...) on which a layout fits with this "
+                  f"recipe, {s.chips:,}, on the fastest of its {s.fitting:,} fitting layouts (`tokenmath train "
+                  f"--search --chips {s.chips}` ranks them, recipes too)", *d.get("notes", [])]
     d["explain"] = explain_train(r)
     return d
 
@@ -305,11 +338,15 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("chip_cost", "range", None, "multiplier on catalog $/h, LOW,HIGH (default 0.4,1.2)"),
              Param("noise", "float", 0.30, "log-sd between a price and its cost", 1e-6, 10.0),
              Param("samples", "int", 200_000, "Monte Carlo samples", 1000, MAX_DEDUCE_SAMPLES),
-             Param("seed", "int", 0, "", 0, 2 ** 32 - 1)),
+             Param("seed", "int", 0, "", 0, 2 ** 32 - 1),
+             Param("api_model", "choice", None, "a known API endpoint, PROVIDER: MODEL (data/api_prices.toml), "
+                   "deduced from all its evidence instead of the prices (as --api-model --provider)",
+                   choices=api_model_names())),
             deduce_response, "tokenmath.analyses.inverse.deduce.deduce"),
         "train": Endpoint(
             (MODEL, HARDWARE,
-             Param("chips", "int", None, "total chips (default 8 without dp)", 1, MAX_TRAIN_LAYOUT),
+             Param("chips", "int", None, "total chips (blank, with every degree blank: the fewest that fit, "
+                   "from 8 doubling, on their fastest layout; with dp blank: 8)", 1, MAX_TRAIN_LAYOUT),
              Param("tp", "int", None, "", 1, MAX_TRAIN_LAYOUT), Param("pp", "int", None, "", 1, MAX_TRAIN_LAYOUT),
              Param("dp", "int", None, "", 1, MAX_TRAIN_LAYOUT), Param("ep", "int", None, "", 1, MAX_TRAIN_LAYOUT),
              Param("cp", "int", None, "", 1, MAX_TRAIN_LAYOUT),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
+from tokenmath.faces.web.blank_chips import with_fewest_chips
 from tokenmath.faces.web.endpoints import Endpoint, ModelLookup
 from tokenmath.faces.web.overrides import SET, chip, what_if
 from tokenmath.faces.web.params import Param
@@ -16,7 +17,9 @@ from tokenmath.faces.web.serving_fields import (BATCH, HARDWARE, INPUT_LEN, LAYO
 def sensitivity_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.sensitivity import METRICS, sensitivity
     from tokenmath.faces.explain_sensitivity import explain_sensitivity
-    r = sensitivity(model(a["model"]), chip(a), metric=a["metric"], delta=a["delta"], batch=a["batch"],
+    m = model(a["model"])
+    a = with_fewest_chips(m, a, a["input_len"] + a["output_len"], a["batch"])
+    r = sensitivity(m, chip(a), metric=a["metric"], delta=a["delta"], batch=a["batch"],
                     engine=a["engine"], **layout(a), input_len=a["input_len"], output_len=a["output_len"],
                     weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"])
     d = r.to_dict()

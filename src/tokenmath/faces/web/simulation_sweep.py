@@ -8,6 +8,7 @@ import threading
 from collections import OrderedDict
 
 from tokenmath.base.errors import InputError
+from tokenmath.faces.web.blank_chips import sequence_of, with_fewest_chips
 from tokenmath.faces.web.overrides import chip, what_if
 from tokenmath.faces.web.params import Param
 from tokenmath.faces.web.serving_fields import knobs, layout
@@ -58,6 +59,7 @@ def simulate_sweep_response(model, a: dict) -> dict:
     over, values = sweep_axis(a)
     per_point = min(a["requests"], MAX_SWEEP_REQUESTS // len(values))
     m, hw = model(a["model"]), chip(a)
+    a = with_fewest_chips(m, a, sequence_of(a))
     lay = layout(a)
     same = tuple(sorted((k, repr(x)) for k, x in a.items() if k not in ("concurrencies", "arrival_rates", "requests")))
     points, head = [], None

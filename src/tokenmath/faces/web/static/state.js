@@ -10,7 +10,7 @@ export const DEFAULTS = {
   input_price: "0.27", output_price: "1.10", cached_input_price: "", output_speed: "",
   long_context_threshold: "", long_input_price: "", long_output_price: "", d_hardware: "", margin: "",
   utilization: "",
-  t_chips: "8", t_tp: "", t_pp: "", t_dp: "", t_ep: "", t_cp: "", seq_len: "4096",
+  t_chips: "", t_tp: "", t_pp: "", t_dp: "", t_ep: "", t_cp: "", seq_len: "4096",
   global_batch_tokens: "4194304", micro_batch: "1", recompute: "selective", zero: "1", tokens: "1e12",
   compute: "1e24", target_loss: "", inference_tokens: "1e13", fit: "epoch", mfu: "", min_tps: "20",
   s_mode: "closed", s_concurrency: "64", s_rate: "8", s_burstiness: "", s_requests: "1000", s_input: "",

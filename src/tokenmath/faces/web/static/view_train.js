@@ -26,7 +26,7 @@ export const panel = {
 // ---- training ----------------------------------------------------------------------------------------------------
 export function renderTrain(d, root) {
   $(".title:not(.ot-title)", root).textContent = `Training ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware || d.system)}: ` +
-    `tp ${d.tp} pp ${d.pp} dp ${d.dp} ep ${d.ep} cp ${d.cp}`;
+    `tp ${d.tp} pp ${d.pp} dp ${d.dp} ep ${d.ep} cp ${d.cp}` + (d.auto_layout ? " (chips and layout blank: the fewest chips that fit)" : "");
   const mb = d.memory_breakdown_bytes;
   const cards = [];
   if (d.fits) {
