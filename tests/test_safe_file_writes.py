@@ -187,22 +187,31 @@ def no_measuring(monkeypatch):
     monkeypatch.setattr(m, "measure", boom)
 
 
-@pytest.mark.parametrize("case", ["missing_folder", "name_too_long", "not_ours", "symlink", "fifo", "bad_suffix"])
+@pytest.mark.parametrize("case", ["missing_folder", "name_too_long", "not_ours", "template", "symlink", "fifo",
+                                  "bad_suffix"])
 def test_measure_out_is_checked_before_measuring(tmp_path, no_measuring, case):
-    """Before: minutes of measuring, then the error (or a silent overwrite through the link)."""
+    """Before: minutes of measuring, then the error (or a silent overwrite through the link). `template`: a file
+    from `tokenmath hardware --template` (which quotes `tokenmath hardware` near its top) was replaced silently
+    (issue 40 item 4); it is the user's file."""
     out = {"missing_folder": tmp_path / "no" / "hw.toml", "name_too_long": tmp_path / ("h" * 300 + ".toml"),
-           "not_ours": tmp_path / "hw.toml", "symlink": tmp_path / "link.toml", "fifo": tmp_path / "p.toml",
-           "bad_suffix": tmp_path / "hw.yaml"}[case]
+           "not_ours": tmp_path / "hw.toml", "template": tmp_path / "hw.toml", "symlink": tmp_path / "link.toml",
+           "fifo": tmp_path / "p.toml", "bad_suffix": tmp_path / "hw.yaml"}[case]
     if case == "not_ours":
         out.write_text(USER_TEXT)
+    if case == "template":
+        code, template, err = run_main(["hardware", "--template"])
+        assert code == 0 and "`tokenmath " in template[:4096], err     # what the old rule took for its mark
+        out.write_text(template)
     if case == "symlink":
         (tmp_path / "target.toml").write_text(USER_TEXT)
         out.symlink_to(tmp_path / "target.toml")
     if case == "fifo":
         os.mkfifo(out)
-    assert_exit_2(*run_main(["measure", "--quick", "--quiet", "--out", str(out), "--json"]), "out")
+    problem = assert_exit_2(*run_main(["measure", "--quick", "--quiet", "--out", str(out), "--json"]), "out")
     if case in ("not_ours", "symlink"):
         assert (tmp_path / ("hw.toml" if case == "not_ours" else "target.toml")).read_text() == USER_TEXT
+    if case == "template":
+        assert "not written by tokenmath" in problem and out.read_text() == template
 
 
 def test_measure_out_replaces_its_own_file(tmp_path):
@@ -245,7 +254,7 @@ def test_write_calibration_checked_first_and_never_over_a_user_file(tmp_path, mo
 def test_write_atomic_unit(tmp_path, monkeypatch):
     from tokenmath.base import files
     p = tmp_path / "a.toml"
-    files.write_atomic(p, "# written by `tokenmath test`\nx = 1\n", "out")
+    files.write_atomic(p, f"# {files.MEASURE_HEADER}\nx = 1\n", "out")      # ours: replaced below without force
     assert p.read_text().endswith("x = 1\n")
     umask = os.umask(0o22)
     os.umask(umask)
@@ -264,10 +273,16 @@ def test_write_atomic_unit(tmp_path, monkeypatch):
 
 def test_ours_rule(tmp_path):
     from tokenmath.base.files import is_ours
-    cases = {"a.toml": b"# tokenmath hardware file written by `tokenmath measure`\n", "b.toml": b"x = 1\n",
+    from tokenmath.local.hardware_file import HEADER, to_toml
+    cases = {"a.toml": to_toml({"memory_gb": 1}, header=HEADER).encode(), "b.toml": b"x = 1\n",
              "c.png": b"\x89PNG\r\n\x1a\n....tEXtSoftware\x00`tokenmath` (matplotlib 3)", "d.png": b"\x89PNG....",
-             "e.json": b'{"id": "m", "notes": "Measured by `tokenmath measure` on ..."}', "f.json": b"{}",
-             "g.svg": b"<svg></svg>", "h.png": b""}
+             "e.json": b'{"id": "m", "notes": "Measured on this machine by `tokenmath measure` on 2026-01-01"}',
+             "f.json": b"{}", "g.svg": b"<svg></svg>", "h.png": b"",
+             # mentioning tokenmath near the top is not the mark: the template quotes `tokenmath measure`
+             "i.toml": b"# my chip, from `tokenmath hardware --template`; see `tokenmath measure`\nx = 1\n",
+             "j.toml": b"x = 1\n# tokenmath hardware file written by `tokenmath measure` (catalog schema; see "
+                       b"src/tokenmath/data/hardware.toml)\n",
+             "k.json": b'{"notes": "written by `tokenmath measure`"}', "l.txt": b"`tokenmath` (matplotlib)"}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
     assert {n for n in cases if is_ours(tmp_path / n)} == {"a.toml", "c.png", "e.json"}

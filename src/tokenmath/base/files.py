@@ -11,10 +11,12 @@
   interrupted or failed write (Ctrl-C, a full disk) leaves the old file whole and removes the temporary file (a
   process killed outright may leave the temporary file, never a truncated destination). Any OSError is
   InputError(field) naming the path and the reason.
-- is_ours(path): "a file tokenmath wrote" is a regular file whose first 4 KiB hold MARK, the backquoted command name
-  every file tokenmath writes carries near its start: a TOML file's first comment ("... written by `tokenmath
-  measure`", "... by `tokenmath validate --write-calibration`"), a JSON hardware file's notes, a PNG chart's
-  Software text chunk and an SVG chart's dc:creator ("`tokenmath` (matplotlib ...)").
+- is_ours(path): "a file tokenmath wrote" is a regular file carrying the exact mark its writer puts there, never
+  merely a file that mentions tokenmath (`tokenmath hardware --template` quotes `tokenmath measure` in its comments,
+  and a user's copy of it is theirs): a TOML file whose first line is one of TOML_FIRST_LINES (`tokenmath measure`'s
+  header, `tokenmath validate --write-calibration`'s), a JSON hardware file whose first 4 KiB hold JSON_MARK (the
+  notes `tokenmath measure` writes), a PNG or SVG chart whose first 4 KiB hold CHART_MARK (its Software text chunk
+  or dc:creator, faces/plots.py SIGNATURE).
 
 A path checked by check_destination comes back as an OutputPath: a str that remembers `force`, so the writer
 called much later (a chart after the analysis) honours the same --force.
@@ -29,7 +31,13 @@ from pathlib import Path
 
 from tokenmath.base.errors import InputError, show
 
-MARK = b"`tokenmath"
+# the exact marks of the files tokenmath writes (is_ours); each writer's test checks it writes its own
+MEASURE_HEADER = ("tokenmath hardware file written by `tokenmath measure` "
+                  "(catalog schema; see src/tokenmath/data/hardware.toml)")
+TOML_FIRST_LINES = (b"# " + MEASURE_HEADER.encode(),
+                    b"# Efficiencies fitted on data/measurements.toml by `tokenmath validate --write-calibration`.")
+JSON_MARK = b'"notes": "Measured on this machine by `tokenmath measure` on '
+CHART_MARK = b"`tokenmath` (matplotlib"
 SNIFF_BYTES = 4096
 NAME_MAX = 255                     # bytes, when the file system does not say
 PATH_MAX = 4096
@@ -54,7 +62,8 @@ class OutputPath(str):
 
 
 def is_ours(path) -> bool:
-    """Whether `path` is a regular file that tokenmath wrote (MARK in its first SNIFF_BYTES; see the module)."""
+    """Whether `path` is a regular file that tokenmath wrote: its writer's exact mark, by the suffix (see the module)."""
+    suffix = os.path.splitext(str(path))[1].lower()
     try:
         fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -62,7 +71,12 @@ def is_ours(path) -> bool:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return False
-        return MARK in os.read(fd, SNIFF_BYTES)
+        head = os.read(fd, SNIFF_BYTES)
+        if suffix == ".toml":
+            return head.split(b"\n", 1)[0].rstrip(b"\r") in TOML_FIRST_LINES
+        if suffix == ".json":
+            return JSON_MARK in head
+        return suffix in (".png", ".svg") and CHART_MARK in head
     except OSError:
         return False
     finally:
@@ -121,7 +135,8 @@ def check_destination(path, field: str, suffixes: tuple[str, ...] | None = None,
                          "does not write through links", "another path, or --force to replace the link itself "
                          "(its target is left alone)")
     if stat.S_ISREG(st.st_mode) and not force and not is_ours(raw):
-        raise InputError(field, f"{show(raw, 120)} exists and was not written by tokenmath",
+        raise InputError(field, f"{show(raw, 120)} exists and was not written by tokenmath (it lacks the mark "
+                         "tokenmath puts in its own files; one made from `tokenmath hardware --template` is yours)",
                          "another path, or --force to replace it")
     return OutputPath(raw, force)
 

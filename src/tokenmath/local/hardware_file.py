@@ -8,11 +8,10 @@ import os
 import re
 from pathlib import Path
 
-from tokenmath.base.files import check_destination, write_atomic
+from tokenmath.base.files import MEASURE_HEADER, check_destination, write_atomic
 
 SUFFIXES = (".toml", ".json")
-HEADER = ("tokenmath hardware file written by `tokenmath measure` "
-          "(catalog schema; see src/tokenmath/data/hardware.toml)")
+HEADER = MEASURE_HEADER       # the first line marks the file as ours (base/files.is_ours): replaced without --force
 
 
 def toml_value(v) -> str:
