@@ -44,6 +44,12 @@ SLOW = {
     "tests/test_measure_verify.py::test_measure_quick_cli_writes_a_loadable_hardware_file":
         "a real measure --quick (12 s with torch); the measure record tests stay fast-run",
     "tests/test_cli_contract.py::test_json_output_is_strict_json[measure]": "a real measure --quick (13 s with torch)",
+    # the real-model check: torch and transformers (the verify extra, which .ci/run installs); skipped with the reason
+    # where they are absent. The verify tests that need neither (inputs, the install hint, the knee) stay fast-run
+    "tests/test_measure_verify.py::test_verify_tiny_config_end_to_end":
+        "a real transformers model, measured on this machine (needs the verify extra: torch, transformers)",
+    "tests/test_measure_verify.py::test_verify_python_api_measures_when_no_hardware_is_given":
+        "a real transformers model and a quick measure (needs the verify extra: torch, transformers)",
     # large searches
     "tests/test_whatif.py::test_plan_on_a_576_chip_domain": "plan over a 576-chip domain (14 s)",
     "tests/test_golden.py::test_output_unchanged[plan --model deepseek-v3 --system gb200-nvl72 --chips 72]":

@@ -216,10 +216,16 @@ def test_probe_config_shrinks_widths_and_keeps_layers():
 
 
 # ---- verify with torch and transformers ------------------------------------------------------------------------
+def need_torch_and_transformers():
+    for mod in ("torch", "transformers"):
+        pytest.importorskip(mod, reason=f"{mod} is not installed: the real-model check needs the verify extra "
+                                        "(pip install '.[verify]'; CPU torch: pip install torch==2.13.0 "
+                                        "--index-url https://download.pytorch.org/whl/cpu)")
+
+
 def test_verify_tiny_config_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("TOKENMATH_PROGRESS", "1")   # progress is shown on a terminal only; ask for it here
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
+    need_torch_and_transformers()
     cfg = tmp_path / "tiny.json"
     cfg.write_text(json.dumps(TINY))
     hw = fake_measurement().write(tmp_path / "hw.toml")
@@ -249,8 +255,7 @@ def test_verify_tiny_config_end_to_end(tmp_path, monkeypatch):
 
 
 def test_verify_python_api_measures_when_no_hardware_is_given():
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
+    need_torch_and_transformers()
     v = verify(TINY, batches=[1, 2], context=8, warmup=1, steps=2, threads=1, quick_measure=True)
     assert v.hardware_source.startswith("measured now")
     assert [r.batch for r in v.rows] == [1, 2]
