@@ -182,7 +182,7 @@ def explain_infer(r: InferResult) -> str:
         p = hw.price_usd_per_hour
         if p is not None:
             L.append(f"  $/s = {chips} chips x ${p:g}/h / 3600 = ${r.chips_usd_per_s:.5f}/s"
-                     f" (price {hw.price_date or 'undated'})")
+                     f" (price {hw.price_date or 'undated'}" + (f", {hw.price_market}" if hw.price_market else "") + ")")
             L.append(f"  output (decode only): $/s x step / batch x 1e6 = {u.usd(r.cost_per_mtok_output_usd)} per Mtok; "
                      f"input: $/s x TTFT / (batch x input) x 1e6 = {u.usd(r.cost_per_mtok_input_usd)} per Mtok")
             L.append(f"  output (whole request, prefill included): $/s / system tokens/s x 1e6 = "

@@ -37,6 +37,7 @@ FIELDS = (
     ("tdp_w", False, "board power in W; energy per token uses it; default: none (energy not reported)"),
     ("price_usd_per_hour", False, "$ per chip-hour; $/Mtok uses it; default: none ($ figures are null)"),
     ("price_date", False, "when the price was quoted, \"YYYY-MM\""),
+    ("price_market", False, "which market the price is, e.g. \"on-demand, Lambda\" or \"reserved 1 year\""),
     ("family", False, "calibration family whose fitted efficiencies apply; default: other (the pooled fit)"),
     ("kernel_class", False, "kernel constants of data/kernels.toml; default: generic"),
     ("notes", False, "free text, shown in --explain"),

@@ -157,7 +157,8 @@ def hardware_table(as_json: bool) -> None:
         rows.append({"id": hid, "name": h.name, "memory_bytes": h.memory_bytes, "memory_bw": h.memory_bw,
                      "flops": dict(h.flops), "scaleup_domain": h.scaleup_domain, "scaleup_bw": h.scaleup_bw,
                      "scaleout_bw": h.scaleout_bw, "tdp_w": h.tdp_w, "price_usd_per_hour": h.price_usd_per_hour,
-                     "price_date": h.price_date, "sources": dict(h.sources)})
+                     "price_date": h.price_date, "price_market": h.price_market,
+                     "sources": dict(h.sources)})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

@@ -55,6 +55,7 @@ class Hardware:
     tdp_w: float | None = None
     price_usd_per_hour: float | None = None
     price_date: str | None = None
+    price_market: str | None = None  # which market the price is: "on-demand, Lambda", "on-demand list, CoreWeave"
     vendor: str = ""
     kind: str = "gpu"
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
@@ -98,7 +99,7 @@ class Hardware:
 
 KNOWN_KEYS = ("id", "name", "vendor", "kind", "release_year", "memory_gb", "memory_bw_tbs", "tflops", "scaleup_domain",
               "scaleup_gbs", "scaleup_link", "scaleout_gbs", "scaleup_latency_us", "scaleout_latency_us", "tdp_w",
-              "price_usd_per_hour", "price_date", "notes", "sources", "measured", "family", "kernel_class", "kernels")
+              "price_usd_per_hour", "price_date", "price_market", "notes", "sources", "measured", "family", "kernel_class", "kernels")
 
 
 # which `sources` entry vouches for each figure of a record (the catalog schema)
@@ -191,6 +192,7 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
         tdp_w=record_number(rec, "tdp_w", field, False, 0.1, 1e7),
         price_usd_per_hour=record_number(rec, "price_usd_per_hour", field, False, 0.0, 1e5),
         price_date=str(rec["price_date"]) if rec.get("price_date") is not None else None,
+        price_market=str(rec["price_market"]) if rec.get("price_market") is not None else None,
         vendor=str(rec.get("vendor", "")),
         kind=str(rec.get("kind", "gpu")),
         sources=MappingProxyType(dict(rec.get("sources", {})) if isinstance(rec.get("sources"), dict) else {}),

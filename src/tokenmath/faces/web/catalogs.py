@@ -39,6 +39,6 @@ def hardware_json() -> bytes:
         rows.append({"id": hid, "name": h.name, "vendor": h.vendor, "kind": h.kind, "memory_bytes": h.memory_bytes,
                      "memory_bw": h.memory_bw, "flops": dict(h.flops), "ridge_point_bf16": ridge,
                      "scaleup_domain": h.scaleup_domain, "scaleup_bw": h.scaleup_bw, "scaleout_bw": h.scaleout_bw,
-                     "tdp_w": h.tdp_w, "price_usd_per_hour": h.price_usd_per_hour, "price_date": h.price_date,
+                     "tdp_w": h.tdp_w, "price_usd_per_hour": h.price_usd_per_hour, "price_date": h.price_date, "price_market": h.price_market,
                      "sources": dict(h.sources)})
     return dumps({"hardware": rows})
