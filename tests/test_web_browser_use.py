@@ -138,17 +138,27 @@ def test_context_of_the_hyperbola_and_of_the_context_tab(page):
     assert "1,280 tokens of context" in title(page, "hyperbola")
 
 
-def test_input_vs_output_uses_the_batch_on_the_left(page):
-    """The same inputs give the same $ per Mtok output on the overview and the input-vs-output tab (batch 1: the
-    decode of one sequence; before the fix the latter ran at the largest batch: $5.886 against $0.0697)."""
-    open_tab(page, "?batch=1")
+def test_input_vs_output_answers_what_the_cli_answers(page):
+    """The input-vs-output tab asks `tokenmath prices`'s question with its defaults (issue 39 item 2: it used the
+    overview's batch 1 and claimed a 246x output/input ratio where the CLI gives 1.3-30x): blank batch, the largest that
+    fits at each context; a batch typed in its own field gives, at batch 1, the overview's $ per Mtok output."""
+    from tokenmath.analyses.serving.input_vs_output import prices
+    open_tab(page, "?tab=prices&model=llama-3.1-70b&hardware=h100-sxm&chips=8")
+    cli = prices("llama-3.1-70b", "h100-sxm", chips=8, contexts=(256, 1024, 4096, 16384, 65536, 131072),
+                 output_len=256, engine="vllm")
+    row = next(r for r in cli.to_dict()["rows"] if r["input_len"] == 1024)
+    shown = float(card(page, "prices", "ratio").rstrip("\u00d7"))
+    assert shown == pytest.approx(row["output_input_ratio"], rel=0.01) and shown < 30      # not 246x
+    assert "(the largest that fits)" in card(page, "prices", "input", "sub")
+    assert "tokenmath prices --model llama-3.1-70b --hardware h100-sxm --chips 8" in \
+        page.locator("#tab-prices .cli").inner_text()
+    overview_url = "?batch=1&model=llama-3.1-70b&hardware=h100-sxm&chips=8"
+    open_tab(page, overview_url)
     overview = usd(card(page, "overview", "cost_per_mtok_output_usd"))
-    n = renders(page)
-    page.click(".tabs button[data-tab='prices']")
-    settled(page, n)
-    prices = usd(card(page, "prices", "output"))
-    assert prices == overview
-    assert "batch 1 (the batch on the left)" in card(page, "prices", "input", "sub")
+    open_tab(page, "?tab=prices&p_batch=1&model=llama-3.1-70b&hardware=h100-sxm&chips=8")
+    assert usd(card(page, "prices", "output")) == overview
+    assert "batch 1 (the batch above)" in card(page, "prices", "input", "sub")
+    assert "--batch 1" in page.locator("#tab-prices .cli").inner_text()
     assert card(page, "prices", "cached", "sub")   # the cached price says where its KV waits and what it costs
 
 

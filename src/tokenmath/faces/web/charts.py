@@ -44,7 +44,8 @@ def pareto_chart(p: Pareto) -> dict[str, list]:
 def roofline(r: InferResult) -> dict:
     """Each operation of prefill and decode as a point of the roofline: arithmetic intensity (FLOPs / HBM bytes, per
     occurrence per chip, from the engine) and the FLOP/s it attains (FLOPs / its own max(compute, memory, comm)
-    time), with the chip's roofs: the dense peak of each compute dtype the ops use and the HBM bandwidth."""
+    time), with the chip's roofs: the dense peak of each compute dtype the ops use and the HBM bandwidth (an op whose
+    ceiling is its kernel's at its shape, flops_dtype "kernel", adds no roof)."""
     from tokenmath.specs.hardware import FLOP_KEYS
     hw, eff = r.hardware, r.efficiency
     roofs: dict[str, float] = {}
@@ -55,7 +56,8 @@ def roofline(r: InferResult) -> dict:
             v = hw.flops.get(k)
             if v and abs(v - peak) <= 1e-6 * peak:
                 return k, v
-        return "peak", peak
+        # a shape-aware kernel's own ceiling (tile and wave quantization at this op's shape): the op's, not a roof
+        return "kernel", peak
 
     passes = {}
     for name, pc in (("prefill", r.prefill), ("decode", r.decode)):
@@ -67,7 +69,7 @@ def roofline(r: InferResult) -> dict:
             c, m, k = finite(op.compute_s) or 0.0, finite(op.memory_s) or 0.0, finite(op.comm_s) or 0.0
             t = max(c, m, k)
             key, peak = label(float(op.peak_flops)) if op.peak_flops else ("peak", 0.0)
-            if fl > 0 and peak:
+            if fl > 0 and peak and key != "kernel":
                 roofs[key] = peak
             ops.append({"name": op.name, "count": finite(op.count), "flops": fl, "bytes": by,
                         "intensity": fl / by if fl > 0 and by > 0 else None,

@@ -92,7 +92,7 @@ def make_replica(su, draft=None) -> Replica:
         draft = None                    # k = 0: plain decoding
     kv = kv_capacity_tokens(su, draft)
     if kv < 1:
-        raise InputError("hardware", f"the weights leave no room for a KV cache on {su.hardware.id} "
-                         f"({int(su.layout.chips)} chips)", "more chips, a smaller weight dtype, or another layout")
+        raise InputError("hardware", f"the weights leave no room for a KV cache on {int(su.layout.chips)} x "
+                         f"{su.hardware.name}", "more chips, a smaller weight dtype, or another layout")
     return Replica(su, tok * groups if tok else UNLIMITED, run * groups if run else UNLIMITED, kv,
                    eng.kv_block_tokens, eng.chunked_prefill, draft)

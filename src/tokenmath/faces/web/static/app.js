@@ -118,6 +118,7 @@ function bind() {
       showTab(t.dataset.tab);
     });
   }
+  wireStrip();
   // the sticky summary shows only while the active panel's cards are scrolled away (a phone editing its inputs)
   window.addEventListener("scroll", summaryShown, { passive: true });
   let resized = null;
@@ -153,6 +154,22 @@ function bind() {
   });
 }
 
+// a phone: the tab strip scrolls sideways; while views are hidden past its right edge it says so (data-more: a fading
+// edge and an arrow that scrolls it), and the inputs, below the results, are one button away (and back)
+function wireStrip() {
+  const strip = $(".tabstrip"), nav = $(".tabs");
+  const mark = () => {
+    if (nav.scrollLeft + nav.clientWidth < nav.scrollWidth - 4) strip.dataset.more = "";
+    else delete strip.dataset.more;
+  };
+  nav.addEventListener("scroll", mark, { passive: true });
+  window.addEventListener("resize", mark);
+  $(".tabs-more").addEventListener("click", () => nav.scrollBy({ left: nav.clientWidth * 0.7, behavior: "smooth" }));
+  mark();
+  $("#to-inputs").addEventListener("click", () => $("#controls").scrollIntoView({ block: "start" }));
+  $("#to-results").addEventListener("click", () => $("#main").scrollIntoView({ block: "start" }));
+}
+
 function showTab(tab) {
   state.tab = tab;
   for (const b of $$(".tabs button")) {
@@ -160,7 +177,7 @@ function showTab(tab) {
     b.setAttribute("aria-selected", String(on));
     b.tabIndex = on ? 0 : -1;
     if (on && b.scrollIntoView && b.parentElement.scrollWidth > b.parentElement.clientWidth) {
-      b.scrollIntoView({ block: "nearest", inline: "nearest" });
+      b.scrollIntoView({ block: "nearest", inline: "center" });
     }
   }
   for (const t of TABS) $("#tab-" + t).hidden = t !== tab;
@@ -223,6 +240,14 @@ async function start() {
   }
   const fsel = $("#fit");
   for (const f of catalog.meta.fits) fsel.append(h("option", { value: f, text: f }));
+  // deduce: the known API endpoints ("provider: model"), listed "model \u2014 provider"
+  const ded = ((catalog.meta.endpoints || {})["/api/deduce"] || { params: [] }).params.find((p) => p.name === "api_model");
+  const asel = $("#api_model");
+  asel.append(h("option", { value: "", text: "none: the prices typed here" }));
+  for (const c of (ded ? ded.choices : [])) {
+    const [prov, ...rest] = c.split(": ");
+    asel.append(h("option", { value: c, text: `${rest.join(": ")} \u2014 ${prov}` }));
+  }
   bind();
   await restoreUpload();
   $("#model").value = state.model;

@@ -96,9 +96,17 @@ const Charts = (() => {
     const W0 = spec.width || 720, H0 = spec.height || 400;
     const cw = container.clientWidth || W0;
     const W = cw < W0 ? Math.max(300, Math.round(cw)) : W0;
-    const H = W < W0 ? Math.round(Math.max(260, H0 * Math.max(0.72, W / W0))) : H0;
     const narrow = W < 480;
-    const m = { l: narrow ? 56 : 70, r: narrow ? 12 : 20, t: spec.title ? 30 : 14, b: 48 };
+    // the legend sits below the plot, never over its data: its entries flow into rows across the width
+    const legend = spec.legend === false ? [] : spec.series.filter((s) => s.label);
+    const legRows = legendRows(legend, W - 16);
+    const legH = legRows.length ? legRows.length * 16 + 8 : 0;
+    // a title too long for one line wraps (a phone: clear of the zoom buttons, which sit over the top right)
+    const titleLines = spec.title ? wrap(spec.title, (W - (narrow ? 16 : 90) - 110) / 7.2) : [];
+    const H = (W < W0 ? Math.round(Math.max(260, H0 * Math.max(0.72, W / W0))) : H0) + legH +
+      Math.max(0, titleLines.length - 1) * 16;
+    const m = { l: narrow ? 56 : 70, r: narrow ? 12 : 20, t: titleLines.length ? 14 + 16 * titleLines.length : 14,
+                b: 48 + legH };
     const name = spec.name || spec.title || spec.y.label || "chart";
     const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", tabindex: 0,
                             "aria-label": `${name}: arrow keys or pointer read the points` }, container);
@@ -126,7 +134,7 @@ const Charts = (() => {
     const Y = scale(spec.y, y0, y1, H - m.b, m.t);
     const fx = spec.x.fmt || short, fy = spec.y.fmt || short;
 
-    if (spec.title) text(svg, narrow ? 8 : m.l, 18, spec.title, "chart-title");   // a phone: clear of the zoom buttons
+    titleLines.forEach((s, i) => text(svg, narrow ? 8 : m.l, 18 + 16 * i, s, "chart-title"));
     const grid = el("g", { class: "grid" }, svg);
     const thinTicks = (ts, px) => ts.filter((_, i) => i % Math.max(1, Math.ceil(ts.length * px / (W - m.l - m.r))) === 0);
     for (const t of thinTicks(X.ticks(), narrow ? 44 : 40)) {
@@ -140,7 +148,7 @@ const Charts = (() => {
       text(svg, m.l - 6, y + 4, fy(t), "tick", "end");
     }
     el("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, class: "frame" }, svg);
-    text(svg, (m.l + W - m.r) / 2, H - 10, spec.x.label || "", "axis-label", "middle");
+    text(svg, (m.l + W - m.r) / 2, H - legH - 10, spec.x.label || "", "axis-label", "middle");
     const yl = text(svg, 0, 0, spec.y.label || "", "axis-label", "middle");
     yl.setAttribute("transform", `translate(16 ${(m.t + H - m.b) / 2}) rotate(-90)`);
 
@@ -167,8 +175,8 @@ const Charts = (() => {
       el("line", { x1: m.l, x2: W - m.r, y1: y, y2: y, class: "hline " + (h.cls || "") }, body);
       if (h.label) text(body, W - m.r - 6, y - 5, h.label, "line-label " + (h.cls || ""), "end");
     }
-    const legend = [];
     const placed = [];
+    const labels = [];
     const hits = [];
     const xn = spec.x.name || spec.x.label || "x", yn = spec.y.name || spec.y.label || "y";
     for (const s of spec.series) {
@@ -187,8 +195,15 @@ const Charts = (() => {
       } else {
         for (const p of pts) dot(g, X(p[0]), Y(p[1]), s, p);
       }
-      for (const p of pts) if (p[3]) placeLabel(g, X(p[0]), Y(p[1]), p[3]);
-      if (s.label) legend.push(s);
+      // every point's own box first, so that no label covers a point; the labels after all the points
+      for (const p of pts) placed.push({ x: X(p[0]) - 5, y: Y(p[1]) - 5, w: 10, h: 10 });
+      // a series' points within a few pixels of each other share one label ("ffn, experts +2"), so none overlap
+      for (const p of pts) {
+        if (!p[3]) continue;
+        const x = X(p[0]), y = Y(p[1]);
+        const near = labels.find((q) => q[0] === g && Math.abs(q[1] - x) < 12 && Math.abs(q[2] - y) < 12);
+        if (near) near[3].push(p[3]); else labels.push([g, x, y, [p[3]]]);
+      }
       if (s.noReadout) continue;
       for (const p of pts) {
         if (!inView(p)) continue;
@@ -196,33 +211,31 @@ const Charts = (() => {
                     text: p[2] || `${s.label ? s.label + ": " : ""}${xn} ${fx(p[0])}, ${yn} ${fy(p[1])}` });
       }
     }
+    for (const [g, x, y, s] of labels) placeLabel(g, x, y, s.length > 2 ? `${s.slice(0, 2).join(", ")} +${s.length - 2}` : s.join(", "));
     let mineHit = null;
     if (spec.mine && inside([spec.mine.x, spec.mine.y])) {
       const g = el("g", { class: "mine" }, body);
       const px = X(spec.mine.x), py = Y(spec.mine.y);
       el("circle", { cx: px.toFixed(1), cy: py.toFixed(1), r: 8, class: "mine-ring" }, g);
       el("circle", { cx: px.toFixed(1), cy: py.toFixed(1), r: 3, class: "mine-dot" }, g);
-      if (spec.mine.label) placeLabel(g, px, py, spec.mine.label, "mine-label");
+      if (spec.mine.label) placeLabel(g, px, py, spec.mine.label, "mine-label", true);
       mineHit = { x: px, y: py, cls: "mine", text: spec.mine.text };
       // a series point under the ring is the same stop: keep one, so an arrow key always moves
       for (let i = hits.length - 1; i >= 0; i--) if (Math.abs(hits[i].x - px) < 1 && Math.abs(hits[i].y - py) < 1) hits.splice(i, 1);
       hits.push(mineHit);
     }
-    if (legend.length && spec.legend !== false) {
-      // corner: "tl", "tr", "bl", "br" (legendLeft: "tl"); a white box keeps it readable over the data
-      const pos = spec.legendPos || (spec.legendLeft ? "tl" : "tr");
-      const lw = 10 + 24 + Math.max(...legend.map((s) => s.label.length)) * 6.2, lh = legend.length * 16 + 8;
-      const x = pos[1] === "l" ? m.l + 8 : W - m.r - 8 - lw;
-      let y = pos[0] === "t" ? m.t + 8 : H - m.b - 8 - lh;
+    if (legRows.length) {
       const lg = el("g", { class: "legend" }, svg);
-      el("rect", { x, y, width: lw, height: lh, class: "legend-box" }, lg);
-      y += 16;
-      for (const s of legend) {
-        const g = el("g", { class: "series " + (s.cls || "") }, lg);
-        const lx = x + 6;
-        if (s.kind === "line" || s.kind === "area") el("path", { d: `M${lx} ${y - 4}h18`, class: "line" }, g);
-        else dot(g, lx + 9, y - 4, s, null);
-        text(g, lx + 24, y, s.label, "legend-text");
+      let y = H - legH + 12;
+      for (const row of legRows) {
+        let lx = 8;
+        for (const s of row) {
+          const g = el("g", { class: "series " + (s.cls || "") }, lg);
+          if (s.kind === "line" || s.kind === "area") el("path", { d: `M${lx} ${y - 4}h18`, class: "line" }, g);
+          else dot(g, lx + 9, y - 4, s, null);
+          text(g, lx + 24, y, s.label, "legend-text");
+          lx += legendWidth(s);
+        }
         y += 16;
       }
     }
@@ -232,8 +245,9 @@ const Charts = (() => {
     if (zoomable) ChartsZoom.bar(container, spec, full, [x0, x1], plot);
     return svg;
 
-    // point labels: try a few spots around the point, skip the label when all collide with earlier ones
-    function placeLabel(g, x, y, s, cls) {
+    // point labels: try a few spots around the point, skip the label when all collide with earlier ones (or points);
+    // `must` (your point's label) takes the first spot inside the frame when every spot collides
+    function placeLabel(g, x, y, s, cls, must) {
       const w = s.length * (cls ? 6.8 : 5.6) + 2, hgt = 11;
       const spots = [[7, -6], [7, 12], [-7 - w, -6], [-7 - w, 12], [7, -18], [7, 24]];
       for (const [dx, dy] of spots) {
@@ -244,6 +258,8 @@ const Charts = (() => {
         text(g, x + dx, y + dy, s, cls || "point-label");
         return;
       }
+      const inFrame = spots.find(([dx, dy]) => x + dx >= m.l && x + dx + w <= W - m.r && y + dy - hgt >= m.t);
+      if (must && inFrame) text(g, x + inFrame[0], y + inFrame[1], s, cls || "point-label");
     }
   }
 
@@ -312,6 +328,31 @@ const Charts = (() => {
       else return;
       ev.preventDefault();
     });
+  }
+
+  // a legend entry's width (its mark and label, 11 px text) and the entries flowed into rows of `width`
+  function legendWidth(s) { return 24 + s.label.length * 6.3 + 14; }
+  function legendRows(items, width) {
+    const rows = [];
+    let row = [], used = 0;
+    for (const s of items) {
+      const w = legendWidth(s);
+      if (row.length && used + w > width) { rows.push(row); row = []; used = 0; }
+      row.push(s);
+      used += w;
+    }
+    if (row.length) rows.push(row);
+    return rows;
+  }
+  // words into lines of at most `chars` characters
+  function wrap(s, chars) {
+    const lines = [];
+    let cur = "";
+    for (const w of String(s).split(" ")) {
+      if (cur && (cur + " " + w).length > chars) { lines.push(cur); cur = w; } else cur = cur ? cur + " " + w : w;
+    }
+    if (cur) lines.push(cur);
+    return lines;
   }
 
   function dot(g, x, y, s, p) {

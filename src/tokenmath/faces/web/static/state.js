@@ -1,6 +1,7 @@
 // The page's state: every input, mirrored in the query string, and the readings of it every view shares
 // (the one meaning of chips, batch and context on every tab).
 import { ApiError } from "./api.js";
+import { fmt } from "./format.js";
 
 // ---- state: every input, mirrored in the query string --------------------------------------------------------
 export const DEFAULTS = {
@@ -19,7 +20,7 @@ export const DEFAULTS = {
   w_price_usd_per_hour: "",
   sp_mode: "", sp_draft: "llama-3.2-1b", sp_k: "", sp_acceptance: "",
   sn_metric: "cost_per_mtok_output_usd", sn_delta: "0.2",
-  h_context: "2048",
+  h_context: "2048", p_batch: "", p_speed: "", api_model: "",
 };
 export const TABS = ["overview", "hyperbola", "pareto", "simulate", "context", "prices", "sensitivity", "deduce", "train"];
 export const state = Object.assign({}, DEFAULTS);
@@ -88,10 +89,18 @@ export const batchNum = () => (String(state.batch).trim().toLowerCase() === "max
 export const contextOf = () => intOf("input_len") + intOf("output_len");
 
 // the chip's catalog name on every tab ("NVIDIA H200 SXM 141GB"), never its id on one and its name on another
-export function hwName(id) {
+// with a count: "8 \u00d7 NVIDIA H200 SXM 141GB"
+export function hwName(id, chips) {
   const x = catalog.hardware.find((c) => c.id === id);
-  return x ? x.name : id;
+  const name = x ? x.name : id;
+  return chips === undefined || chips === null ? name : `${chips} \u00d7 ${name}`;
 }
+// the chips of a layout written "tp=1 pp=1 ep=8 dp=1" (sensitivity's answer)
+export const layoutChips = (s) => String(s).match(/\d+/g).reduce((a, b) => a * Number(b), 1);
+// "1 chip", "8 chips"
+export const chipsWord = (n) => `${fmt.int(n)} ${Number(n) === 1 ? "chip" : "chips"}`;
+// a serving title's note when the chips were left blank: the count shown is the fewest that fit (the API chose it)
+export const autoTag = () => (String(state.chips).trim() ? "" : " (chips blank: the fewest that fit)");
 
 export function modelName(id) {
   const m = catalog.models.find((x) => x.id === id) || uploads[id];

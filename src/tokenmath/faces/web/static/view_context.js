@@ -1,7 +1,7 @@
 // KV & context (/api/context): the decode step and its read shares against context. No physics here.
 import { fmt } from "./format.js";
 import { $, renderCards } from "./dom.js";
-import { common, engineTag, intOf, batchNum, contextOf, hwName, modelName } from "./state.js";
+import { common, engineTag, intOf, batchNum, contextOf, hwName, modelName, autoTag } from "./state.js";
 import { api } from "./api.js";
 
 export const panel = {
@@ -15,7 +15,7 @@ export const panel = {
 
 // ---- context -----------------------------------------------------------------------------------------------------
 export function renderContext(d, root) {
-  $(".title", root).textContent = `KV cache and context: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)}, batch ${d.batch}` + engineTag(d);
+  $(".title", root).textContent = `KV cache and context: ${modelName(d.model)} on ${hwName(d.hardware, d.chips)}` + autoTag() + `, batch ${d.batch}` + engineTag(d);
   renderCards($(".cards", root), [
     { key: "kv_bytes_per_token", label: "KV per token", value: fmt.bytes(d.kv_bytes_per_token),
       sub: `${fmt.bytes(d.kv_bytes_per_sequence_at_context)} per sequence at ${fmt.int(d.context)}`, why: { hl: /KV per token/ } },

@@ -1,13 +1,16 @@
 // Deduce from prices (/api/deduce): the model behind an API's prices, as 80% intervals. No physics here.
 import { fmt } from "./format.js";
 import { $, renderCards } from "./dom.js";
-import { state } from "./state.js";
+import { state, hwName } from "./state.js";
 import { intervals, stack } from "./charts_bars.js";
 
 export const panel = {
   endpoint: "deduce",
   fields: { hardware: "d_hardware" },
-  params: () => ({ input_price: state.input_price, output_price: state.output_price,
+  // a known API endpoint (the catalog's prices and evidence, as --api-model): the typed prices are not used
+  params: () => (state.api_model ? { api_model: state.api_model, hardware: state.d_hardware, margin: state.margin,
+                                     utilization: state.utilization } : {
+                   input_price: state.input_price, output_price: state.output_price,
                    cached_input_price: state.cached_input_price, output_speed: state.output_speed,
                    long_context_threshold: state.long_context_threshold,
                    long_input_price: state.long_input_price, long_output_price: state.long_output_price,
@@ -17,6 +20,13 @@ export const panel = {
 
 // ---- deduce ------------------------------------------------------------------------------------------------------
 export function renderDeduce(d, root) {
+  const ev = d.evidence;
+  $(".title", root).textContent = ev ? `What hides behind ${ev.provider}'s ${ev.model}: $${fmt.num(ev.input_price)} in / ` +
+    `$${fmt.num(ev.output_price)} out per Mtok, with ${ev.available.join(", ")}` +
+    (d.true_active_params_b ? ` (open weights: ${fmt.num(d.true_active_params_b)} B active in truth)` : "")
+    : "What hides behind an API price";
+  for (const id of ["input_price", "output_price", "cached_input_price", "output_speed", "long_context_threshold",
+                    "long_input_price", "long_output_price"]) $("#" + id).disabled = !!ev;
   const a = d.active_params_b, t = d.total_params_b, k = d.kv_bytes_per_token, b = d.batch;
   const iv = (x, f) => `${f(x.low)} \u2013 ${f(x.high)} (80%)`;
   const B = (x) => fmt.num(x) + " B";
@@ -36,7 +46,7 @@ export function renderDeduce(d, root) {
   ];
   if (k) rows.push({ label: "KV bytes / token", low: k.low, median: k.median, high: k.high, fmt: fmt.bytes });
   intervals($("#deduce-chart"), rows, { title: "80% intervals" });
-  stack($("#deduce-hw"), Object.entries(d.hardware_posterior).map(([id, v]) => ({ label: id, value: v })),
+  stack($("#deduce-hw"), Object.entries(d.hardware_posterior).map(([id, v]) => ({ label: hwName(id), value: v })),
                { title: "hardware posterior", fmt: fmt.pct });
   $(".derivation pre", root).textContent = d.explain;
 }

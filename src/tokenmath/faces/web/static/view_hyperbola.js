@@ -1,7 +1,7 @@
 // Batch hyperbola (/api/hyperbola): decode cost and speed against batch, your batch and the limits. No physics here.
 import { fmt } from "./format.js";
 import { $, renderCards } from "./dom.js";
-import { common, engineTag, whatIfTag, speculation, batchNum, intOf, hwName, modelName } from "./state.js";
+import { common, engineTag, whatIfTag, speculation, batchNum, intOf, hwName, modelName, autoTag } from "./state.js";
 import { SPEC_FIELDS, drafter } from "./view_overview.js";
 
 export const panel = {
@@ -17,7 +17,7 @@ export const panel = {
 export function renderHyperbola(d, root) {
   const pts = d.points || [];
   const priced = pts.length && pts[0].cost_per_mtok_output_usd !== null;
-  $(".title", root).textContent = `Decode cost against batch: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)},` +
+  $(".title", root).textContent = `Decode cost against batch: ${modelName(d.model)} on ${hwName(d.hardware, d.chips)}` + autoTag() + "," +
     ` ${fmt.int(d.context)} tokens of context` + engineTag(d) + whatIfTag(d);
   const b = batchNum();
   const want = b || d.max_batch;

@@ -1,7 +1,7 @@
 // Roofline & cost (/api/infer): the cards, the roofline of every op, the op table. No physics here.
 import { fmt } from "./format.js";
 import { $, $$, renderCards, table, setNotes } from "./dom.js";
-import { state, common, engineTag, whatIfTag, speculation, modelName } from "./state.js";
+import { state, common, engineTag, whatIfTag, speculation, modelName, autoTag } from "./state.js";
 
 // an error about speculation names its field on the left
 export const SPEC_FIELDS = { draft: "sp_draft", spec_k: "sp_k", mtp: "sp_k", acceptance: "sp_acceptance" };
@@ -39,7 +39,7 @@ function speculativeCards(s) {
 // ---- overview: /api/infer -----------------------------------------------------------------------------------
 export function renderInfer(d, root) {
   $(".title", root).textContent = `${d.model_name} on ${d.chips} \u00d7 ${d.hardware_name}` +
-    ` (tp ${d.tp}, pp ${d.pp}, ep ${d.ep}, dp ${d.dp}) \u2014 batch ${d.batch}, ` +
+    ` (tp ${d.tp}, pp ${d.pp}, ep ${d.ep}, dp ${d.dp})` + autoTag() + ` \u2014 batch ${d.batch}, ` +
     `${fmt.int(d.input_len)} in / ${fmt.int(d.output_len)} out` + engineTag(d) + whatIfTag(d);
   const mb = d.memory_breakdown_bytes;
   const cards = [];

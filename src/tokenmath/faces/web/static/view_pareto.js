@@ -1,7 +1,7 @@
 // Pareto frontier (/api/pareto): throughput per chip against speed per user, your configuration marked. No physics here.
 import { fmt } from "./format.js";
 import { $, renderCards, table } from "./dom.js";
-import { state, common, engineTag, intOf, hwName, modelName } from "./state.js";
+import { state, common, engineTag, intOf, hwName, modelName, autoTag } from "./state.js";
 import { api } from "./api.js";
 
 export const panel = {
@@ -22,9 +22,8 @@ export const panel = {
 // ---- pareto ------------------------------------------------------------------------------------------------------
 export function renderPareto(d, root, pre) {
   const f = d.frontier || [];
-  const auto = !String(state.chips).trim();
   $(".title", root).textContent = `Throughput per chip against speed per user: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)}` +
-    (auto ? " (chips blank: the fewest that fit)" : "") + engineTag(d);
+    autoTag() + engineTag(d);
   const a = f[0], z = f[f.length - 1];
   const cards = [{ key: "evaluated", label: "points evaluated", value: fmt.int(d.points_evaluated),
                    sub: `${f.length} on the frontier; ${d.layouts.length} layouts`, why: { hl: /feasible/ } }];

@@ -1,17 +1,33 @@
 // Input vs output (/api/prices): what an input, output and cached input token cost by context. No physics here.
 import { fmt } from "./format.js";
 import { $, renderCards, table } from "./dom.js";
-import { common, engineTag, intOf, batchNum, hwName, modelName } from "./state.js";
+import { state, common, engineTag, intOf, hwName, modelName, autoTag } from "./state.js";
 
+// the question `tokenmath prices` answers, with its defaults: the batch its own (blank: the largest that fits at each
+// context, as the command line's; the overview's batch 1 is not this tab's), or a speed per user that picks it
 export const panel = {
   endpoint: "prices",
+  fields: { batch: "p_batch", min_tokens_per_s_per_user: "p_speed" },
   params: () => {
     const cs = new Set([256, 1024, 4096, 16384, 65536, 131072, intOf("input_len")]);
     return Object.assign(common(), { contexts: Array.from(cs).sort((a, b) => a - b).join(","),
-                                     output_len: intOf("output_len"), batch: batchNum() || "" });
+                                     output_len: intOf("output_len"), batch: state.p_batch,
+                                     min_tokens_per_s_per_user: state.p_speed });
   },
   render: renderPrices,
 };
+
+// the command line that asks the same question ("one question, one answer": its figures are these)
+export function pricesCommand(d) {
+  const L = intOf("input_len");
+  const dflt = [256, 1024, 4096, 16384, 65536, 131072];
+  return `tokenmath prices --model ${d.model} --hardware ${d.hardware} --chips ${d.chips}` +
+    (dflt.includes(L) ? "" : ` --contexts ${Array.from(new Set([...dflt, L])).sort((a, b) => a - b).join(",")}`) +
+    (intOf("output_len") !== 256 ? ` --output-len ${intOf("output_len")}` : "") +
+    (String(state.p_batch).trim() ? ` --batch ${String(state.p_batch).trim()}` : "") +
+    (String(state.p_speed).trim() ? ` --min-tokens-per-s-per-user ${String(state.p_speed).trim()}` : "") +
+    (state.engine && state.engine !== "vllm" ? ` --engine ${state.engine}` : "");
+}
 
 // ---- prices ------------------------------------------------------------------------------------------------------
 export function renderPrices(d, root) {
@@ -19,14 +35,17 @@ export function renderPrices(d, root) {
   const unit = rows.length ? rows[0].unit : "$/Mtok";
   const usd = unit.startsWith("$");
   const f = usd ? fmt.usd : (x) => fmt.num(x) + " chip-s";
-  $(".title", root).textContent = `Input against output tokens: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)} (${unit})` + engineTag(d);
+  $(".title", root).textContent = `Input against output tokens: ${modelName(d.model)} on ${hwName(d.hardware, d.chips)}` +
+    autoTag() + ` (${unit})` + engineTag(d);
+  $(".cli", root).textContent = pricesCommand(d);
+  const how = String(state.p_batch).trim() ? "(the batch above)" : String(state.p_speed).trim() ? "(the largest at that speed per user)" : "(the largest that fits)";
   const L = intOf("input_len");
   const r = rows.find((x) => x.input_len === L) || rows[0];
   const cards = [];
   if (r && r.fits) {
     cards.push(
       { key: "input", label: `input token at ${fmt.int(r.input_len)}`, value: f(r.cost_per_mtok_input),
-        sub: `${r.bottleneck_prefill}-bound prefill, batch ${fmt.int(r.batch)}` + (batchNum() ? " (the batch on the left)" : " (the largest that fits)"),
+        sub: `${r.bottleneck_prefill}-bound prefill, batch ${fmt.int(r.batch)} ${how}`,
         why: { hl: new RegExp(`context\\s+${fmt.int(r.input_len)},`) } },
       { key: "output", label: "output token (decode)", value: f(r.cost_per_mtok_output), sub: `${r.bottleneck_decode}-bound decode`,
         why: { hl: new RegExp(`context\\s+${fmt.int(r.input_len)},|why`) } },
@@ -48,7 +67,7 @@ export function renderPrices(d, root) {
       { kind: "line", dots: true, cls: "s1", label: "input token", points: ok.map((x) => [x.input_len, x.cost_per_mtok_input, `${fmt.int(x.input_len)}: ${x.input_label}`]) },
       { kind: "line", dots: true, cls: "s3", label: "cached input", points: ok.map((x) => [x.input_len, x.cost_per_mtok_cached_input]) },
     ],
-    vlines: [{ x: L, cls: "current", bottom: true, label: `input ${fmt.int(L)}` }], legendPos: "tl",
+    vlines: [{ x: L, cls: "current", label: `input ${fmt.int(L)}` }],
   });
   table($(".ops .table-box", root), ["context", "batch", "input", "output", "output/input", "cached input", "prefill", "decode"],
         rows.map((x) => [fmt.int(x.input_len), fmt.int(x.batch), x.fits ? f(x.cost_per_mtok_input) : "does not fit",

@@ -2,7 +2,7 @@
 // analysis moves each input and asks the engine again; this view only draws its ranked rows. No physics here.
 import { fmt } from "./format.js";
 import { $, renderCards, setNotes } from "./dom.js";
-import { state, common, engineTag, whatIfTag, hwName, modelName } from "./state.js";
+import { state, common, engineTag, whatIfTag, hwName, modelName, autoTag, layoutChips } from "./state.js";
 import { tornado } from "./charts_tornado.js";
 
 export const panel = {
@@ -27,8 +27,8 @@ const inputFmt = (name, v) => (name.startsWith("tflops.") ? `${fmt.num(v, 4)} TF
 export function renderSensitivity(d, root) {
   const f = answerFmt(d.metric);
   const pct = fmt.pct(d.delta);
-  $(".title", root).textContent = `What moves ${d.metric_label}: ${modelName(d.model)} on ${hwName(d.hardware)} ` +
-    `(${d.layout}, batch ${fmt.int(d.batch)}), each input \u2212${pct} / +${pct}` + engineTag(d) + whatIfTag(d);
+  $(".title", root).textContent = `What moves ${d.metric_label}: ${modelName(d.model)} on ${hwName(d.hardware, layoutChips(d.layout))} ` +
+    `(${d.layout}${autoTag()}, batch ${fmt.int(d.batch)}), each input \u2212${pct} / +${pct}` + engineTag(d) + whatIfTag(d);
   const rows = d.rows || [];
   const top = rows[0];
   const share = (r) => (d.base_answer ? r.swing / Math.abs(d.base_answer) : 0);

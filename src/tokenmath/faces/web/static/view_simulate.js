@@ -1,7 +1,7 @@
 // Simulate (/api/simulate): latency percentiles, goodput, queue and KV occupancy over time. No physics here.
 import { fmt } from "./format.js";
 import { $, renderCards, table, setNotes } from "./dom.js";
-import { state, common, engineTag, hwName, modelName, speculation } from "./state.js";
+import { state, common, engineTag, hwName, modelName, speculation, autoTag } from "./state.js";
 import { sweep } from "./view_simulate_sweep.js";
 import { SPEC_FIELDS, drafter } from "./view_overview.js";
 
@@ -25,7 +25,7 @@ export const panel = {
 // ---- simulate ----------------------------------------------------------------------------------------------------
 export function renderSimulate(d, root) {
   $(".title", root).textContent = `Simulated: ${modelName(d.model)} on ${d.chips} \u00d7 ${hwName(d.hardware)} ` +
-    `(tp ${d.tp}, pp ${d.pp}, ep ${d.ep}, dp ${d.dp}), ${d.workload_description}` + engineTag(d);
+    `(tp ${d.tp}, pp ${d.pp}, ep ${d.ep}, dp ${d.dp})` + autoTag() + `, ${d.workload_description}` + engineTag(d);
   const pc = (x) => `p50 ${fmt.seconds(x.p50)}`;
   const tail = (x) => `p90 ${fmt.seconds(x.p90)}, p99 ${fmt.seconds(x.p99)}; mean ${fmt.seconds(x.mean)}`;
   const st = d.steady || {};
@@ -92,9 +92,12 @@ export function renderSimulate(d, root) {
   $(".derivation pre", root).textContent = d.explain;
 }
 
+// a closed loop has users, an open loop an arrival rate and its burstiness: the other mode's fields are hidden (and
+// disabled, so nothing reads them)
 export function syncSimMode() {
   const open = state.s_mode === "open";
-  $("#s_concurrency").disabled = open;
-  $("#s_rate").disabled = !open;
-  $("#s_burstiness").disabled = !open;
+  for (const [id, off] of [["s_concurrency", open], ["s_rate", !open], ["s_burstiness", !open]]) {
+    $("#" + id).disabled = off;
+    $("#" + id).closest("label").hidden = off;
+  }
 }

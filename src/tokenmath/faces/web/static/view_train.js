@@ -84,7 +84,7 @@ export function renderOvertrain(d, root) {
   if (c.total_usd) series.push({ kind: "scatter", cls: "chin", marker: "square", label: "Chinchilla",
                                  points: [[c.params, c.total_usd, `Chinchilla ${fmt.count(c.params)}: ${fmt.usd(c.total_usd)}`]] });
   Charts.plot($("#overtrain-chart"), {
-    id: "overtrain-svg", legendPos: "br", title: `loss ${fmt.num(d.target_loss, 4)} (${d.fit} fit), ${fmt.num(d.inference_tokens)} inference tokens, ${d.hardware}`,
+    id: "overtrain-svg", legendPos: "br", title: `loss ${fmt.num(d.target_loss, 4)} (${d.fit} fit), ${fmt.num(d.inference_tokens)} inference tokens, ${hwName(d.hardware)}`,
     x: { log: true, label: "model parameters N", fmt: fmt.count },
     y: { log: true, label: "cost (USD)", min: opt / 20, max: opt * 30, fmt: (v) => "$" + Charts.short(v) },
     series,
