@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import os
 import re
 import sys
 from pathlib import Path
@@ -37,11 +38,20 @@ def slug(args: list[str]) -> str:
 def run(args: list[str]) -> str:
     from tokenmath.faces.cli import main
     buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            main(list(args))
-        except SystemExit:
-            pass
+    # the goldens were drawn 80 columns wide; a piped answer is drawn wider now, so pin the width they were drawn at
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                main(list(args))
+            except SystemExit:
+                pass
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
     # wall-clock figures differ run to run; everything else must not
     text = re.sub(r'("search_s": )[0-9.e+-]+', r'\1"<timing>"', buf.getvalue())
     return re.sub(r"in one engine call \(\d+ ms\)", "in one engine call (<timing>)", text)

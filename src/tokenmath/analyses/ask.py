@@ -87,16 +87,40 @@ def infer(dep: Deployment, wl: Workload):
     if spec is not None and (dep.pp or 1) > 1 or spec is not None and (dep.cp or 1) > 1:
         raise InputError("pp" if (dep.pp or 1) > 1 else "cp",
                          "speculative decoding is modelled without pipeline or context parallelism", "leave it out")
-    r = run(dep.model, dep.hardware, **_layout(dep, "chips", "tp", "pp", "ep", "dp", "cp"),
-            batch=wl.batch if wl.batch is not None else 1, input_len=wl.input_len, output_len=wl.output_len,
-            concurrency=wl.concurrency, arrival_rate=wl.arrival_rate, prefix_hit=wl.prefix_hit or None,
-            attention_sharding=_attention(dep, None), speculation=spec, **knobs(dep))
+    def call(batch):
+        return run(dep.model, dep.hardware, **_layout(dep, "chips", "tp", "pp", "ep", "dp", "cp"),
+                   batch=batch, input_len=wl.input_len, output_len=wl.output_len,
+                   concurrency=wl.concurrency, arrival_rate=wl.arrival_rate, prefix_hit=wl.prefix_hit or None,
+                   attention_sharding=_attention(dep, None), speculation=spec, speed=wl.min_tokens_per_s_per_user,
+                   **knobs(dep))
+    r = call(wl.batch if wl.batch is not None else 1)
+    if r.speed_batch is not None:
+        r = replace(r, operating_point=_operating_point(r, call, wl.min_tokens_per_s_per_user))
     if spec is not None and r.load is None and r.fits:
         r = replace(r, speculative=speculative_beside(dep, wl, r))
+    if wl.min_tokens_per_s_per_user is not None and r.load is not None:
+        r = with_notes(r, ["--min-tokens-per-s-per-user sets the operating point beside a static batch; under load "
+                           "the users or the arrival rate set the batch"])
     if dep.adp_balance and r.load is None:
         r = with_notes(r, ["--adp-balance changes nothing for a static batch: its prompts already split evenly over "
                            "the attention groups (it acts under load: --concurrency / --arrival-rate)"])
     return with_notes(r, not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout.tp))
+
+
+def _operating_point(r, call, speed) -> dict:
+    """Beside a static batch, the batch a provider would run: the largest giving `speed` tokens/s per user (default
+    operating_point.DEFAULT_SPEED), answered by the same function at that batch."""
+    from tokenmath.analyses.serving.operating_point import DEFAULT_SPEED, operating_point_dict
+    target = DEFAULT_SPEED if speed is None else float(speed)
+    if not r.speed_batch:
+        return {"min_tokens_per_s_per_user": target, "batch": 0,
+                "reason": f"even batch 1 is slower than {target:g} tokens/s per user" if r.max_batch >= 1
+                else "batch 1 does not fit"}
+    from tokenmath.analyses.serving.grid import static_ttft_note
+    op = operating_point_dict(r if r.speed_batch == r.batch else call(r.speed_batch), target)
+    note = static_ttft_note(op["ttft_s"], op["batch"], "a server batching continuously keeps the first token within "
+                            "it: `infer --concurrency N` answers for one")
+    return {**op, "static_ttft_note": note}
 
 
 def speculative_beside(dep: Deployment, wl: Workload, answer):

@@ -13,16 +13,21 @@ import textwrap
 import click
 
 
+# Width of an answer that goes to a file or a pipe: wide enough that a table's rows stay whole, and under the 100
+# columns a reader's editor or a log shows without wrapping (80 split most rows of `infer` in two)
+PIPED_WIDTH = 100
+
+
 def term_width() -> int:
-    """The terminal's columns ($COLUMNS first, as rich reads it), 80 when unknown (shutil's same rule costs an
-    8 ms import)."""
+    """The terminal's columns ($COLUMNS first, as rich reads it), PIPED_WIDTH when not a terminal (shutil's same
+    rule costs an 8 ms import)."""
     env = os.environ.get("COLUMNS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
     try:
-        return os.get_terminal_size(1).columns or 80
+        return os.get_terminal_size(1).columns or PIPED_WIDTH
     except OSError:
-        return 80
+        return PIPED_WIDTH
 
 
 def _fit(cells: list[list[str]], widths: list[int], width: int) -> list[int]:

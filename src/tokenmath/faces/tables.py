@@ -8,9 +8,11 @@ import click
 from tokenmath.base import units as u
 
 
-def _console():
+def console():
+    """rich's console at the terminal's width, or plain_table.PIPED_WIDTH when the answer goes to a pipe or file."""
     from rich.console import Console
-    return Console()
+    from tokenmath.faces.plain_table import term_width
+    return Console(width=term_width())
 
 
 def add_id_column(t, header: str, ids) -> None:
@@ -88,7 +90,8 @@ def infer_table(r) -> None:
         ("dtypes", f"weights {d['weight_dtype']}" + (f", experts {d['expert_dtype']}" if d['expert_dtype'] != d['weight_dtype'] else "")
          + f", KV {d['kv_dtype']}"),
         ("workload", f"batch {d['batch']}, {d['input_len']:,} in / {d['output_len']:,} out"),
-        ("serving engine", d["engine"]["name"] + (f" (largest batch {d['max_batch']:,})" if d.get("max_batch") else "")),
+        ("serving engine", d["engine"]["name"] + (f" (largest batch {d['max_batch']:,})" if d.get("max_batch") else "")
+         + ("; its defaults: --explain" if d["engine"].get("id") not in (None, "none") else "")),
         ("parameters (total / active)", f"{u.count(d['params_total'])} / {u.count(d['params_active'])}"),
         ("weights", u.bytes_(d["weights_bytes"])),
         ("KV cache per token", u.bytes_(d["kv_bytes_per_token"])),
@@ -115,13 +118,23 @@ def infer_table(r) -> None:
         ]
         if d["energy_j_per_output_token"] is not None:
             rows.append(("energy per output token (at TDP)", f"{d['energy_j_per_output_token']:.3g} J"))
+    op = d.get("operating_point")
+    if op is not None and op["batch"] != d["batch"]:
+        label = f"a provider's batch (>= {op['min_tokens_per_s_per_user']:g} tokens/s per user)"
+        rows.append((label, op.get("reason") or
+                     f"batch {op['batch']:,}: {u.usd(op['cost_per_mtok_output_usd'])} decode only / "
+                     f"{u.usd(op['cost_per_mtok_output_request_usd'])} whole request per Mtok output, "
+                     f"{u.usd(op['cost_per_mtok_input_usd'])} input; TTFT {u.seconds(op['ttft_s'])}"))
     click.echo(box_table(f"{r.model.name} on {r.chips} x {r.hardware.name}", ["quantity", "value"],
                          [list(x) for x in rows], right=(1,), styles=styles))
     from tokenmath.faces.names import name_ids
     for a in d["advice"]:
         a = name_ids(a, r.hardware, r.model)
         click.echo(click.style("advice:", fg="yellow") + wrapped("advice: ", a)[len("advice:"):])
-    for n in d["notes"]:
+    # the engine's defaults are its row's detail (said once, in --explain), not a note under every answer
+    notes = [n for n in d["notes"] if not n.startswith("engine: ")]
+    notes += [op["static_ttft_note"]] if op is not None and op.get("static_ttft_note") else []
+    for n in notes:
         click.echo(click.style(wrapped("note: ", name_ids(n, r.hardware, r.model)), dim=True))
     if not d["fits"]:
         click.echo(click.style("Does not fit: no speeds are reported for a configuration that cannot run.", fg="red"))
@@ -146,7 +159,7 @@ def models_table(as_json: bool) -> None:
         t.add_column(col)
     for r in rows:
         t.add_row(r["id"], u.count(r["params_total"]), u.count(r["params_active"]), r["summary"])
-    print_table(_console(), t)
+    print_table(console(), t)
 
 
 def hardware_table(as_json: bool) -> None:
@@ -174,7 +187,7 @@ def hardware_table(as_json: bool) -> None:
                   f"{f['fp8'] / 1e12:,.4g}" if f.get("fp8") else "-", f"{r['memory_bytes'] / 1e9:,.4g}",
                   f"{r['memory_bw'] / 1e12:.3g}", f"{r['scaleup_domain']} x {r['scaleup_bw'] / 1e9:,.4g}",
                   f"{r['price_usd_per_hour']:g}" if r["price_usd_per_hour"] is not None else "-")
-    print_table(_console(), t)
+    print_table(console(), t)
 
 
 def hyperbola_table(h) -> None:
@@ -192,14 +205,14 @@ def hyperbola_table(h) -> None:
         t.add_row(str(p["batch"]), u.seconds(p["step_s"]), f"{p['tokens_per_s_per_user']:,.1f}", f"{p['tokens_per_s']:,.0f}",
                   u.usd(p["cost_per_mtok_output_usd"]), f"{p['weight_share']:.0%}", f"{p['kv_share']:.0%}", p["bottleneck"])
     from tokenmath.faces.explain_serving import explain_hyperbola
-    c = _console()
+    c = console()
     c.print(t)
     c.print(explain_hyperbola(h))
 
 
 def coverage_table(cov: dict) -> None:
     from rich.table import Table
-    c = _console()
+    c = console()
     t = Table(title="deduce on open-weight API prices (true active params known)")
     # model and provider stacked in one cell: the two names stay whole and the numbers keep the rest of the width
     add_id_column(t, "model\nprovider", [r["model"] for r in cov["open"]] + [r["provider"] for r in cov["open"]])
@@ -236,7 +249,7 @@ def validation_table(v, other=None) -> None:
     parameters with their edges, and the row counts (v: analyses.calibration.validate.Validation of the shipped set;
     other: the same for a set it is compared with, e.g. the flat per-family fit)."""
     from rich.table import Table
-    c = _console()
+    c = console()
     pct = pct_cell
     t = Table(title=f"Predicted vs published measurements (model {v.model.name!r})")
     add_id_column(t, "id", [d["id"] for d in v.rows() if "skipped" not in d])

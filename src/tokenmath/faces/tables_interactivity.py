@@ -8,8 +8,8 @@ from tokenmath.faces.tables import count_cell as num, held_out_medians, id_table
 def interactivity_table(iv) -> None:
     """Every point: measured and predicted throughput per GPU (the row's definition) at its tok/s/user, the ratio,
     the best layout; then the median ratio by vendor, MoE/dense and engine. iv: InteractivityValidation."""
-    from rich.console import Console
-    c = Console()
+    from tokenmath.faces.tables import console
+    c = console()
     d = iv.to_dict()
     rows, s = d["rows"], d["summary"]
     t = id_table("Held out: interactivity curves, not fitted (InferenceX pages; throughput per GPU at the stated "

@@ -9,8 +9,8 @@ def mlperf_table(mv) -> None:
     """Every result: measured node tokens/s, the band (prompts of 1 token .. at the cap), the prompt that would
     explain the measurement, the held-out prediction at the other systems' implied prompt and its ratio; then the
     median held-out ratio and |error| by vendor and MoE/dense. mv: MLPerfValidation."""
-    from rich.console import Console
-    c = Console()
+    from tokenmath.faces.tables import console
+    c = console()
     d = mv.to_dict()
     rows, s = d["rows"], d["summary"]
     t = id_table("Held out: MLPerf Inference Offline, one 8-accelerator node, not fitted (output tokens/s; band = "
@@ -41,8 +41,8 @@ def mlperf_table(mv) -> None:
 def mlperf_server_table(sv: dict) -> None:
     """Every Server run: the latency limits, measured and predicted node tokens/s, their ratio, and Server / Offline
     measured and predicted; then the medians by vendor and MoE / dense. sv: mlperf_server.validate_server's dict."""
-    from rich.console import Console
-    c = Console()
+    from tokenmath.faces.tables import console
+    c = console()
     rows, s = sv["rows"], sv["summary"]
     t = id_table("Held out: MLPerf Inference Server, not fitted (output tokens/s within the run's TTFT / TPOT limits, "
                  "at the prompt the other systems imply in Offline; server/offline = what the limits cost)",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tokenmath.base.errors import InputError
-from tokenmath.base.validators import MAX_BATCH, finite, int_arg
+from tokenmath.base.validators import MAX_BATCH, finite, int_arg, pos_float
 from tokenmath.engine.economics import (decode_cost_per_mtok, energy_j_per_token, prefill_cost_per_mtok,
                                         request_cost_per_mtok, usd_per_s)
 from tokenmath.engine.expert_parallel import experts_touched
@@ -28,6 +28,7 @@ from tokenmath.specs.model import Model
 from tokenmath.specs.overrides import what_if_dict
 from tokenmath.specs.params import count_params
 from tokenmath.specs.serving_engines import EngineProfile, engine_dict
+from tokenmath.analyses.serving.operating_point import DEFAULT_SPEED, largest_batch_at_speed
 from tokenmath.analyses.setup import check_ep_comm, setup
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,8 @@ class InferResult:
     batch_cost: BatchCost | None = field(default=None, repr=False, compare=False)   # the engine's whole answer
     speculative: object = None                       # a static batch decoded speculatively beside the plain one
     #                                                  (analyses/serving/speculative.SpeculativeResult; ask.infer)
+    speed_batch: int | None = None                   # static: the largest batch giving `speed` tokens/s per user
+    operating_point: dict | None = None              # that batch's answer (analyses/serving/operating_point.py)
 
     @property
     def engine(self) -> EngineProfile | None:
@@ -187,6 +190,7 @@ class InferResult:
             **({} if self.load is None else {"load": self.load.to_dict()}),
             **({} if not self.prefix_hit else {"prefix_cache": self.prefix_cache_dict()}),
             **({} if self.speculative is None else {"speculative": self.speculative.to_dict()}),
+            **({} if self.operating_point is None else {"operating_point": self.operating_point}),
             "advice": list(self.advice), "notes": list(self.notes), **what_if_dict(self.hardware),
         }
 
@@ -200,7 +204,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
           reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
           ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None, attention_sharding=None,
           ep_imbalance=None, speculation=None, max_running=None, price_usd_per_hour=None, adp_balance=None,
-          what_if=()) -> InferResult:
+          what_if=(), speed=None) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -221,6 +225,8 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     static batch's speculative figures sit beside it (analyses/serving/speculative.py; the CLI adds them).
     max_running, price_usd_per_hour, what_if: the engine's cap on running sequences per scheduler, the chip-hour
     price and what-if hardware overrides ((field, value) pairs; analyses.setup.deployment_hardware).
+    speed: tokens/s per user of the operating point beside a static batch (speed_batch: the largest batch giving
+    it; default operating_point.DEFAULT_SPEED).
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
     input_len = int_arg(input_len, "input_len")
@@ -289,7 +295,9 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
                  weights_bytes=weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
                  kv_bytes_per_token=kv_bytes_per_token(m, prec.kv.bytes), memory=sv.memory, fits=fits,
                  prefill=pre, decode=sv.decode, max_batch=bmax, prefix_hit=hit, ttft_uncached_s=ttft0,
-                 batch_cost=sv)
+                 batch_cost=sv, speed_batch=None if load is not None else int(largest_batch_at_speed(
+                     su, input_len, output_len, bmax, DEFAULT_SPEED if speed is None else
+                     pos_float(speed, "min_tokens_per_s_per_user"))))
     if eng is not None:
         cap = float(sv.running_cap)
         sizes.update(decode_device_s=_scalar(sv.decode_device_s), decode_launch_s=_scalar(sv.decode_launch_s),

@@ -38,6 +38,7 @@ from tokenmath.specs.list_prices import list_price_dict, list_prices
 from tokenmath.mapping.layout import with_attention
 from tokenmath.specs.overrides import what_if_dict
 from tokenmath.analyses.setup import Setup, setup
+from tokenmath.analyses.serving.operating_point import largest_batch_at_speed
 
 DEFAULT_CONTEXTS = (256, 1024, 4096, 16384, 65536, 131072)
 
@@ -80,22 +81,6 @@ class Prices:
                 "notes": list(self.notes), **what_if_dict(su.hardware)}
 
 
-def _batches_for_speed(su: Setup, ctx, output_len, bmax, target):
-    """Per context, the largest batch (<= bmax) whose decode step gives >= target tokens/s per user; 0 where even
-    batch 1 is slower. The step never shrinks as the batch grows, so a bisection over integers is exact."""
-    def fast(b):
-        sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, b, ctx, output_len, su.reserve, **su.transport.kw())
-        return 1.0 / np.asarray(sv.decode_step_s, float) >= target
-    lo = np.where(fast(np.ones_like(bmax)) & (bmax >= 1), 1.0, 0.0)     # a batch that meets the target (or 0)
-    hi = np.where(lo > 0, np.maximum(bmax, 1.0), 0.0)                     # the answer lies in [lo, hi]
-    while np.any(hi > lo):
-        mid = np.ceil((lo + hi) / 2)
-        ok = fast(np.maximum(mid, 1.0))
-        lo = np.where((hi > lo) & ok, mid, lo)
-        hi = np.where((hi > lo) & ~ok, mid - 1, hi)
-    return lo
-
-
 def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, contexts=None, output_len=256,
            batch=None, min_tokens_per_s_per_user=None, cache_ttl_s=300.0, weight_dtype=None, kv_dtype=None,
            efficiency=None, engine=None, attention_sharding=None, **knobs) -> Prices:
@@ -115,7 +100,7 @@ def prices(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, c
     probe = serve_batch(m, hw, lay, su.precision, su.efficiency, 1, ctx, output_len, su.reserve, **su.transport.kw())
     bmax = np.asarray(probe.max_batch, float)
     if target is not None:
-        B = _batches_for_speed(su, ctx, output_len, bmax, target)
+        B = largest_batch_at_speed(su, ctx, output_len, bmax, target)
     else:
         B = np.minimum(bmax, int_arg(batch, "batch", 1, MAX_BATCH)) if batch is not None else bmax
     Bc = np.maximum(B, 1)

@@ -42,7 +42,7 @@ WORKLOAD_FIELDS: tuple[Field, ...] = (
     Field("ttft_ms", "float", None, "target time to first token", 0.0, 1e9, unit="ms",
           questions=("plan", "simulate"), why_not="it has no time-to-first-token target"),
     Field("min_tokens_per_s_per_user", "float", None, "target: each user's decode speed at least this", 0.0, 1e9,
-          unit="tokens/s", questions=("plan", "fleet", "price", "prices"),
+          unit="tokens/s", questions=("infer", "plan", "fleet", "price", "prices"),
           why_not="it has no per-user speed target"),
 )
 _BY_NAME = {f.name: f for f in WORKLOAD_FIELDS}
