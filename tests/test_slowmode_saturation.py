@@ -47,3 +47,19 @@ def test_deepseek_budget_200ms_saturates_below_the_chosen_step():
     sat = d["saturation"]
     assert ("largest batch memory holds" in d["why"]) == sat["memory_limited"]
     assert sat["memory_limited"] or sat["bottleneck"] in d["why"]
+
+
+def test_slowmode_prices_the_fastest_point_and_what_waiting_saves_against_it():
+    from tokenmath.analyses.serving.slowmode import slowmode
+    s = slowmode("llama-3.1-70b", "h100-sxm", max_chips=8)
+    f = s.to_dict()["fastest"]
+    rows = [r for r in s.rows if r["feasible"]]
+    # nothing is faster than the fastest point, and no feasible budget's answer is cheaper than saturation's
+    assert all(r["decode_step_s"] >= f["latency_s"] * (1 - 1e-12) for r in rows)
+    # Llama 3.1 70B on 8 x H100: the fastest point is batch 1 on tp 8 (12.7 ms, $86/Mtok whole request); waiting
+    # until saturation costs ~$1.47: 98% less
+    assert f["batch"] == 1 and f["layout"].startswith("tp=8")
+    assert f["saturation_saves"] == pytest.approx(1 - s.saturation["cost_per_mtok_output_request_usd"] / f["cost"])
+    assert f["saturation_saves"] > 0.95
+    # an infeasible budget names the fastest point with its price
+    assert "batch 1, $86/Mtok (whole request)" in next(r for r in s.rows if not r["feasible"])["reason"]

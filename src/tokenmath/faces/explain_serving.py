@@ -65,6 +65,12 @@ def explain_slowmode(s: SlowMode) -> str:
         L.append(f"  beyond ~{u.seconds(s.saturation_budget_s)} waiting buys nothing (the cheapest cost falls by less "
                  f"than 1% beyond it; {t['layout']}, batch {t['batch']}, step {u.seconds(t['decode_step_s'])}"
                  f"{_saving_text(t['saving_vs_tightest'], None)}): {s.why}")
+    f = s.fastest
+    if f is not None:
+        saves = (f"; waiting until ~{u.seconds(s.saturation_budget_s)} saves {f['saturation_saves']:.0%} of it"
+                 if f.get("saturation_saves") is not None and s.saturation_budget_s else "")
+        L.append(f"  the fastest point: {u.seconds(f['latency_s'])} {kind} with {f['chips']} chips ({f['layout']}), "
+                 f"batch {f['batch']}, at {f['cost_label']}{saves}")
     return "\n".join(L)
 
 

@@ -100,19 +100,33 @@ def slowmode_plot(s, path) -> str:
     fig, ax = plt.subplots(figsize=(8, 5))
     key = ("cost_per_mtok_output_request_usd" if rows and rows[0]["cost_per_mtok_output_request_usd"] is not None
            else "chip_s_per_mtok_output")
-    ax.plot([r["budget_s"] * 1e3 for r in rows], [r[key] for r in rows], "-o", color="C0")
-    for r in rows:
-        ax.annotate(f"{r['chips']}c b={r['batch']}", (r["budget_s"] * 1e3, r[key]), fontsize=7, xytext=(3, 3),
-                    textcoords="offset points")
+    xs = [r["budget_s"] * 1e3 for r in rows]
+    ax.plot(xs, [r[key] for r in rows], "-o", color="C0", label="cheapest within the budget")
+    last, n = None, 0
+    for r in rows:              # label a point only where the answer changes (chips, batch), not every budget
+        if (r["chips"], r["batch"]) != last:
+            ax.annotate(f"{r['chips']} chips, batch {r['batch']}", (r["budget_s"] * 1e3, r[key]), fontsize=7,
+                        xytext=(4, 6 if n % 2 == 0 else -12), textcoords="offset points")   # alternate: no overlap
+            last, n = (r["chips"], r["batch"]), n + 1
+    f = d.get("fastest")
+    if f is not None and f.get("cost") is not None:
+        ax.plot([f["latency_s"] * 1e3], [f["cost"]], "s", color="C1", label="the fastest point")
     if d["saturation_budget_s"]:
         ax.axvline(d["saturation_budget_s"] * 1e3, color="C3", ls=":", label="waiting buys nothing beyond here")
-        ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, NullLocator
+    ticks = sorted({x for x in xs} | ({f["latency_s"] * 1e3} if f else set()))
+    ax.set_xticks(ticks if len(ticks) <= 8 else ticks[::2])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 100 else f"{v:.3g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
     ax.set_xlabel("latency budget (ms " + ("per request)" if d["per_request"] else "per output token)"))
     ax.set_ylabel("cheapest cost ($ per million output tokens, whole request)" if key.startswith("cost")
                   else "chip-seconds per million output tokens")
-    ax.set_title(f"{s.setup.model.name} on {chip_label(s.setup.hardware)}: patience lowers cost only until the batch fills memory", fontsize=9)
+    ax.set_title(f"{s.setup.model.name} on {chip_label(s.setup.hardware)}\npatience lowers cost only until the batch "
+                 "fills memory", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     return save_figure(fig, path)
 

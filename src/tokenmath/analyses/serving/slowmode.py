@@ -57,6 +57,7 @@ class SlowMode:
     saving: dict | None = None          # the reference (tightest budget met) and the saving at saturation (_saving)
     draft: Draft | None = None          # speculative decoding (None: plain decoding)
     notes: tuple[str, ...] = ()         # beyond the engine's and the draft's (analyses/ask.py)
+    fastest: dict | None = None         # the fastest point at all (least latency), priced, and what saturation saves
 
     @property
     def why(self) -> str:
@@ -68,7 +69,7 @@ class SlowMode:
                 "notes": [su.engine_note, *speculation_notes(self.draft), *self.notes], "per_request": self.per_request,
                 **({} if self.draft is None else {"speculation": self.draft.to_dict()}),
                 "rows": self.rows, "saturation_budget_s": self.saturation_budget_s, "saturation": self.saturation,
-                "saving": self.saving, "why": self.why, **what_if_dict(su.hardware)}
+                "saving": self.saving, "fastest": self.fastest, "why": self.why, **what_if_dict(su.hardware)}
 
 
 def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_chips=None, input_len=1024,
@@ -89,14 +90,17 @@ def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_
     costs = g.costs_per_mtok(price)     # ranked by the whole request's cost per output token (prefill included)
     cost = costs["cost_per_mtok_output_request_usd"] if costs is not None else g.chip_s_per_mtok_output()
     ok = np.asarray(g.fits)
+    fast = _fastest(g, latency, cost, ok, price)
     rows, best_costs = [], []
     for b in budgets:
         feas = ok & (latency <= b)
         if not feas.any():
             fastest = np.nanmin(np.where(ok, latency, np.nan))
+            at = f" ({fast['layout']}, batch {fast['batch']}, {fast['cost_label']})" if fast is not None else ""
             rows.append({"budget_s": float(b), "feasible": False,
                          "reason": f"the fastest layout reaches {u.seconds(float(fastest))} "
-                                   f"{'per request' if per_request else 'per token'}; allow more chips or relax the budget",
+                                   f"{'per request' if per_request else 'per token'}{at}; allow more chips or relax "
+                                   "the budget",
                          "fastest_reachable_s": finite(fastest)})
             best_costs.append(np.nan)
             continue
@@ -114,9 +118,24 @@ def slowmode(model, hardware, *, budgets_s=None, per_request: bool = False, max_
                                     else f"{float(cost[li, bi]):.4g} chip-s/Mtok")})
         best_costs.append(float(cost[li, bi]))
     sat = _saturation(g, latency, cost, ok, costs)
-    saving = _saving(rows, sat, "cost_per_mtok_output_request_usd" if price is not None else "chip_s_per_mtok_output")
+    key = "cost_per_mtok_output_request_usd" if price is not None else "chip_s_per_mtok_output"
+    saving = _saving(rows, sat, key)
+    if fast is not None and sat is not None:
+        # what waiting until saturation saves against the fastest point there is (at any budget)
+        fast["saturation_saves"] = finite(1.0 - sat[key] / fast["cost"])
     return SlowMode(setup=su, rows=rows, saturation_budget_s=None if sat is None else sat["budget_s"],
-                    per_request=per_request, saturation=sat, draft=dr, saving=saving)
+                    per_request=per_request, saturation=sat, draft=dr, saving=saving, fastest=fast)
+
+
+def _fastest(g, latency, cost, ok, price) -> dict | None:
+    """The point of least latency among those that fit (any budget), with its cost: what being fastest costs."""
+    if not ok.any():
+        return None
+    li, bi = np.unravel_index(np.nanargmin(np.where(ok, latency, np.nan)), latency.shape)
+    c = float(cost[li, bi])
+    return {"latency_s": finite(latency[li, bi]), "layout": fmt_layout(*g.layouts[li]), "chips": int(g.chips[li, 0]),
+            "batch": int(g.batch[li, bi]), "cost": finite(c),
+            "cost_label": f"${c:.4g}/Mtok (whole request)" if price is not None else f"{c:.4g} chip-s/Mtok"}
 
 
 def _saving(rows: list[dict], sat: dict | None, key: str) -> dict | None:
