@@ -49,6 +49,14 @@ print(dep.chips, dep.engine)""",
         """wl = tokenmath.Workload.of(concurrency=64, input_len=2000, output_len=500)
 print(wl.concurrency, wl.input_len, wl.output_len)""",
     ),
+    "question_schema": (
+        "The JSON Schema (draft 2020-12) of a question's deployment and workload, generated from the same "
+        "declarations as the command line's options (also `tokenmath schema`).",
+        "each property carries its bounds, default, unit (`x-unit`) and the questions that use it (`x-questions`); "
+        "`question`: only the fields that question uses.",
+        """s = tokenmath.question_schema("infer")
+print(s["properties"]["deployment"]["properties"]["chips"])""",
+    ),
     "ask": (
         "Any serving question by its command's name (`\"infer\"`, `\"price\"`, `\"pareto\"`, ...) for a "
         "deployment and a workload: the same answer as the command line and the web page. A field the question does "
@@ -195,7 +203,7 @@ print(e.flops, e.memory_bw, e.layer_overhead_s)""",
     ),
 }
 
-ORDER = ["Deployment", "Workload", "ask", "infer", "hyperbola", "sweep", "pareto", "price", "simulate",
+ORDER = ["Deployment", "Workload", "question_schema", "ask", "infer", "hyperbola", "sweep", "pareto", "price", "simulate",
          "steady_state", "train", "chinchilla", "overtrain", "deduce", "validate", "get_model", "model_ids",
          "get_hardware", "hardware_ids", "InputError", "Efficiency"]
 

@@ -12,6 +12,7 @@ _PUBLIC = {
     "ask": "tokenmath.analyses.ask:ask",
     "Deployment": "tokenmath.specs.question.deployment:Deployment",
     "Workload": "tokenmath.specs.question.workload:Workload",
+    "question_schema": "tokenmath.specs.question.schema:question_schema",
     "sweep": "tokenmath.analyses.serving.sweep:sweep",
     "hyperbola": "tokenmath.analyses.ask:hyperbola_api",
     "pareto": "tokenmath.analyses.serving.pareto:pareto",

@@ -36,6 +36,7 @@ COMMANDS = {
     "train": ("tokenmath.faces.commands.train:train", "Training step time, MFU, memory per chip, run cost; --search ranks layouts."),
     "measure": ("tokenmath.faces.commands.local:measure", "Measure this machine: memory bandwidth, matmul FLOP/s, overhead -> hardware file."),
     "verify": ("tokenmath.faces.commands.local:verify", "Run a real transformers model here; measured vs predicted decode step per batch."),
+    "schema": ("tokenmath.faces.commands.schema:schema", "JSON Schema of a question's Deployment and Workload (bounds, units, defaults)."),
     "serve": ("tokenmath.faces.commands.web:serve", "Local web page + JSON API (offline): roofline, hyperbola, Pareto, KV, deduce, training."),
 }
 
