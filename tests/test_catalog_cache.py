@@ -18,7 +18,7 @@ def test_cached_equals_tomllib_and_a_corrupt_cache_is_ignored(tmp_path, monkeypa
     truth = tomllib.loads((DATA / name).read_text(encoding="utf-8"))
     assert parse(name) == truth                      # first call: parsed, then stored
     files = list(tmp_path.glob(f"{name}.*.json"))
-    assert len(files) == 1 and json.loads(files[0].read_text()) == truth
+    assert len(files) == 1 and json.loads(files[0].read_text().partition("\n")[2]) == truth
     assert parse(name) == truth                      # second call: read from the cache
     files[0].write_text("{ not json")
     assert parse(name) == truth                      # corrupt: parsed again
@@ -28,15 +28,32 @@ def test_cached_equals_tomllib_and_a_corrupt_cache_is_ignored(tmp_path, monkeypa
 
 def test_key_follows_the_bytes(tmp_path, monkeypatch):
     monkeypatch.setenv("TOKENMATH_CACHE_DIR", str(tmp_path))
-    # an edited catalog never meets its old parse: the file name carries the TOML's length and CRC-32
+    # an edited catalog never meets its old parse: the file name carries the SHA-256 of the TOML's bytes
     d = catalog.parsed_cache_dir()
     assert d == tmp_path
     names = {p.name for p in tmp_path.iterdir()} if tmp_path.exists() else set()
     parse("engines.toml")
     new = {p.name for p in tmp_path.iterdir()} - names
-    raw = (DATA / "engines.toml").read_bytes()
-    import zlib
-    assert new == {f"engines.toml.{len(raw)}-{zlib.crc32(raw):08x}.json"}
+    import hashlib
+    assert new == {f"engines.toml.{hashlib.sha256((DATA / 'engines.toml').read_bytes()).hexdigest()[:32]}.json"}
+
+
+def test_an_edited_cache_is_not_trusted(tmp_path, monkeypatch):
+    """Issue 40 item 8: a number edited in the cached JSON (a valid JSON dict still) changed infer's decode step
+    7.87 -> 3.43 ms with no warning. The seal (the SHA-256 of the source's digest and the JSON) no longer matches: the
+    catalog is parsed again from the TOML and the cache rewritten."""
+    monkeypatch.setenv("TOKENMATH_CACHE_DIR", str(tmp_path))
+    truth = tomllib.loads((DATA / "hardware.toml").read_text(encoding="utf-8"))
+    parse("hardware.toml")
+    [f] = tmp_path.glob("hardware.toml.*.json")
+    seal, _, body = f.read_text().partition("\n")
+    edited = json.loads(body)
+    edited["h100-sxm"]["memory_bw_tbs"] *= 3
+    f.write_text(seal + "\n" + json.dumps(edited))          # a valid dict under the old seal
+    assert parse("hardware.toml") == truth
+    assert json.loads(f.read_text().partition("\n")[2]) == truth      # rewritten
+    f.write_text(json.dumps(edited))                       # no seal at all (an old-format or hand-made cache)
+    assert parse("hardware.toml") == truth
 
 
 def test_empty_setting_turns_the_cache_off(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tokenmath.base.errors import InputError
+from tokenmath.base.errors import InputError, show
 
 MAX_TOKENS = 100_000_000
 MAX_BATCH = 10_000_000_000  # concurrent sequences; beyond this it is a typo
@@ -15,22 +15,28 @@ def int_arg(v, field: str, lo: int = 1, hi: int = MAX_TOKENS) -> int:
         raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}")
     try:
         f = float(v)
+    except OverflowError:           # an int past any double (400 digits): out of range, not a crash
+        raise InputError(field, f"{show(v)} is out of range", f"an integer from {lo} to {hi:,}") from None
     except (TypeError, ValueError):
-        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}") from None
-    if not math.isfinite(f) or f != int(f):
-        raise InputError(field, f"{v!r} is not a whole number", f"an integer from {lo} to {hi:,}")
+        raise InputError(field, f"{show(v)} is not a whole number", f"an integer from {lo} to {hi:,}") from None
+    if math.isinf(f):
+        raise InputError(field, f"{show(v)} is out of range", f"an integer from {lo} to {hi:,}")
+    if math.isnan(f) or f != int(f):
+        raise InputError(field, f"{show(v)} is not a whole number", f"an integer from {lo} to {hi:,}")
     if not lo <= f <= hi:
-        raise InputError(field, f"{int(f)} is out of range", f"an integer from {lo} to {hi:,}")
+        raise InputError(field, f"{int(f):,} is out of range", f"an integer from {lo} to {hi:,}")
     return int(f)
 
 
 def pos_float(v, field: str, lo: float = 0.0, hi: float = 1e30) -> float:
     try:
         f = float(v)
+    except OverflowError:
+        raise InputError(field, f"{show(v)} is out of range", f"a number greater than {lo:g} and at most {hi:g}") from None
     except (TypeError, ValueError):
-        raise InputError(field, f"{v!r} is not a number", f"a number greater than {lo:g}") from None
+        raise InputError(field, f"{show(v)} is not a number", f"a number greater than {lo:g}") from None
     if not math.isfinite(f) or not lo < f <= hi:
-        raise InputError(field, f"{v!r} is out of range", f"a number greater than {lo:g} and at most {hi:g}")
+        raise InputError(field, f"{show(v)} is out of range", f"a number greater than {lo:g} and at most {hi:g}")
     return f
 
 

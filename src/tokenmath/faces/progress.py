@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 
 def wanted(quiet: bool) -> bool:
@@ -35,3 +37,30 @@ def reporter(quiet: bool) -> Callable[[str], None] | None:
     def say(msg: str) -> None:
         click.echo(f"  [{time.perf_counter() - t0:5.1f} s] {msg}", err=True)
     return say
+
+
+@contextmanager
+def heartbeat(what: str, quiet: bool = False, after_s: float = 2.0, every_s: float = 10.0) -> Iterator[None]:
+    """For a command whose analysis reports no steps (plan, pareto, simulate, scenarios, ...): once it has run
+    `after_s` seconds, a line on stderr says what is running, then again every `every_s` seconds until it ends (the
+    same lines and rules as reporter: a terminal or TOKENMATH_PROGRESS=1, never with --quiet). Quick commands print
+    nothing; stdout is untouched."""
+    say = reporter(quiet)
+    if say is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat():
+        if stop.wait(after_s):
+            return
+        say(f"{what}: working")
+        while not stop.wait(every_s):
+            say(f"{what}: still working")
+    t = threading.Thread(target=beat, name="tokenmath-heartbeat", daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(1.0)

@@ -26,8 +26,12 @@ def shipped(name: str) -> dict:
     """A catalog shipped in tokenmath/data (TOML), as a dict of id -> record.
 
     tomllib is pure Python (~70 ms for the five catalogs an `infer` reads, most of its start-up beyond imports), so
-    the parsed dict is also kept as JSON in the user's cache folder (parsed_cache_dir()), keyed by the TOML's
-    bytes: a changed file is parsed again, a cache that cannot be read or written is ignored."""
+    the parsed dict is also kept as JSON in the user's cache folder (parsed_cache_dir()), named by the SHA-256 of
+    the TOML's bytes (a changed catalog is parsed again) and checked on every read: its first line is the SHA-256
+    of that name's digest and the JSON after it, so a cache edited, truncated or corrupted since it was written is
+    not trusted but parsed again from the TOML and rewritten (issue 40: an edited cache changed answers silently).
+    A cache that cannot be read or written is ignored. (Not a defence against someone who may write the cache folder
+    on purpose and recompute the digest: they may as well edit the package.)"""
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", name)
     if os.path.isfile(path):      # an ordinary install; importlib.resources (slow to import) only for zipped ones
         with open(path, "rb") as fh:
@@ -35,29 +39,39 @@ def shipped(name: str) -> dict:
     else:
         from importlib import resources
         raw = resources.files("tokenmath").joinpath("data", name).read_bytes()
-    cached = _cache_path(name, raw)
+    import hashlib
+    source = hashlib.sha256(raw).hexdigest()
+    cached = _cache_path(name, source)
     if cached is not None:
         try:
             with open(cached, encoding="utf-8") as fh:
-                data = json.loads(fh.read())
-            if isinstance(data, dict):
-                return data
+                seal, _, body = fh.read().partition("\n")
+            if seal == _seal(source, body):
+                data = json.loads(body)
+                if isinstance(data, dict):
+                    return data
         except (OSError, ValueError):
             pass
     import tomllib      # only on a cache miss: its import is ~5 ms of a start-up that needs none
     data = tomllib.loads(raw.decode("utf-8"))
     if cached is not None:
         from pathlib import Path
-        _store(Path(cached), data)
+        _store(Path(cached), data, source)
     return data
 
 
-def _cache_path(name: str, raw: bytes) -> str | None:
+def _cache_path(name: str, source: str) -> str | None:
+    """The cache file of catalog `name` whose bytes have SHA-256 `source` (hex)."""
     d = cache_dir()
     if d is None:
         return None
-    import zlib
-    return os.path.join(d, f"{name}.{len(raw)}-{zlib.crc32(raw):08x}.json")
+    return os.path.join(d, f"{name}.{source[:32]}.json")
+
+
+def _seal(source: str, body: str) -> str:
+    """The first line of a cache file: the SHA-256 of its catalog's digest and the JSON that follows."""
+    import hashlib
+    return hashlib.sha256(f"{source}\n{body}".encode()).hexdigest()
 
 
 def parsed_cache_dir() -> Path | None:
@@ -68,8 +82,9 @@ def parsed_cache_dir() -> Path | None:
     return None if d is None else Path(d)
 
 
-def _store(dest: Path | None, data: dict) -> None:
-    """Write the parsed catalog as JSON when JSON gives back exactly the same dict (no dates, no NaN surprises)."""
+def _store(dest: Path | None, data: dict, source: str) -> None:
+    """Write the parsed catalog as JSON, under its seal, when JSON gives back exactly the same dict (no dates, no NaN
+    surprises)."""
     if dest is None:
         return
     try:
@@ -78,7 +93,7 @@ def _store(dest: Path | None, data: dict) -> None:
             return
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(f"{_seal(source, text)}\n{text}", encoding="utf-8")
         os.replace(tmp, dest)       # atomic: another process reads the old file or the new, never half of one
     except (OSError, TypeError, ValueError):
         pass

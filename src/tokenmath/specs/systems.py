@@ -35,7 +35,7 @@ import numpy as np
 
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
 from tokenmath.base.validators import known_keys
-from tokenmath.base.errors import InputError, closest
+from tokenmath.base.errors import InputError, closest, show
 from tokenmath.specs.hardware import SHORT_NAMES, Hardware, record_number, catalog as hw_catalog, from_record as hw_from_record, get_hardware
 
 TOPOLOGIES = ("switch", "mesh", "torus")
@@ -165,17 +165,17 @@ def _slice_for(sid: str, torus_max, chips: int) -> tuple[int, tuple]:
 
 
 # ---- building -----------------------------------------------------------------------------------------------------
-def _chips_arg(v, default: int) -> int:
+def _chips_arg(v, default, field: str = "chips") -> int:
     if v is None:
         return int(default)
     if isinstance(v, bool):
-        raise InputError("chips", f"{v!r} is not a chip count", f"an integer from 1 to {MAX_CHIPS:,}")
+        raise InputError(field, f"{v!r} is not a chip count", f"an integer from 1 to {MAX_CHIPS:,}")
     try:
         f = float(v)
-    except (TypeError, ValueError):
-        raise InputError("chips", f"{v!r} is not a chip count", f"an integer from 1 to {MAX_CHIPS:,}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(field, f"{show(v)} is not a chip count", f"an integer from 1 to {MAX_CHIPS:,}") from None
     if not math.isfinite(f) or f != int(f) or not 1 <= f <= MAX_CHIPS:
-        raise InputError("chips", f"{v!r} is not a chip count", f"an integer from 1 to {MAX_CHIPS:,}")
+        raise InputError(field, f"{show(v)} is not a chip count", f"an integer from 1 to {MAX_CHIPS:,}")
     return int(f)
 
 
@@ -206,7 +206,11 @@ def from_record(sid: str, rec: dict, chips=None, field: str = "system") -> Syste
     links = rec.get("links", 0)
     if topo != "switch" and (isinstance(links, bool) or not isinstance(links, int) or not 1 <= links <= 1024):
         raise InputError(f"{field}.links", f"{links!r} is not a link count", "an integer from 1 to 1024")
-    default = rec.get("default_chips", rec.get("domain", hw.scaleup_domain))
+    key = "default_chips" if "default_chips" in rec else "domain"       # a file's figure: checked as --chips is
+    if isinstance(rec.get(key), str):
+        raise InputError(f"{field}.{key}", f"{show(rec[key])} is text, not a chip count",
+                         f"an integer from 1 to {MAX_CHIPS:,}")
+    default = _chips_arg(rec.get(key, hw.scaleup_domain), None, f"{field}.{key}")
     n = _chips_arg(chips, default)
     torus, wrap = (), 0
     if topo == "torus":

@@ -203,11 +203,12 @@ def overtrain(target_loss=None, compute=None, inference_tokens=0.0, rl_rollout_t
     D_rl = _nonneg(rl_rollout_tokens, "rl_rollout_tokens")
     engine_training = mfu is None and not flop_only
     mfu = DEFAULT_MFU if mfu is None else positive_number(mfu, "mfu")
-    if mfu > 1:
-        raise InputError("mfu", f"{mfu:g} exceeds 1 (100% of peak)", "a fraction in (0, 1], e.g. 0.4")
+    if not 0.01 <= mfu <= 1:        # below 1% the cluster a run needs overflows any count (and means nothing)
+        raise InputError("mfu", f"{mfu:g} is out of range" if mfu < 1 else f"{mfu:g} exceeds 1 (100% of peak)",
+                         "a fraction from 0.01 to 1, e.g. 0.4")
     train_days = positive_number(train_days, "train_days", "days")
-    if train_days > 3650:
-        raise InputError("train_days", f"{train_days:g} days is not a training run", "a number of days in (0, 3650]")
+    if not 1e-3 <= train_days <= 3650:       # under ~90 s the cluster that ends the run in time is past any count
+        raise InputError("train_days", f"{train_days:g} days is not a training run", "a number of days from 0.001 to 3650")
     min_tps = positive_number(min_tokens_per_s_per_user, "min_tokens_per_s_per_user", "tokens/s")
     ratio = _nonneg(input_output_ratio, "input_output_ratio")
     if ratio > 1e4:

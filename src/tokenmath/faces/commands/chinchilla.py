@@ -1,13 +1,13 @@
 import click
 
-from tokenmath.faces.commands.common import guarded, with_plot
+from tokenmath.faces.commands.common import guarded, number, with_plot
 
 
 @click.command()
-@click.option("--compute", "-C", type=float, help="Training FLOPs (C = 6ND): the compute-optimal N and D.")
-@click.option("--params", "-N", type=float, help="Parameters N (with --tokens: the loss of that model).")
-@click.option("--tokens", "-D", type=float, help="Training tokens D.")
-@click.option("--loss", "loss_target", type=float, help="Target loss (nats/token): the cheapest N, D reaching it.")
+@click.option("--compute", "-C", type=number(None, 1e40, "FLOPs"), help="Training FLOPs (C = 6ND): the compute-optimal N and D.")
+@click.option("--params", "-N", type=number(None, 1e20), help="Parameters N (with --tokens: the loss of that model).")
+@click.option("--tokens", "-D", type=number(None, 1e25), help="Training tokens D.")
+@click.option("--loss", "loss_target", type=number(None, None), help="Target loss (nats/token): the cheapest N, D reaching it.")
 @click.option("--fit", default="epoch", show_default=True,
               help="epoch (Besiroglu et al. 2024), hoffmann (unrounded) or hoffmann-rounded (as printed).")
 @with_plot

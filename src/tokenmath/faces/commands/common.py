@@ -37,6 +37,48 @@ def run_guarded(fn, as_json: bool):
         sys.exit(1)
 
 
+# the largest values of the number options (each the bound its analysis or the web page's parameter keeps; the
+# analyses' own modules load numpy, so the figures are repeated here and tests/test_cli_refusals.py holds them equal)
+MAX_TOKENS = 100_000_000           # base/validators.py
+MAX_CHIPS = 1_000_000              # specs/systems.py
+MAX_SEARCH_CHIPS = 4096            # mapping/candidates.py: the most chips a layout search walks
+MAX_REQUESTS = 2_000_000           # analyses/serving/simulation/workload.py
+MAX_TRAIN_CHIPS = 65_536           # chips or a parallel degree of a training run (faces/web/endpoints.py)
+
+
+class Bounded(click.ParamType):
+    """An int or float option's type with its valid range, checked as a declared field is (specs/question/fields.py
+    as_int / as_float): 400 digits, nan, inf, non-ASCII digits and values out of [lo, hi] exit 2 naming the option
+    and the range, before any work. Every number option of the command line has one (count, number)."""
+
+    def __init__(self, kind: str, lo, hi, unit: str = ""):
+        self.kind, self.lo, self.hi, self.unit = kind, lo, hi, unit
+        self.name = "integer" if kind == "int" else "float"
+
+    def get_metavar(self, param, ctx=None):
+        return "N" if self.kind == "int" else "X"
+
+    def convert(self, value, param, ctx):
+        from tokenmath.base.errors import InputError
+        from tokenmath.specs.question.fields import Field, as_float, as_int
+        f = Field(param.name if param is not None else "value", self.kind, lo=self.lo, hi=self.hi)
+        try:
+            return as_int(value, f) if self.kind == "int" else as_float(value, f)
+        except InputError as e:
+            self.fail(e.problem + (f" ({e.valid}{' ' + self.unit if self.unit else ''})" if e.valid else ""),
+                      param, ctx)
+
+
+def count(lo: int = 1, hi: int = 100_000_000, unit: str = "") -> Bounded:
+    """A whole number from lo to hi (default: a positive count of at most 10^8, tokens' bound)."""
+    return Bounded("int", lo, hi, unit)
+
+
+def number(lo: float, hi: float, unit: str = "") -> Bounded:
+    """A finite number from lo to hi (lo > 0 where 0, or a value so small it rounds to 0, has no meaning)."""
+    return Bounded("float", lo, hi, unit)
+
+
 def positive(ctx, param, value):
     if value is not None and value < 1:
         raise click.BadParameter(f"{value} must be at least 1")
@@ -130,10 +172,16 @@ def with_plot(f):
 
 
 def guarded(f):
-    """Decorator: the command body runs under run_guarded, JSON errors when --json was given."""
+    """Decorator: the command body runs under run_guarded, JSON errors when --json was given, with a progress line on
+    stderr once it has run 2 s (faces/progress.heartbeat; commands with a --quiet report their own steps)."""
     @functools.wraps(f)
     def wrapper(*args, **kw):
-        return run_guarded(lambda: f(*args, **kw), bool(kw.get("as_json")))
+        if "quiet" in kw:
+            return run_guarded(lambda: f(*args, **kw), bool(kw.get("as_json")))
+        from tokenmath.faces.progress import heartbeat
+        ctx = click.get_current_context(silent=True)
+        with heartbeat(f"tokenmath {ctx.info_name if ctx is not None else f.__name__}"):
+            return run_guarded(lambda: f(*args, **kw), bool(kw.get("as_json")))
     return wrapper
 
 

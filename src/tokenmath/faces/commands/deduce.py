@@ -3,8 +3,8 @@ import click
 
 from tokenmath.faces.commands.question_options import question_options
 
-from tokenmath.faces.commands.common import (dtype_options, emit_json, engine_option, guarded, model_hardware, positive,
-                                             positive_float)
+from tokenmath.faces.commands.common import (MAX_SEARCH_CHIPS, count, dtype_options, emit_json, engine_option,
+                                             guarded, model_hardware, number, positive, positive_float)
 
 DEFAULT_API_MODEL = "deepseek-chat (DeepSeek-V3)"   # data/api_prices.toml: DeepSeek's own API row
 
@@ -22,17 +22,17 @@ def _range(ctx, param, value):
 
 
 @click.command()
-@click.option("--input-price", type=float, help="$ per million input tokens.")
-@click.option("--output-price", type=float, help="$ per million output tokens.")
-@click.option("--cached-input-price", type=float, help="$ per million cached input tokens.")
-@click.option("--long-context-threshold", type=float, help="Tokens above which the long-context tier applies.")
-@click.option("--long-input-price", type=float, help="$ per million input tokens above --long-context-threshold.")
-@click.option("--long-output-price", type=float, help="$ per million output tokens above --long-context-threshold.")
-@click.option("--output-speed", type=float, help="Measured output tokens/s per user.")
-@click.option("--ttft", type=float, help="Measured time to first token, s (with --ttft-prompt-tokens).")
-@click.option("--ttft-prompt-tokens", type=float, help="Prompt length of the --ttft measurement, tokens.")
-@click.option("--batch-discount", type=float, help="Batch-API price / standard price, e.g. 0.5.")
-@click.option("--context-window", type=float, help="The endpoint's context window, tokens.")
+@click.option("--input-price", type=number(None, None), help="$ per million input tokens.")
+@click.option("--output-price", type=number(None, None), help="$ per million output tokens.")
+@click.option("--cached-input-price", type=number(None, None), help="$ per million cached input tokens.")
+@click.option("--long-context-threshold", type=number(None, None), help="Tokens above which the long-context tier applies.")
+@click.option("--long-input-price", type=number(None, None), help="$ per million input tokens above --long-context-threshold.")
+@click.option("--long-output-price", type=number(None, None), help="$ per million output tokens above --long-context-threshold.")
+@click.option("--output-speed", type=number(None, None), help="Measured output tokens/s per user.")
+@click.option("--ttft", type=number(None, None), help="Measured time to first token, s (with --ttft-prompt-tokens).")
+@click.option("--ttft-prompt-tokens", type=number(None, None), help="Prompt length of the --ttft measurement, tokens.")
+@click.option("--batch-discount", type=number(None, None), help="Batch-API price / standard price, e.g. 0.5.")
+@click.option("--context-window", type=number(None, None), help="The endpoint's context window, tokens.")
 @click.option("--api-model", help="Deduce a model of data/api_prices.toml from all its evidence (data/api_evidence.toml).")
 @click.option("--provider", help="With --api-model: which provider's row (default: the first listed).")
 @click.option("--evidence", help="With --api-model: kinds to use, comma-separated (default all): "
@@ -47,10 +47,10 @@ def _range(ctx, param, value):
 @click.option("--batch", callback=_range, help="Decode batch range LOW,HIGH within [1, 100000] (default 4,512).")
 @click.option("--chip-cost", callback=_range,
               help="Multiplier range on catalog $/h, LOW,HIGH within [0.01, 100] (default 0.4,1.2).")
-@click.option("--noise", type=float, default=0.30, show_default=True,
+@click.option("--noise", type=number(None, None), default=0.30, show_default=True,
               help="Log-sd between a price and the cost it covers, 0.01 to 3.")
-@click.option("--samples", type=int, default=200_000, show_default=True, help="Monte Carlo samples, 1,000 to 2,000,000.")
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+@click.option("--samples", type=count(1000, 2_000_000), default=200_000, show_default=True, help="Monte Carlo samples, 1,000 to 2,000,000.")
+@click.option("--seed", type=count(0, 2 ** 32 - 1), default=0, show_default=True,
               help="Seed of the random prior draws (the same seed, the same interval).")
 @click.option("--dataset", is_flag=True, help="Run over the shipped API price rows: coverage on open-weight models.")
 @click.option("--uncalibrated", is_flag=True, help="cost_scale = 1 instead of the scale fitted on open-weight prices.")
@@ -146,9 +146,9 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
 @click.command()
 @question_options("price", defaults={"input_len": "2000", "output_len": "500", "min_tokens_per_s_per_user": "20",
                             "attention_sharding": "heads"})
-@click.option("--margin", type=float, default=0.5, show_default=True, help="Gross margin (0..1).")
-@click.option("--utilization", type=float, default=0.6, show_default=True, help="Share of time serving at that load.")
-@click.option("--max-chips", type=int, callback=positive,
+@click.option("--margin", type=number(0.0, 0.99), default=0.5, show_default=True, help="Gross margin (0..1).")
+@click.option("--utilization", type=number(0.01, 1.0), default=0.6, show_default=True, help="Share of time serving at that load.")
+@click.option("--max-chips", type=count(1, MAX_SEARCH_CHIPS), callback=positive,
               help="Most chips one replica may span (default: the chip's scale-up domain, at most 72).")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
 @click.option("--explain", is_flag=True, help="Show the arithmetic behind the answer, line by line.")

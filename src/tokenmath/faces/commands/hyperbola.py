@@ -1,12 +1,12 @@
 import click
 
-from tokenmath.faces.commands.common import emit_json, guarded, positive, with_plot
+from tokenmath.faces.commands.common import MAX_TOKENS, count, emit_json, guarded, positive, with_plot
 from tokenmath.faces.commands.question_options import question_options
 
 
 @click.command()
 @question_options("hyperbola")
-@click.option("--context", type=int, default=2048, show_default=True, callback=positive,
+@click.option("--context", type=count(1, MAX_TOKENS), default=2048, show_default=True, callback=positive,
               help="Tokens in each sequence's KV cache during decode.")
 @with_plot
 @guarded

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from tokenmath.faces.commands.common import PLOT_OPTION, emit_json, force_option, guarded, output_path
+from tokenmath.faces.commands.common import PLOT_OPTION, count, emit_json, force_option, guarded, output_path
 
 
 def _progress(enabled: bool):
@@ -46,13 +46,13 @@ def measure(device, out_file, quick, quiet, as_json):
               help="A Hugging Face config.json (default: a built-in ~200M-parameter Llama-style model).")
 @click.option("--batches", default=",".join(map(str, (1, 2, 4, 8, 16, 32, 64))), show_default=True,
               help="Comma-separated batch sizes.")
-@click.option("--context", type=int, default=256, show_default=True, help="Prompt tokens prefilled before the timed decode steps.")
+@click.option("--context", type=count(1, 1_000_000), default=256, show_default=True, help="Prompt tokens prefilled before the timed decode steps.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"], case_sensitive=False), default="cpu", show_default=True,
               help="Where the real model runs: this machine's CPU or its CUDA GPU.")
 @click.option("--hardware", "-H", help="Hardware file from `tokenmath measure --out` (default: measure now).")
-@click.option("--steps", type=int, default=8, show_default=True, help="Timed decode steps per batch (the median is used).")
-@click.option("--warmup", type=int, default=2, show_default=True, help="Untimed decode steps first.")
-@click.option("--threads", type=int, help="torch CPU threads (default: torch's own, one per core).")
+@click.option("--steps", type=count(1, 1000), default=8, show_default=True, help="Timed decode steps per batch (the median is used).")
+@click.option("--warmup", type=count(1, 1000), default=2, show_default=True, help="Untimed decode steps first.")
+@click.option("--threads", type=count(1, 4096), help="torch CPU threads (default: torch's own, one per core).")
 @click.option("--quick", is_flag=True, help="Measure the machine with `measure --quick` when no --hardware is given.")
 @click.option("--plot", "plot_file", **PLOT_OPTION, help="Chart of measured vs predicted (.png or .svg).")
 @force_option

@@ -1,46 +1,46 @@
 import click
 
-from tokenmath.faces.commands.common import (DEFAULT_HARDWARE, dtype_options, guarded, nonneg_float, positive,
-                                             with_plot)
+from tokenmath.faces.commands.common import (DEFAULT_HARDWARE, MAX_TOKENS, count, dtype_options, guarded,
+                                             nonneg_float, number, positive, with_plot)
 
 
 @click.command()
-@click.option("--target-loss", "-l", type=float, help="Target loss (nats/token, under --fit).")
-@click.option("--compute", "-C", type=float,
+@click.option("--target-loss", "-l", type=number(None, None), help="Target loss (nats/token, under --fit).")
+@click.option("--compute", "-C", type=number(None, 1e40, "FLOPs"),
               help="Or a training budget (FLOPs): the target is the loss it buys at Chinchilla-optimal.")
-@click.option("--inference-tokens", type=float, default=0.0, show_default=True,
+@click.option("--inference-tokens", type=number(None, 1e25), default=0.0, show_default=True,
               help="Lifetime tokens served (input + output).")
-@click.option("--rl-rollout-tokens", type=float, default=0.0, show_default=True,
+@click.option("--rl-rollout-tokens", type=number(None, 1e25), default=0.0, show_default=True,
               help="RL rollout tokens generated (priced as output/decode tokens).")
 @click.option("--rl", "rl_phase", is_flag=True,
               help="Price --rl-rollout-tokens as an RL phase (rollouts on the engine at the recipe's lengths, shared "
                    "prompts, reference/reward passes, policy update) instead of as output tokens.")
-@click.option("--rl-group-size", type=int, default=16, show_default=True, callback=positive,
+@click.option("--rl-group-size", type=count(1, 1_000_000), default=16, show_default=True, callback=positive,
               help="Responses per prompt (DeepSeek-R1: 16).")
-@click.option("--rl-prompt-len", type=int, default=2048, show_default=True, callback=positive,
+@click.option("--rl-prompt-len", type=count(1, MAX_TOKENS), default=2048, show_default=True, callback=positive,
               help="Prompt tokens per rollout (verl's DAPO recipe max_prompt_length).")
-@click.option("--rl-response-len", type=int, default=32768, show_default=True, callback=positive,
+@click.option("--rl-response-len", type=count(1, MAX_TOKENS), default=32768, show_default=True, callback=positive,
               help="Response tokens per rollout (DeepSeek-R1's maximum length).")
-@click.option("--rl-reward-params", type=float, default=0.0, show_default=True, callback=nonneg_float,
+@click.option("--rl-reward-params", type=number(None, None), default=0.0, show_default=True, callback=nonneg_float,
               help="Reward-model parameters (0: rule-based rewards, as DeepSeek-R1).")
 @click.option("--rl-no-reference", is_flag=True, help="No reference-model pass (no KL term).")
 @click.option("--fit", default="epoch", show_default=True, help="epoch, hoffmann or hoffmann-rounded.")
 @click.option("--hardware", "-H", default=DEFAULT_HARDWARE, show_default=True,
               help="Catalog id or hardware file; its bf16 peak and $/chip-hour price training and inference.")
-@click.option("--mfu", type=float, default=None,
+@click.option("--mfu", type=number(0.01, 1.0), default=None,
               help="Price training as 6ND FLOPs at this model-FLOPs utilisation (PaLM 46.2%; Llama 3 405B 38-43%) "
                    "instead of the training engine's fastest layout per model size (the default; 0.4 with "
                    "--flop-only).")
-@click.option("--train-days", type=float, default=90.0, show_default=True,
+@click.option("--train-days", type=number(1e-3, 3650.0, "days"), default=90.0, show_default=True,
               help="Training run horizon: each size trains on the smallest power-of-two cluster that ends its run "
                    "within it (sizes the cluster; the cost comes from the engine's step).")
 @click.option("--flop-only", is_flag=True,
               help="Inference = 2N FLOPs per token at the training MFU (Sardana et al. 2023) instead of the engine.")
-@click.option("--min-tokens-per-s-per-user", type=float, default=20.0, show_default=True,
+@click.option("--min-tokens-per-s-per-user", type=number(None, None), default=20.0, show_default=True,
               help="Decode speed each user must get (the serving batch is the cheapest that meets it).")
-@click.option("--input-output-ratio", type=float, default=1.0, show_default=True,
+@click.option("--input-output-ratio", type=number(None, None), default=1.0, show_default=True,
               help="Input (prompt) tokens per output token, for the lifetime mix and the request shape.")
-@click.option("--output-len", type=int, default=512, show_default=True, help="Generated tokens per request.")
+@click.option("--output-len", type=count(1, 1_000_000), default=512, show_default=True, help="Generated tokens per request.")
 @dtype_options
 @with_plot
 @guarded

@@ -4,7 +4,7 @@ import click
 from tokenmath.faces.commands.question_options import question_options
 
 from tokenmath.faces.commands.axes import concurrency_option
-from tokenmath.faces.commands.common import emit_json, guarded, positive, with_plot
+from tokenmath.faces.commands.common import MAX_CHIPS, MAX_TOKENS, count, emit_json, guarded, positive, with_plot
 
 DEFAULT_SYSTEM = "hgx-h200"      # the default model (DeepSeek-V3, fp8) fits on one 8-GPU H200 node, not on 8 H100s
 
@@ -45,7 +45,7 @@ def plan(deployment, workload, system, disaggregated, concurrency, as_json, expl
 @click.command()
 @question_options("moe", skip=("hardware",), defaults={"model": "deepseek-v3"})
 @_system_option
-@click.option("--context", type=int, default=4096, show_default=True, callback=positive,
+@click.option("--context", type=count(1, MAX_TOKENS), default=4096, show_default=True, callback=positive,
               help="Tokens per sequence held in KV (prompt + output; the last --output-len of them generated).")
 @with_plot
 @guarded
@@ -69,7 +69,7 @@ def moe(deployment, workload, system, context, as_json, explain, plot_file):
 
 
 @click.command()
-@click.option("--chips", type=int, callback=positive, help="Size each system for this many chips.")
+@click.option("--chips", type=count(1, MAX_CHIPS), callback=positive, help="Size each system for this many chips.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list (GB/s and microseconds, as in the catalog).")
 @guarded
 def systems(chips, as_json):

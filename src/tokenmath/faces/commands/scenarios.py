@@ -3,7 +3,7 @@ local processes or on a Dask cluster."""
 import click
 
 from tokenmath.faces.commands.axes import names, numbers
-from tokenmath.faces.commands.common import emit_json, guarded, positive, positive_float
+from tokenmath.faces.commands.common import MAX_REQUESTS, count, emit_json, guarded, number, positive, positive_float
 
 LENGTH_HELP = 'Tokens, or "uniform:LO-HI", "lognormal:MEDIAN,SIGMA".'
 
@@ -43,15 +43,16 @@ def _layouts(ctx, param, value):
               help='A layout, e.g. "chips=8,tp=4,dp=2"; repeat for more (added to --chips).')
 @click.option("--concurrency", callback=numbers(int),
               help="Closed-loop workloads: users, comma-separated (default 64).")
-@click.option("--arrival-rate", callback=numbers(float), help="Open-loop workloads: requests/s, comma-separated.")
-@click.option("--burstiness", type=float, callback=positive_float, help="Open loop: gamma shape (1 = Poisson).")
-@click.option("--requests", type=int, callback=positive, help="Requests per simulation (default 1000).")
+@click.option("--arrival-rate", callback=numbers(float, 1e-6, 1e7),
+              help="Open-loop workloads: requests/s, comma-separated.")
+@click.option("--burstiness", type=number(1e-3, 1e3), callback=positive_float, help="Open loop: gamma shape (1 = Poisson).")
+@click.option("--requests", type=count(1, MAX_REQUESTS), callback=positive, help="Requests per simulation (default 1000).")
 @click.option("--input-len", help="Prompt tokens (default 1024). " + LENGTH_HELP)
 @click.option("--output-len", help="Generated tokens (default 256). " + LENGTH_HELP)
-@click.option("--seed", type=int, help="Random seed of every workload (default 0).")
-@click.option("--ttft-ms", type=float, callback=positive_float, help="Goodput target: time to first token (default 2000).")
-@click.option("--itl-ms", type=float, callback=positive_float, help="Goodput target: time per output token (default 200).")
-@click.option("--workers", type=int, callback=positive, help="Local processes (default: every core).")
+@click.option("--seed", type=count(0, 2 ** 32 - 1), help="Random seed of every workload (default 0).")
+@click.option("--ttft-ms", type=number(1e-3, 1e9, "ms"), callback=positive_float, help="Goodput target: time to first token (default 2000).")
+@click.option("--itl-ms", type=number(1e-3, 1e9, "ms"), callback=positive_float, help="Goodput target: time per output token (default 200).")
+@click.option("--workers", type=count(1, 1024), callback=positive, help="Local processes (default: every core).")
 @click.option("--cluster", metavar="ADDRESS",
               help="Run on the Dask scheduler at ADDRESS (tcp://host:port) instead of local processes; needs "
                    "pip install 'tokenmath[cluster]' here and tokenmath on every worker.")

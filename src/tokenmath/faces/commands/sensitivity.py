@@ -1,7 +1,7 @@
 """`tokenmath sensitivity`: which hardware figure or efficiency moves an answer most (a tornado)."""
 import click
 
-from tokenmath.faces.commands.common import emit_json, guarded, with_plot
+from tokenmath.faces.commands.common import emit_json, guarded, number, with_plot
 from tokenmath.faces.commands.question_options import question_options
 
 METRIC_NAMES = ("cost_per_mtok_output_usd", "cost_per_mtok_output_request_usd", "cost_per_mtok_input_usd",
@@ -12,7 +12,7 @@ METRIC_NAMES = ("cost_per_mtok_output_usd", "cost_per_mtok_output_request_usd", 
 @question_options("sensitivity", defaults={"batch": "max"})
 @click.option("--metric", type=click.Choice(METRIC_NAMES), default="cost_per_mtok_output_usd", show_default=True,
               help="The answer whose sensitivity is ranked.")
-@click.option("--delta", type=float, default=0.2, show_default=True, help="Relative move of each input (0.2 = +-20%).")
+@click.option("--delta", type=number(0.01, 0.9), default=0.2, show_default=True, help="Relative move of each input (0.2 = +-20%).")
 @with_plot
 @guarded
 def sensitivity(deployment, workload, metric, delta, as_json, explain, plot_file):

@@ -3,8 +3,9 @@ import click
 
 from tokenmath.faces.commands.question_options import question_options
 
-from tokenmath.faces.commands.axes import concurrency_option
-from tokenmath.faces.commands.common import emit_json, guarded, positive, positive_float, with_plot
+from tokenmath.faces.commands.axes import concurrency_option, numbers
+from tokenmath.faces.commands.common import (MAX_SEARCH_CHIPS, MAX_TOKENS, count, emit_json, guarded, number,
+                                             positive, positive_float, with_plot)
 
 
 def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None):
@@ -19,17 +20,7 @@ def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None)
             click.echo(f"chart written to {plot_file}")
 
 
-def _floats(ctx, param, value):
-    if value is None:
-        return None
-    try:
-        out = [float(v) for v in str(value).split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers") from None
-    import math
-    if not out or any(not (v > 0 and math.isfinite(v)) for v in out):
-        raise click.BadParameter("every value must be a finite number greater than 0")
-    return out
+_floats = numbers(float)     # a comma-separated list of finite numbers > 0 (faces/commands/axes.py)
 
 
 def _speculation_footer(deployment, as_json):
@@ -44,7 +35,7 @@ def _speculation_footer(deployment, as_json):
 @question_options("slowmode")
 @click.option("--budget-ms", callback=_floats, help="Latency budgets, comma-separated (ms per output token, or per request).")
 @click.option("--per-request", is_flag=True, help="Budgets are per request (TTFT + all decode steps).")
-@click.option("--max-chips", type=int, callback=positive, help="Largest chip count to consider (default: the scale-up domain).")
+@click.option("--max-chips", type=count(1, MAX_SEARCH_CHIPS), callback=positive, help="Largest chip count to consider (default: the scale-up domain).")
 @with_plot
 @guarded
 def slowmode(deployment, workload, budget_ms, per_request, max_chips, as_json, explain, plot_file):
@@ -81,7 +72,7 @@ def pareto(deployment, workload, allow_pp, concurrency, as_json, explain, plot_f
 @click.command()
 @question_options("prices")
 @click.option("--contexts", callback=_floats, help="Input lengths, comma-separated (default 256..131072).")
-@click.option("--cache-ttl-s", type=float, default=300.0, show_default=True, callback=positive_float,
+@click.option("--cache-ttl-s", type=number(1e-9, 1e9, "s"), default=300.0, show_default=True, callback=positive_float,
               help="How long a cached prompt's KV waits for its reuse (in HBM, host DRAM or local SSD).")
 @with_plot
 @guarded
@@ -97,7 +88,7 @@ def prices(deployment, workload, contexts, cache_ttl_s, as_json, explain, plot_f
 
 @click.command()
 @question_options("context", defaults={"batch": "1"})
-@click.option("--context", type=int, default=8192, show_default=True, callback=positive,
+@click.option("--context", type=count(1, MAX_TOKENS), default=8192, show_default=True, callback=positive,
               help="Tokens of context (prompt + output so far) at which the costs are read.")
 @with_plot
 @guarded
@@ -113,14 +104,14 @@ def context(deployment, workload, context, as_json, explain, plot_file):
 
 @click.command()
 @question_options("fleet", defaults={"attention_sharding": "heads", "min_tokens_per_s_per_user": "20"})
-@click.option("--demand", type=float, required=True, callback=positive_float, help="Output tokens per second to serve.")
-@click.option("--max-chips", type=int, callback=positive, help="Largest replica (chips).")
-@click.option("--pue", type=float, default=1.0, show_default=True, callback=positive_float,
+@click.option("--demand", type=number(1e-6, 1e15, "output tokens/s"), required=True, callback=positive_float, help="Output tokens per second to serve.")
+@click.option("--max-chips", type=count(1, MAX_SEARCH_CHIPS), callback=positive, help="Largest replica (chips).")
+@click.option("--pue", type=number(0.5, 5.0), default=1.0, show_default=True, callback=positive_float,
               help="Facility power / chip power (1.0 counts chip TDP only).")
-@click.option("--decode-chips", type=int, callback=positive,
+@click.option("--decode-chips", type=count(1, MAX_SEARCH_CHIPS), callback=positive,
               help="Disaggregated sizing: chips per decode instance (every layout of exactly that many searched, wide "
                    "EP across nodes; DeepSeek's day-6 system: 144). With --prefill-chips.")
-@click.option("--prefill-chips", type=int, callback=positive,
+@click.option("--prefill-chips", type=count(1, MAX_SEARCH_CHIPS), callback=positive,
               help="Disaggregated sizing: chips per prefill instance (DeepSeek's: 32). With --decode-chips.")
 @with_plot
 @guarded

@@ -1,6 +1,7 @@
 import click
 
-from tokenmath.faces.commands.common import ep_transport_options, guarded, output_options, positive
+from tokenmath.faces.commands.common import (MAX_TOKENS, MAX_TRAIN_CHIPS, count, ep_transport_options, guarded,
+                                             number, output_options, positive)
 
 DEFAULT_CHIPS = 8
 
@@ -9,18 +10,18 @@ DEFAULT_CHIPS = 8
 @click.option("--model", "-m", default="llama-3.1-8b", show_default=True, help="Catalog id or path to a config.json.")
 @click.option("--system", "--hardware", "-H", "system", default="h100-sxm", show_default=True,
               help="Hardware catalog id or file: the chip in its usual scale-up domain (h100-sxm = HGX 8-GPU nodes).")
-@click.option("--chips", type=int, callback=positive,
+@click.option("--chips", type=count(1, MAX_TRAIN_CHIPS), callback=positive,
               help=f"Total chips = tp x pp x dp x ep x cp (default {DEFAULT_CHIPS} when --dp is not given).")
-@click.option("--tp", type=int, callback=positive, help="Tensor-parallel degree (with sequence parallelism).")
-@click.option("--pp", type=int, callback=positive,
+@click.option("--tp", type=count(1, MAX_TRAIN_CHIPS), callback=positive, help="Tensor-parallel degree (with sequence parallelism).")
+@click.option("--pp", type=count(1, MAX_TRAIN_CHIPS), callback=positive,
               help="Pipeline stages (the slowest holds ceil(layers / pp) layers).")
-@click.option("--dp", type=int, callback=positive, help="Data-parallel replicas (default: the remaining chips).")
-@click.option("--ep", type=int, callback=positive, help="Expert-parallel degree (MoE).")
-@click.option("--cp", type=int, callback=positive, help="Context-parallel degree (splits each sequence).")
-@click.option("--seq-len", type=int, default=4096, show_default=True, callback=positive, help="Tokens per sequence.")
-@click.option("--global-batch-tokens", type=int, default=4_194_304, show_default=True, callback=positive,
+@click.option("--dp", type=count(1, MAX_TRAIN_CHIPS), callback=positive, help="Data-parallel replicas (default: the remaining chips).")
+@click.option("--ep", type=count(1, MAX_TRAIN_CHIPS), callback=positive, help="Expert-parallel degree (MoE).")
+@click.option("--cp", type=count(1, MAX_TRAIN_CHIPS), callback=positive, help="Context-parallel degree (splits each sequence).")
+@click.option("--seq-len", type=count(1, MAX_TOKENS), default=4096, show_default=True, callback=positive, help="Tokens per sequence.")
+@click.option("--global-batch-tokens", type=count(1, 10 ** 12), default=4_194_304, show_default=True, callback=positive,
               help="Tokens per optimizer step.")
-@click.option("--micro-batch", type=int, default=1, show_default=True, callback=positive,
+@click.option("--micro-batch", type=count(1, 1_000_000), default=1, show_default=True, callback=positive,
               help="Sequences per micro-batch.")
 @click.option("--recompute", type=click.Choice(["none", "selective", "full"]), default="selective",
               show_default=True, help="Activation recomputation.")
@@ -30,7 +31,7 @@ DEFAULT_CHIPS = 8
               help="Matmul precision.")
 @click.option("--schedule", type=click.Choice(["1f1b", "interleaved", "zb-h1"]), default="1f1b", show_default=True,
               help="Pipeline schedule: 1F1B, interleaved 1F1B (--virtual-stages chunks per rank) or zero-bubble ZB-H1.")
-@click.option("--virtual-stages", type=int, callback=positive,
+@click.option("--virtual-stages", type=count(1, 1024), callback=positive,
               help="Model chunks per pipeline rank for --schedule interleaved (default 2).")
 @click.option("--balanced-stages", is_flag=True,
               help="Llama 3's balancing: the embedding and the output head each take one layer slot.")
@@ -42,11 +43,11 @@ DEFAULT_CHIPS = 8
 @click.option("--act-storage", type=click.Choice(["bf16", "fp8", "deepseek-v3"]),
               help="How activations are stored: bf16; fp8 (Transformer Engine keeps the FP8 GEMM inputs, the default "
                    "with --dtype fp8); deepseek-v3 (its norm / MLA up-projection recompute and FP8 caching).")
-@click.option("--adam-bytes", type=float, help="Optimizer bytes per parameter (default 12: fp32 master + moments; "
+@click.option("--adam-bytes", type=number(None, None), help="Optimizer bytes per parameter (default 12: fp32 master + moments; "
                                                 "8 with BF16 moments, DeepSeek-V3).")
-@click.option("--grad-bytes", type=float, help="Gradient bytes per parameter (default 2, bf16; 4 for fp32).")
+@click.option("--grad-bytes", type=number(None, None), help="Gradient bytes per parameter (default 2, bf16; 4 for fp32).")
 @click.option("--dualpipe", is_flag=True, help="DualPipe's memory: two stages per rank, PP + 1 micro-batches.")
-@click.option("--tokens", type=float, help="Training tokens: adds time, chip-hours, cost and energy of the run.")
+@click.option("--tokens", type=number(None, None), help="Training tokens: adds time, chip-hours, cost and energy of the run.")
 @click.option("--overlap/--no-overlap", default=True, show_default=True,
               help="Overlap data-parallel communication with backward compute.")
 @click.option("--peak", is_flag=True, help="Pure roofline: 100% of every peak.")

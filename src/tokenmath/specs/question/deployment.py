@@ -72,7 +72,7 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
           "humane units: memory_bw_tbs=6.7, memory_gb=288, tflops.fp8=5000, scaleup_domain=576, scaleup_gbs, "
           "scaleout_gbs, tdp_w, price_usd_per_hour; '2x' = twice the catalog figure). Repeatable; the answer's JSON "
           "lists the changed figures under what_if", flag="--set", questions=SERVING),
-    Field("price_usd_per_hour", "float", None, "price of one chip-hour (default: the catalog's)", 0.0, 1e6,
+    Field("price_usd_per_hour", "float", None, "price of one chip-hour (default: the catalog's)", 1e-6, 1e6,
           unit="$/chip-hour", questions=tuple(q for q in STEP if q != "simulate"),
           why_not="it answers in bytes, tokens and seconds, not dollars"),
     Field("draft", "text", None, "speculative decoding with this draft model (same tokenizer as the model)",

@@ -58,13 +58,15 @@ def blank(v) -> bool:
 
 
 def _number(v) -> int | float:
-    """A JSON number, or a string ("1_000" and surrounding spaces allowed) read as an int when it is one and as a
-    float otherwise (so 400 digits stay an exact int, never an OverflowError); TypeError/ValueError else."""
+    """A JSON number, or an ASCII string ("1_000" and surrounding spaces allowed) read as an int when it is one and as
+    a float otherwise (so 400 digits stay an exact int, never an OverflowError); TypeError/ValueError else."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return v
     if not isinstance(v, str):
         raise TypeError(type(v).__name__)
     s = v.strip().replace("_", "")
+    if not s.isascii():         # int() and float() read Arabic-Indic, fullwidth, ... digits: not a number a person typed here
+        raise ValueError(v)
     body = s[1:] if s[:1] in "+-" else s
     if body.isdigit() and body.isascii() and len(body) <= MAX_INT_DIGITS:
         return int(s)
@@ -98,7 +100,8 @@ def as_int(v, p: Field) -> int:
 
 
 def as_float(v, p: Field) -> float:
-    valid = "a number" + (f" from {p.lo:g}" if p.lo is not None else "") + (f" to {p.hi:g}" if p.hi is not None else "")
+    valid = ("a number" + (f" from {p.lo:g}" if p.lo is not None else "") + (f" to {p.hi:g}" if p.hi is not None else "")
+             if p.lo is not None or p.hi is not None else "a finite number")
     if isinstance(v, bool):
         raise InputError(p.name, f"{v!r} is not a number", valid)
     try:
@@ -108,6 +111,8 @@ def as_float(v, p: Field) -> float:
     if isinstance(f, int) and not -1e308 < f < 1e308:   # beyond any double: float(f) would overflow
         raise InputError(p.name, f"{show(f)} is out of range", valid)
     f = float(f)
+    if math.isnan(f):
+        raise InputError(p.name, f"{show(v)} is not a number", valid)
     if not math.isfinite(f) or not _in_range(f, p.lo, p.hi):
         raise InputError(p.name, f"{show(v)} is out of range", valid)
     return f

@@ -33,7 +33,9 @@ WORKLOAD_FIELDS: tuple[Field, ...] = (
     Field("concurrency", "int", None, "serve under load: this many users in a closed loop", 1, MAX_CONCURRENCY,
           unit="users", questions=("infer", "simulate", "pareto", "plan"),
           why_not="it prices a static batch (infer --concurrency serves under load)"),
-    Field("arrival_rate", "float", None, "serve under load: requests/s arriving at random (Poisson)", 0.0, 1e7,
+    # from 1e-6/s (one request in ~12 days): a slower rate spaces arrivals so far apart that the clock's float
+    # resolution rounds every latency to 0 (1e-300 printed a 0 us TTFT, issue 40)
+    Field("arrival_rate", "float", None, "serve under load: requests/s arriving at random (Poisson)", 1e-6, 1e7,
           unit="requests/s", questions=LOAD, why_not="it prices a static batch (infer --arrival-rate serves under load)"),
     Field("prefix_hit", "float", 0.0, "prefix caching: the share of every prompt already cached (0-1); its prefill "
           "is skipped, the rest attends to it", 0.0, 1.0, unit="fraction",

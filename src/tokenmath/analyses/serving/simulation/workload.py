@@ -32,6 +32,8 @@ from tokenmath.engine.prefix_cache import hit_rate
 
 MAX_REQUESTS = 2_000_000
 MAX_TRACE_BYTES = 256_000_000
+MIN_RATE = 1e-6      # requests/s (specs/question/workload.py): slower, the clock's float resolution zeroes every latency
+MAX_FIELD_CHARS = 131_072    # of one CSV field (the csv module's own limit, refused by name rather than crashing)
 RAMP_STREAM = 1            # the closed loop's ramp draws from default_rng([seed, RAMP_STREAM])
 LENGTH_HELP = '"1024", "uniform:512-1536", "lognormal:1024,0.6" (median, sigma) or "fit:trace.csv"'
 
@@ -206,6 +208,8 @@ def make_workload(*, concurrency=None, arrival_rate=None, burstiness=1.0, trace=
     inp, out = parse_lengths(input_len, "input_len"), parse_lengths(output_len, "output_len")
     if arrival_rate is not None:
         rate = pos_float(arrival_rate, "arrival_rate", 0.0, 1e7)
+        if rate < MIN_RATE:
+            raise InputError("arrival_rate", f"{rate:g} requests/s is out of range", f"a number from {MIN_RATE:g} to 1e+07")
         k = pos_float(burstiness, "burstiness", 0.0, 1e3)
         return Workload("poisson" if k == 1.0 else "gamma", n, inp, out, rate=rate, burstiness=k, seed=seed,
                         prefix_hit=hit)
@@ -225,16 +229,29 @@ def _rows(path: Path, field: str):
     if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
         for k, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                try:
-                    row = json.loads(line)
+                try:        # an integer of hundreds of digits is read as a float (inf: refused as out of range below)
+                    row = json.loads(line, parse_int=_json_int)
                 except (ValueError, RecursionError):
                     raise InputError(field, f"line {k} of {path.name!r} is not JSON", "one JSON object per line") from None
                 if not isinstance(row, dict):
                     raise InputError(field, f"line {k} of {path.name!r} is not an object", "one JSON object per line")
                 yield k, row
     else:
-        for k, row in enumerate(csv.DictReader(io.StringIO(text)), 2):
+        reader = enumerate(csv.DictReader(io.StringIO(text)), 2)
+        while True:
+            try:
+                k, row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:      # a field over MAX_FIELD_CHARS, a NUL byte, ...
+                raise InputError(field, f"{path.name!r} is not a CSV trace: {show(str(e), 120)}",
+                                 f"columns arrival_s, input_tokens, output_tokens, each field under "
+                                 f"{MAX_FIELD_CHARS:,} characters") from None
             yield k, row
+
+
+def _json_int(s: str):
+    return int(s) if len(s) <= 30 else float(s)
 
 
 def read_trace(path, field: str = "trace") -> dict:
@@ -249,7 +266,7 @@ def read_trace(path, field: str = "trace") -> dict:
             raise InputError(field, f"{p.name!r} has over {MAX_REQUESTS:,} requests", "a shorter trace")
         try:
             a = float(row["arrival_s"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise InputError(field, f"row {k} of {p.name!r} has no number arrival_s",
                              "columns arrival_s, input_tokens, output_tokens[, prefix_id, prefix_tokens]") from None
         if not (math.isfinite(a) and a >= 0):
