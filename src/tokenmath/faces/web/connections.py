@@ -32,6 +32,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from tokenmath.faces.web.heads import framing, head_end, head_problem
 from tokenmath.faces.web.payload import dumps
 
 HEAD_MAX_BYTES = 65536             # a request's line and headers together
@@ -65,7 +66,13 @@ def default_max_connections() -> int:
 @dataclass(frozen=True)
 class Limits:
     max_connections: int | None = None   # None: default_max_connections() when the server starts
-    workers: int = 8                     # threads answering complete requests
+    # threads answering complete requests: more than the heavy questions admitted (heavy_workers + heavy_queue, each
+    # holding a thread while it waits for its worker process), so that cheap ones always find a thread
+    workers: int = 24
+    heavy_workers: int = 2               # worker processes answering the heavy questions (faces/web/workers.py)
+    heavy_queue: int = 14                # heavy questions waiting for one (beyond: 503)
+    deadline_s: float = 60.0             # the most a heavy question may run (beyond: 504)
+    worker_memory_bytes: int = 1 << 30   # each worker process' address space (beyond: 503)
     head_timeout_s: float = 10.0
     body_idle_s: float = 3.0
     body_total_s: float = 30.0
@@ -82,35 +89,6 @@ def error_response(status: int, reason: str, field, problem: str, valid=None) ->
     return (f"HTTP/1.1 {status} {reason}\r\nServer: tokenmath\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
             f"Connection: close\r\n\r\n").encode() + body
-
-
-def framing(head: bytes) -> tuple[int | None, bool, bool]:
-    """(Content-Length, or None when absent; whether a body may stay unread in the stream (Transfer-Encoding, or a
-    Content-Length that is not one whole number); Expect: 100-continue) of a request's head."""
-    lengths, odd, cont = set(), False, False
-    for line in head.split(b"\n")[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep:
-            continue
-        name, value = name.strip().lower(), value.strip()
-        if name == b"content-length":
-            if value.isdigit() and len(value) <= 18:
-                lengths.add(int(value))
-            else:
-                odd = True
-        elif name == b"transfer-encoding":
-            odd = True
-        elif name == b"expect" and value.lower() == b"100-continue":
-            cont = True
-    if len(lengths) > 1:
-        odd = True
-    return (lengths.pop() if len(lengths) == 1 and not odd else None), odd, cont
-
-
-def head_end(buf: bytearray) -> int:
-    """The index just past the empty line that ends a head (CRLF or bare LF), or -1."""
-    ends = [i + n for i, n in ((buf.find(b"\n\r\n"), 3), (buf.find(b"\n\n"), 2)) if i >= 0]
-    return min(ends) if ends else -1
 
 
 class Conn:
@@ -297,6 +275,10 @@ class Front:
             if c.head.count(b"\n") > lim.max_headers + 2:
                 return self._fail(c, 431, "Request Header Fields Too Large", "request",
                                   f"more than {lim.max_headers} header lines", "fewer headers")
+            problem = head_problem(c.head)
+            if problem:
+                return self._fail(c, 400, "Bad Request", "request", problem,
+                                  "a request as browsers and HTTP clients send it")
             length, odd, cont = framing(c.head)
             c.close_after = odd or (length or 0) > lim.body_max_bytes   # a body the stream may still carry
             if length and length <= lim.body_max_bytes:

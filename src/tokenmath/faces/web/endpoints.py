@@ -9,6 +9,7 @@ from functools import cache, partial
 from typing import TYPE_CHECKING, NamedTuple
 
 from tokenmath.base.errors import InputError
+from tokenmath.analyses.inverse.priors import PRICE_NOISE
 from tokenmath.base.validators import MAX_TOKENS
 from tokenmath.faces.web.blank_chips import sequence_of, with_fewest_chips
 from tokenmath.faces.web.api_models import api_model_names, api_model_response
@@ -336,7 +337,8 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("utilization", "range", None, "LOW,HIGH (default 0.3,0.8)"),
              Param("batch", "range", None, "decode batch LOW,HIGH (default 4,512)"),
              Param("chip_cost", "range", None, "multiplier on catalog $/h, LOW,HIGH (default 0.4,1.2)"),
-             Param("noise", "float", 0.30, "log-sd between a price and its cost", 1e-6, 10.0),
+             # the analysis' own range (analyses.inverse.priors.PRICE_NOISE), declared here so /api advertises it
+             Param("noise", "float", 0.30, "log-sd between a price and its cost", *PRICE_NOISE),
              Param("samples", "int", 200_000, "Monte Carlo samples", 1000, MAX_DEDUCE_SAMPLES),
              Param("seed", "int", 0, "", 0, 2 ** 32 - 1),
              Param("api_model", "choice", None, "a known API endpoint, PROVIDER: MODEL (data/api_prices.toml), "
@@ -369,7 +371,7 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("fit", "choice", "epoch", "", choices=fit_names()),
              HARDWARE,
              Param("mfu", "float", None, "training MFU (blank: the training engine per model size)"),
-             Param("train_days", "float", 90.0, "training run horizon (sizes the cluster)", 0.0, 3650.0),
+             Param("train_days", "float", 90.0, "training run horizon (sizes the cluster)", 1e-3, 3650.0, unit="days"),
              Param("flop_only", "bool", False, "inference at 2N FLOPs/token"),
              # the serving side of an over-trained model: overtrain's own defaults, as `tokenmath overtrain`'s
              replace(wfield("min_tokens_per_s_per_user"), default=20.0),

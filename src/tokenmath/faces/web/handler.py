@@ -5,13 +5,18 @@ Routes: / (the page), /static/<file> (its script, style and icon, from the packa
 /api/<name> (GET with a query string, or POST with a JSON object), POST /api/model-config (a config.json upload).
 Every error is JSON {"error": {"field", "problem", "valid"}}: 422 for bad input, 404 unknown route, 405 wrong
 method, 411/413 for a body without a length or over the limit (refused before it is read), 400 for a malformed
-request (and, from connections.py, for a body shorter than its length; 408 for a head that does not arrive), 403
-for a cross-site POST, 500 for a bug (logged on the server, never sent to the client as a traceback).
+request (and, from connections.py, for a body shorter than its length or an ambiguous head; 408 for a head that
+does not arrive), 403 for a cross-site POST or computing GET, 503/504 for a heavy question over the memory or time a
+request may use or a full pool (workers.py; refused from its estimate before it runs: 422, budget.py), 500 for a bug
+(logged on the server, never sent to the client as a traceback). An error's field is the parameter sent, its texts
+bounded (Api.error).
 
 Cross-site requests: a POST to /api/* is refused (403) when its Origin (or, without one, its Referer) is not this
 server as the request's Host names it, and when its Content-Type is one a page elsewhere can send without a CORS
 preflight (a form: application/x-www-form-urlencoded, multipart/form-data; text/plain). Other types but JSON: 415.
-Clients that send neither header (curl, scripts) are served.
+Clients that send neither header (curl, scripts) are served. A GET or HEAD of /api/<question> (it computes) is
+refused (403) when its Sec-Fetch-Site is not same-origin or none, or its Origin or Referer is another server: an
+<img> tag elsewhere cannot make this server work; the page, /api and the catalogs stay open to links.
 """
 from __future__ import annotations
 
@@ -22,9 +27,11 @@ from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, urlsplit
 
 from tokenmath.base.errors import InputError, show
+from tokenmath.faces.web.budget import HEAVY
 from tokenmath.faces.web.params import PARAMS_MAX_BYTES, json_object
 from tokenmath.faces.web.payload import dumps
 from tokenmath.faces.web.uploads import UPLOAD_MAX_BYTES
+from tokenmath.faces.web.workers import Refusal
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -229,6 +236,21 @@ class Handler(BaseHTTPRequestHandler):
                 return True
         return True
 
+    def _same_origin_get(self) -> bool:
+        """A GET or HEAD that computes is answered only for this server's own page or a client that is not a browser
+        (curl, scripts: no Sec-Fetch-Site, Origin or Referer): a page elsewhere (an <img> tag) is refused 403."""
+        site = (self.headers.get("Sec-Fetch-Site") or "").strip().lower()
+        if site and site not in ("same-origin", "none"):
+            return self._refuse(403, "Sec-Fetch-Site", f"{show(site, 40)}: a page elsewhere asked this server to "
+                                "compute", "ask from this server's own page, or from a client that is not a browser")
+        host = _origin_key("http://" + (self.headers.get("Host") or ""))
+        for header in ("Origin", "Referer"):
+            value = self.headers.get(header)
+            if value is not None and (_origin_key(value) is None or _origin_key(value) != host):
+                return self._refuse(403, header, f"{show(value, 80)} is not this server",
+                                    "ask from this server's own page")
+        return True
+
     def _refuse(self, status: int, field: str, problem: str, valid: str) -> bool:
         self.close_connection = True
         self._json_error(status, field, problem, valid)
@@ -275,6 +297,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._not_found("/api/" + name)
         if not self._only(method, ("GET", "HEAD", "POST")):
             return
+        head_only = method == "HEAD"
+        if method != "POST" and not self._same_origin_get():
+            return
         try:
             raw: dict = {}
             for k, v in parse_qsl(query, keep_blank_values=True):
@@ -286,7 +311,28 @@ class Handler(BaseHTTPRequestHandler):
                 if body is None:
                     return
                 raw.update(json_object(body))
-            out = api.call(name, raw)
+            args, key, out = api.prepare(name, raw)
+            if out is None:
+                out = self._compute(name, args)
+                if out is None:
+                    return
+                api.store(key, out)
         except InputError as e:
-            return self._send(422, dumps(e.to_dict()), head_only=method == "HEAD")
-        return self._send(200, out, head_only=method == "HEAD")
+            return self._send(422, api.error(name, e.to_dict()), head_only=head_only)
+        return self._send(200, out, head_only=head_only)
+
+    def _compute(self, name: str, args: dict) -> bytes | None:
+        """The answer's bytes: a heavy question (budget.HEAVY) from the server's worker processes under their deadline
+        and memory cap (None when refused: answered 503/504 here), the others on this thread."""
+        api, pool = self.server.api, getattr(self.server, "heavy", None)
+        if pool is None or name not in HEAVY:
+            return api.compute(name, args)
+        try:
+            kind, value = pool.run(name, args, api.uploads_of(args))
+        except Refusal as r:
+            self._json_error(r.status, r.field, r.problem, r.valid,
+                             extra={"Retry-After": str(r.retry_after)} if r.retry_after else None)
+            return None
+        if kind == "input":
+            raise InputError(**value["error"])
+        return value

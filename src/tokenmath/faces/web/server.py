@@ -1,12 +1,15 @@
 """`tokenmath serve`'s server, standard library only: connections are read by the loop of connections.py
 (deadlines, a connection cap, a fixed pool of worker threads); each complete request is answered by handler.py's
-Handler (http.server's request parsing, in memory) on a worker thread. Routes and errors: see handler.py.
+Handler (http.server's request parsing, in memory) on a worker thread; the heavy questions run in worker processes
+under a deadline and a memory cap (workers.py; the budget checked before they run: budget.py). Routes and errors:
+see handler.py.
 """
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import ipaddress
+import os
 import socket
 import threading
 from dataclasses import replace
@@ -17,6 +20,7 @@ from tokenmath.faces.web.connections import LISTEN_BACKLOG, Front, Limits
 from tokenmath.faces.web.handler import LOOPBACK_NAMES, Handler
 from tokenmath.faces.web.params import PARAMS_MAX_BYTES
 from tokenmath.faces.web.uploads import UPLOAD_MAX_BYTES
+from tokenmath.faces.web.workers import Pool
 
 STATIC = {  # the only files served besides the page's .js modules (every static/*.js): name -> content type
     "index.html": "text/html; charset=utf-8",
@@ -56,6 +60,9 @@ class TokenmathServer:
         self.log_requests = log_requests
         self.limits = replace(limits or Limits(), body_max_bytes=max(UPLOAD_MAX_BYTES, PARAMS_MAX_BYTES))
         self.front = Front(self.respond, self.limits)
+        lim = self.limits
+        self.heavy = (Pool(lim.heavy_workers, lim.heavy_queue, lim.deadline_s, lim.worker_memory_bytes)
+                      if os.name == "posix" and lim.heavy_workers > 0 else None)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._stopping = threading.Event()
@@ -115,6 +122,8 @@ class TokenmathServer:
     def server_close(self) -> None:
         self.socket.close()
         self.front.pool.shutdown(wait=False, cancel_futures=True)
+        if self.heavy is not None:
+            self.heavy.close()
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8000, log_requests: bool = False,

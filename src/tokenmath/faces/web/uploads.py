@@ -33,8 +33,10 @@ def model_from_upload(body: bytes, filename: str | None = None) -> Model:
     from tokenmath.specs.hf_config import model_from_hf_config
     if len(body) > UPLOAD_MAX_BYTES:
         raise InputError(FIELD, f"is {len(body):,} bytes", f"at most {UPLOAD_MAX_BYTES:,} bytes")
+    if body.startswith(b"\xef\xbb\xbf"):   # refused, as the command line refuses such a file (RFC 8259: JSON has none)
+        raise InputError(FIELD, "starts with a UTF-8 byte order mark", "a JSON file saved as UTF-8 without a BOM")
     try:
-        text = body.decode("utf-8-sig")
+        text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(FIELD, "is not UTF-8 text", "a JSON file") from None
     if json_depth(text) > MAX_JSON_DEPTH:

@@ -1,0 +1,98 @@
+"""The work a web request may ask for, estimated from its parameters before anything runs (issue 40 items 1-2).
+
+Why: the questions that simulate a serving engine build step-cost tables per layout whose size grows with the tokens
+one step of the whole replica set may hold, i.e. with the replica groups (dp x ep, or chips / tp); in-range requests
+took gigabytes and minutes (GET /api/pareto?model=deepseek-v3&chips=4096 grew the server to 22 GB;
+/api/simulate?dp=100000&requests=20000 ended in a MemoryError). Measured on one core (llama-3.1-8b and deepseek-v3 on
+h100-sxm, vllm; peak memory of the process):
+
+    pareto  deepseek-v3 chips=64     22 layouts, sum of chips/tp   752 units     8 s    0.7 GB
+    pareto  deepseek-v3 gb200-nvl72  30 layouts                  1,323 units     9 s    0.8 GB
+    pareto  deepseek-v3 chips=256    30 layouts                  3,968 units    61 s    2.7 GB
+    pareto  llama-3.1-8b chips=1024   4 layouts                  1,920 units    13 s    3.7 GB
+    simulate dp=256 requests=20000   256 replica groups                         5 s    1.0 GB
+    simulate dp=512 requests=20000   512 replica groups                        11 s    1.8 GB
+
+So a request is weighed in the unit that drives the tables: pareto by the replica groups summed over the layouts it
+searches (mapping.candidates.layouts_for: every layout of `chips`, each with chips / tp groups), simulate and
+simulate_sweep by the replica groups of their one layout. Beyond the limit the request is refused (422) naming the
+field, the limit and the cheaper question that answers it. What the estimate misses is caught while the request runs:
+faces/web/workers.py runs these questions in worker processes with a deadline and a memory cap.
+No physics here: a count of layouts and degrees.
+"""
+from __future__ import annotations
+
+from tokenmath.base.errors import InputError
+
+PARETO_UNITS_MAX = 1536        # sum over the searched layouts of chips / tp (deepseek-v3 on an NVL72 rack: 1,323)
+SIM_GROUPS_MAX = 128           # replica groups (dp x ep) of one simulated layout (about 0.5 GB at 20,000 requests)
+# the questions a request may ask only in a worker process (faces/web/workers.py): each can run for seconds
+HEAVY = frozenset({"pareto", "simulate", "simulate_sweep", "overtrain", "train", "sensitivity", "deduce"})
+# what to ask instead when a question ran past its time or memory: (the field that sizes it, the cheaper question)
+CHEAPER = {
+    "pareto": ("chips", "fewer chips (one scale-up domain), or `tokenmath pareto` on your own machine"),
+    "simulate": ("requests", "fewer requests or replicas (dp): replicas are independent, so simulate one with its "
+                             "share of the load; or `tokenmath simulate` on your own machine"),
+    "simulate_sweep": ("requests", "fewer points or requests per point, or one replica (dp=1) with its share of the "
+                                   "load"),
+    "overtrain": ("train_days", "flop_only=true (no serving search), or `tokenmath overtrain` on your own machine"),
+    "train": ("chips", "fewer chips, or give the layout (tp, pp, dp) instead of searching"),
+    "sensitivity": ("chips", "fewer chips or a smaller batch"),
+    "deduce": ("samples", "fewer samples"),
+}
+
+
+def cheaper(name: str) -> tuple[str, str]:
+    """(field, what to ask instead) of a question that ran past the budget."""
+    return CHEAPER.get(name, ("request", "a smaller question, or the command line on your own machine"))
+
+
+def _degree(a: dict, k: str) -> int:
+    v = a.get(k)
+    return v if isinstance(v, int) and v > 0 else 1
+
+
+def replica_groups(a: dict) -> tuple[int, str]:
+    """(replica groups dp x ep of the request's layout, the field that sets them): from dp when given, else from
+    chips / (tp x pp); blank chips and dp ask for the fewest chips that fit (one group or a few)."""
+    if isinstance(a.get("dp"), int):
+        return a["dp"] * _degree(a, "ep"), "dp"
+    if isinstance(a.get("chips"), int):
+        return max(1, a["chips"] // (_degree(a, "tp") * _degree(a, "pp"))), "chips"
+    return _degree(a, "ep"), "ep"
+
+
+def pareto_units(model, hardware, chips: int | None, allow_pp: bool) -> tuple[int, int, int]:
+    """(units, layouts, chips) of a Pareto search: the replica groups (chips / tp) summed over the layouts of
+    `chips` (blank: the chip's scale-up domain) that it evaluates."""
+    from tokenmath.mapping.candidates import layouts_for
+    n = int(chips) if chips is not None else int(hardware.scaleup_domain)
+    lays = layouts_for(model, n, allow_pp=allow_pp, max_tp=hardware.scaleup_domain)
+    return sum(n // int(t[0]) for t in lays), len(lays), n
+
+
+def check(name: str, a: dict, model_of) -> None:
+    """Refuse (InputError, answered 422) a request whose estimated work is over the budget; model_of: a model id ->
+    Model. A request the estimate cannot weigh (an unknown model, a bad what-if) passes: its question refuses it."""
+    if name == "pareto":
+        from tokenmath.faces.web.overrides import chip
+        from tokenmath.specs.hardware import get_hardware
+        try:
+            m = model_of(a["model"])
+            hw = chip(a)
+            hw = get_hardware(hw) if isinstance(hw, str) else hw
+        except InputError:
+            return
+        units, n_lay, n = pareto_units(m, hw, a.get("chips"), bool(a.get("allow_pp")))
+        if units > PARETO_UNITS_MAX:
+            raise InputError("chips", f"{n:,} chips is {n_lay} layouts with {units:,} replica groups in all to "
+                             f"simulate, over the {PARETO_UNITS_MAX:,} one web request may",
+                             "fewer chips (one scale-up domain, or a few), allow_pp=false, or `tokenmath pareto "
+                             f"--chips {n}` on your own machine")
+    elif name in ("simulate", "simulate_sweep"):
+        groups, field = replica_groups(a)
+        if groups > SIM_GROUPS_MAX:
+            raise InputError(field, f"is {groups:,} replica groups (dp x ep) to simulate, over the "
+                             f"{SIM_GROUPS_MAX:,} one web request may",
+                             "one replica (dp=1) with its share of the load (replicas are independent: "
+                             "concurrency / dp or arrival_rate / dp), or `tokenmath simulate` on your own machine")
