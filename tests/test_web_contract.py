@@ -162,3 +162,20 @@ def test_a_config_with_a_byte_order_mark_is_refused_by_the_page_as_by_the_cli(ap
     f.write_bytes(body)
     r = cli("infer", "--model", str(f))
     assert r.exit_code != 0 and "BOM" in r.output
+
+
+@pytest.mark.parametrize("name,base", [("overtrain", {"flop_only": "1", "compute": "1e24"}),
+                                       ("deduce", {"input_price": "3", "output_price": "15", "samples": "1000"})])
+def test_every_advertised_bound_is_accepted_by_the_analysis(api, name, base):
+    """/api's min and max of each number are values the analysis itself takes (a refusal there may name another
+    field or the combination, never this field's range)."""
+    for p in api.endpoints[name].params:
+        if p.kind not in ("int", "float"):
+            continue
+        for v in (p.lo, p.hi):
+            if v is None:
+                continue
+            try:
+                api.call(name, {**base, p.name: repr(float(v)) if p.kind == "float" else str(int(v))})
+            except InputError as e:
+                assert e.field != p.name or "out of range" not in e.problem and "not a" not in e.problem, e

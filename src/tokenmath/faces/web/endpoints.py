@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from tokenmath.base.errors import InputError
 from tokenmath.analyses.inverse.priors import PRICE_NOISE
+from tokenmath.analyses.training.train import MAX_TRAIN_TOKENS
 from tokenmath.base.validators import MAX_TOKENS
 from tokenmath.faces.web.blank_chips import sequence_of, with_fewest_chips
 from tokenmath.faces.web.api_models import api_model_names, api_model_response
@@ -36,6 +37,7 @@ MAX_PARETO_CHIPS = 4096
 # open-loop requests on one core; closed loops and long outputs cost a few times more)
 MAX_SIM_REQUESTS = 20_000
 DEFAULT_TRAIN_CHIPS = 8            # when neither chips nor dp is given
+PRICE_FLOOR = 1e-9                 # a price or speed deduce takes: above 0 ($ per million tokens, tokens/s)
 
 
 # how a simulation's requests arrive: a closed loop (concurrency) or an open loop (arrival_rate), the declared fields;
@@ -325,13 +327,15 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              SET),
             partial(prices_response, model), "tokenmath.analyses.serving.input_vs_output.prices"),
         "deduce": Endpoint(
-            (Param("input_price", "float", None, "$ per million input tokens", 0.0),
-             Param("output_price", "float", None, "$ per million output tokens", 0.0),
-             Param("cached_input_price", "float", None, "", 0.0),
-             Param("long_context_threshold", "float", None, "tokens above which the long tier applies", 0.0),
-             Param("long_input_price", "float", None, "", 0.0),
-             Param("long_output_price", "float", None, "", 0.0),
-             Param("output_speed", "float", None, "measured output tokens/s per user", 0.0),
+            # prices and speeds above 0, a threshold from 1 token: the ranges deduce() accepts
+            (Param("input_price", "float", None, "$ per million input tokens", PRICE_FLOOR),
+             Param("output_price", "float", None, "$ per million output tokens", PRICE_FLOOR),
+             Param("cached_input_price", "float", None, "", PRICE_FLOOR),
+             Param("long_context_threshold", "float", None, "tokens above which the long tier applies", 1,
+                   MAX_TOKENS),
+             Param("long_input_price", "float", None, "", PRICE_FLOOR),
+             Param("long_output_price", "float", None, "", PRICE_FLOOR),
+             Param("output_speed", "float", None, "measured output tokens/s per user", PRICE_FLOOR),
              Param("hardware", "hwlist", None, "chip ids replacing the hardware prior"),
              Param("margin", "range", None, "gross margin LOW,HIGH (default 0,0.75)"),
              Param("utilization", "range", None, "LOW,HIGH (default 0.3,0.8)"),
@@ -358,7 +362,7 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("recompute", "choice", "selective", "", choices=("none", "selective", "full")),
              Param("zero", "choice", "1", "ZeRO stage", choices=("0", "1", "2", "3")),
              Param("dtype", "choice", "bf16", "", choices=("bf16", "fp8")),
-             Param("tokens", "float", None, "training tokens: the whole run's time and cost", 0.0),
+             Param("tokens", "float", None, "training tokens: the whole run's time and cost", 1.0, MAX_TRAIN_TOKENS),
              Param("overlap", "bool", True, "overlap DP communication with backward"),
              Param("peak", "bool", False, ""),
              Param("search", "bool", False, "rank the layouts of `chips` that fit")),
@@ -370,13 +374,14 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              Param("rl_rollout_tokens", "float", 0.0, "", 0.0),
              Param("fit", "choice", "epoch", "", choices=fit_names()),
              HARDWARE,
-             Param("mfu", "float", None, "training MFU (blank: the training engine per model size)"),
+             Param("mfu", "float", None, "training MFU (blank: the training engine per model size)", 0.01, 1.0),
              Param("train_days", "float", 90.0, "training run horizon (sizes the cluster)", 1e-3, 3650.0, unit="days"),
              Param("flop_only", "bool", False, "inference at 2N FLOPs/token"),
              # the serving side of an over-trained model: overtrain's own defaults, as `tokenmath overtrain`'s
-             replace(wfield("min_tokens_per_s_per_user"), default=20.0),
-             Param("input_output_ratio", "float", 1.0, ""),
-             replace(OUTPUT_LEN, default=512, help="generated tokens per request"), *D),
+             # the ranges overtrain() accepts (a speed of 0 asks for no batch: the web's floor, as prices')
+             replace(wfield("min_tokens_per_s_per_user"), default=20.0, lo=1e-9),
+             Param("input_output_ratio", "float", 1.0, "", 0.0, 1e4),
+             replace(OUTPUT_LEN, default=512, hi=1_000_000, help="generated tokens per request"), *D),
             overtrain_response, "tokenmath.analyses.training.overtrain.overtrain"),
         "chinchilla": Endpoint(
             (Param("compute", "float", None, "FLOPs"), Param("params", "float", None, ""),
