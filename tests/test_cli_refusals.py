@@ -36,6 +36,11 @@ REFUSED = {
     "a list of non-ASCII digits": (["slowmode", "--budget-ms", "\u0661\u0662"], "budget-ms", "comma-separated"),
     "a seed below 0": (["simulate", "--seed", "-1"], "seed", "4,294,967,295"),
     "train chips 400 digits": (["train", "--chips", BIG], "chips", "65,536"),
+    "slowmode budget 1e-308 (was a KeyError)": (["slowmode", "--budget-ms", "1e-308"], "budget-ms", "0.001"),
+    "simulate ttft target 5e-324 (printed a 0 us target)": (["simulate", "--ttft-ms", "5e-324"], "ttft_ms", "0.001"),
+    "scenarios cluster without a port (was a ValueError)": (["scenarios", "--cluster", "nan"], "cluster", "8786"),
+    "a trace path too long for the file system (was an OSError)": (["simulate", "--trace", BIG], "trace", "CSV"),
+    "a scenarios file path too long (was an OSError)": (["scenarios", "--file", BIG], "file", "readable"),
 }
 
 

@@ -313,3 +313,100 @@ def test_benchmark_script_runs(tmp_path):
     assert "Traceback" not in p.stderr
     crashes = int(p.stdout.split("crashes=")[1].split(",")[0])
     assert p.returncode == (1 if crashes else 0)
+
+
+# ---- traces, systems files and engine files (issue 40 item 6) --------------------------------------------------
+# Seeded malformed files for the loaders the generator above does not cover: a simulate --trace (CSV and JSONL), a
+# --system file and an --engine file. Each loads or raises InputError naming a field; none crashes, none hangs.
+# Before: a CSV field over 131,072 characters (csv.Error), a JSONL number of 400 digits (OverflowError) and a systems
+# file's default_chips = NaN (ValueError) ended in internal errors.
+TRACE_ROWS = [(0.0, 512, 128, "a", 256), (0.25, 1024, 64, "a", ""), (0.5, 2048, 256, "", ""), (1.0, 300, 30, "b", 100)]
+HOSTILE_CELLS = ["", "nan", "NaN", "inf", "-inf", "-1", "0", "1e-308", "5e-324", "1e400", "1" + "0" * 400,
+                 "\u0661\u0662", "\uff11\uff12", "1.5", "x", "1_000", " 7 ", "0x10", "true", "null", "[1]", "{}",
+                 "\x00", "1" * 140_000]
+
+
+def _trace_text(rng, jsonl: bool) -> str:
+    rows = [list(r) for r in TRACE_ROWS]
+    cols = ["arrival_s", "input_tokens", "output_tokens", "prefix_id", "prefix_tokens"]
+    for _ in range(rng.randint(0, 3)):          # cells swapped for hostile values
+        rows[rng.randrange(len(rows))][rng.randrange(len(cols))] = rng.choice(HOSTILE_CELLS)
+    if rng.random() < 0.15:
+        cols[rng.randrange(len(cols))] = rng.choice(["arrival", "", "input_tokens", "\u00e9"])
+    if jsonl:
+        def lit(v):
+            if isinstance(v, str) and (v.lstrip("-").replace(".", "", 1).isdigit() or v in ("NaN", "-inf")):
+                return {"-inf": "-Infinity"}.get(v, v) if len(v) < 200_000 else json.dumps(v)
+            return json.dumps(v)
+        return "".join("{" + ", ".join(f'"{c}": {lit(v)}' for c, v in zip(cols, r)) + "}\n" for r in rows)
+    return ",".join(cols) + "\n" + "".join(",".join(str(v) for v in r) + "\n" for r in rows)
+
+
+SYSTEM = ('chip = "h100-sxm"\ndomain = 8\ntopology = "switch"\nscaleup_gbs = 450\nscaleout_gbs = 50\n'
+          'scaleup_latency_us = 6\nscaleout_latency_us = 40\ndefault_chips = 8\nnode_kw = 10.2\nnode_chips = 8\n')
+TORUS = ('chip = "tpu-v5p"\ntopology = "torus"\nlink_gbs = 100\nlinks = 6\ntorus_max = [16, 16, 24]\n'
+         'scaleout_gbs = 25\ndefault_chips = 64\n')
+
+
+def _engine_text() -> str:
+    import tomllib
+    from tokenmath.specs.catalog import shipped
+    rec = {k: v for k, v in shipped("engines.toml")["vllm"].items() if not isinstance(v, dict)}
+    text = "".join(f"{k} = {json.dumps(v)}\n" for k, v in rec.items())
+    assert tomllib.loads(text)
+    return text
+
+
+def _file_cases(n: int, seed: int):
+    """n (kind, file name, bytes) cases, seeded: traces, systems files and engine files, about a third each."""
+    import random
+    rng = random.Random(seed)
+    engine = _engine_text()
+    for i in range(n):
+        kind = ("trace", "system", "engine")[i % 3]
+        if kind == "trace":
+            jsonl = rng.random() < 0.5
+            text = _trace_text(rng, jsonl)
+            data = text.encode() if rng.random() < 0.6 else bench.mutate_text(text, rng, toml=False, slow_ok=False)
+            yield kind, f"t{i}.{'jsonl' if jsonl else 'csv'}", data
+        else:
+            text = engine if kind == "engine" else rng.choice([SYSTEM, TORUS])
+            m = bench.NUMBER.finditer(text)
+            nums = list(m)
+            if nums and rng.random() < 0.4:         # one figure swapped for a hostile literal
+                x = rng.choice(nums)
+                text = text[:x.start()] + rng.choice(bench.NUMBER_SWAPS + ["nan", "NaN", "1" + "0" * 400, '"8"',
+                                                                           "-8", "0", "8.5"]) + text[x.end():]
+            yield kind, f"{kind[0]}{i}.toml", bench.mutate_text(text, rng, toml=True, slow_ok=False)
+
+
+def _load(kind: str, path: str):
+    from tokenmath.analyses.serving.simulation.workload import read_trace
+    from tokenmath.specs.serving_engines import get_engine
+    from tokenmath.specs.systems import get_system
+    return {"trace": read_trace, "system": get_system, "engine": get_engine}[kind](path)
+
+
+def _fuzz_files(tmp_path, n: int, seed: int) -> tuple[dict, list[str]]:
+    counts, crashes = {"loaded": 0, "rejected": 0, "crash": 0}, []
+    for kind, name, data in _file_cases(n, seed):
+        path = _write(tmp_path, name, data)
+        o = bench.attempt(lambda p, k=kind: _load(k, p), path, lambda got: None, timeout=10.0)
+        counts[o.kind] += 1
+        if o.kind == "crash":
+            crashes.append(f"{kind} {name}: {o.detail}")
+        os.remove(path)
+    return counts, crashes
+
+
+def test_malformed_traces_systems_and_engine_files_load_or_raise_a_named_error(tmp_path):
+    counts, crashes = _fuzz_files(tmp_path, 90, seed=40)
+    assert not crashes, "\n".join(crashes)
+    assert counts["loaded"] > 0 and counts["rejected"] > 0, counts
+
+
+@pytest.mark.slow
+def test_a_thousand_malformed_traces_systems_and_engine_files(tmp_path):
+    counts, crashes = _fuzz_files(tmp_path, 1200, seed=4040)
+    assert sum(counts.values()) == 1200 and not crashes, "\n".join(crashes[:20])
+    assert counts["loaded"] > 50 and counts["rejected"] > 300, counts

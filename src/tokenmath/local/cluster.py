@@ -27,6 +27,10 @@ def check_address(address) -> str:
         raise InputError("cluster", f"{show(a)} has the scheme {scheme!r}", f"{', '.join(SCHEMES)}; {valid}")
     if not (rest if sep else a) or any(c.isspace() for c in a):
         raise InputError("cluster", f"{show(a)} is not an address", valid)
+    host, colon, port = (rest if sep else a).rstrip("/").rpartition(":")
+    if scheme.lower() != "inproc" and not (colon and host and port.isascii() and port.isdigit()
+                                           and 1 <= int(port) <= 65535):
+        raise InputError("cluster", f"{show(a)} has no port from 1 to 65535 (HOST:PORT)", valid)
     return a
 
 

@@ -7,7 +7,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from tokenmath.base.cache_dir import cache_dir
-from tokenmath.base.errors import InputError
+from tokenmath.base.errors import InputError, show
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -124,13 +124,18 @@ def read_user_file(path: str | Path, field: str) -> dict:
     """Parse a user-supplied .json or .toml file into a dict; every failure is an InputError naming `field`."""
     from pathlib import Path
     p = Path(path)
-    if not p.is_file():
-        raise InputError(field, f"file not found: {str(path)!r}", "give a catalog id or the path of an existing file")
-    size = p.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise InputError(field, f"file {p.name!r} is {size:,} bytes", f"at most {MAX_FILE_BYTES:,} bytes are read")
-    with p.open("rb") as fh:
-        raw = fh.read(MAX_FILE_BYTES + 1)   # never trust the size the file system reports
+    try:
+        if not p.is_file():
+            raise InputError(field, f"file not found: {show(str(path), 120)}",
+                             "give a catalog id or the path of an existing file")
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(field, f"file {p.name!r} is {size:,} bytes", f"at most {MAX_FILE_BYTES:,} bytes are read")
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)   # never trust the size the file system reports
+    except OSError as e:            # a name too long for the file system, a folder we may not read, ...
+        raise InputError(field, f"cannot read {show(str(path), 120)}: {e.strerror or type(e).__name__}",
+                         "the path of an existing, readable file") from None
     if len(raw) > MAX_FILE_BYTES:
         raise InputError(field, f"file {p.name!r} is over {MAX_FILE_BYTES:,} bytes", f"at most {MAX_FILE_BYTES:,} bytes are read")
     try:

@@ -21,6 +21,7 @@ def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None)
 
 
 _floats = numbers(float)     # a comma-separated list of finite numbers > 0 (faces/commands/axes.py)
+_budgets = numbers(float, 1e-3, 1e9)     # ms: below a microsecond a budget rounds to nothing (1e-308: a KeyError)
 
 
 def _speculation_footer(deployment, as_json):
@@ -33,7 +34,7 @@ def _speculation_footer(deployment, as_json):
 
 @click.command()
 @question_options("slowmode")
-@click.option("--budget-ms", callback=_floats, help="Latency budgets, comma-separated (ms per output token, or per request).")
+@click.option("--budget-ms", callback=_budgets, help="Latency budgets, comma-separated (ms per output token, or per request).")
 @click.option("--per-request", is_flag=True, help="Budgets are per request (TTFT + all decode steps).")
 @click.option("--max-chips", type=count(1, MAX_SEARCH_CHIPS), callback=positive, help="Largest chip count to consider (default: the scale-up domain).")
 @with_plot

@@ -41,7 +41,7 @@ WORKLOAD_FIELDS: tuple[Field, ...] = (
           "is skipped, the rest attends to it", 0.0, 1.0, unit="fraction",
           questions=("infer", "simulate", "plan", "fleet"),
           why_not="prefix caching is modelled by infer, simulate, plan and fleet's disaggregated pools"),
-    Field("ttft_ms", "float", None, "target time to first token", 0.0, 1e9, unit="ms",
+    Field("ttft_ms", "float", None, "target time to first token", 1e-3, 1e9, unit="ms",
           questions=("plan", "simulate"), why_not="it has no time-to-first-token target"),
     Field("min_tokens_per_s_per_user", "float", None, "target: each user's decode speed at least this", 0.0, 1e9,
           unit="tokens/s", questions=("infer", "plan", "fleet", "price", "prices"),

@@ -219,7 +219,12 @@ def make_workload(*, concurrency=None, arrival_rate=None, burstiness=1.0, trace=
 
 # ---- trace files ------------------------------------------------------------------------------------------
 def _rows(path: Path, field: str):
-    raw = path.open("rb").read(MAX_TRACE_BYTES + 1)
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_TRACE_BYTES + 1)
+    except OSError as e:
+        raise InputError(field, f"cannot read {path.name!r}: {e.strerror or type(e).__name__}",
+                         "a readable CSV or JSONL file") from None
     if len(raw) > MAX_TRACE_BYTES:
         raise InputError(field, f"{path.name!r} is over {MAX_TRACE_BYTES:,} bytes", "a smaller trace")
     try:
@@ -258,7 +263,11 @@ def read_trace(path, field: str = "trace") -> dict:
     """A trace file as arrays sorted by arrival: arrival_s, input_tokens, output_tokens, prefix_group (-1: none),
     prefix_tokens (the shared prefix each request may find cached)."""
     p = Path(str(path))
-    if not p.is_file():
+    try:
+        found = p.is_file()
+    except OSError:                 # a name too long for the file system, ...
+        found = False
+    if not found:
         raise InputError(field, f"file not found: {show(str(path))}", "a CSV or JSONL trace file")
     arr, inp, out, pid, ptok = [], [], [], [], []
     for k, row in _rows(p, field):
