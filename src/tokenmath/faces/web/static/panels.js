@@ -30,9 +30,15 @@ export function markInvalid(fieldMap, err) {
 
 export function showError(root, errSel, spec, e) {
   const errBox = $(errSel || ".error", root);
-  const raw = e.err || {};
-  // a what-if figure's error ("set.memory_bw_tbs") names its field on the left (w_memory_bw_tbs)
-  const wf = /^set\.(.+)$/.exec(raw.field || "");
+  let raw = e.err || {};
+  // a what-if figure's error names its field on the left (w_memory_bw_tbs), whether the API names it in the field
+  // ("set.memory_bw_tbs") or names the parameter sent and starts its problem with the figure ("set", "memory_bw_tbs: ...")
+  let wf = /^set\.(.+)$/.exec(raw.field || "");
+  const lead = raw.field === "set" && /^([\w.]+): (.*)$/s.exec(raw.problem || "");
+  if (lead) {
+    wf = lead;
+    raw = Object.assign({}, raw, { problem: lead[2] });
+  }
   const fieldId = (spec.fields && spec.fields[raw.field]) || (wf ? "w_" + wf[1].replace(/\./g, "_") : raw.field);
   const err = Words.error(Object.assign({}, raw, { field: fieldId }), state, labelOf);
   errBox.textContent = "";
