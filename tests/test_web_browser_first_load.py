@@ -144,6 +144,9 @@ def test_chips_are_named_by_display_name_on_every_tab(page):
         if tab == "deduce":   # the hardware posterior's bars
             labels = " ".join(page.locator("#deduce-hw svg text").all_text_contents())
             assert "NVIDIA H200 SXM 141GB" in labels and "h100-sxm" not in labels, labels
+    open_tab(page, "hardware=apple-m3-max")           # a one-chip scale-up domain: "1 chip", not "1 chips"
+    hw = page.locator("#hw-summary").inner_text()
+    assert re.search(r"scale-up 1 chip\b", hw) and "1 chips" not in hw, hw
 
 
 def test_simulate_closed_loop_has_no_arrival_rate_to_edit(page):

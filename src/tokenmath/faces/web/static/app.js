@@ -3,7 +3,7 @@
 import { fmt } from "./format.js";
 import { $, $$, h } from "./dom.js";
 import { ApiError, api, busy } from "./api.js";
-import { DEFAULTS, TABS, state, catalog, uploads, readURL, writeURL, batchNum, modelName } from "./state.js";
+import { DEFAULTS, TABS, state, catalog, uploads, readURL, writeURL, batchNum, modelName, chipsWord } from "./state.js";
 import { refresh, summaryShown } from "./panels.js";
 import { syncSimMode } from "./view_simulate.js";
 
@@ -54,7 +54,7 @@ function summarize() {
     const pk = hw.flops.bf16 || hw.flops.fp16 || 0;
     $("#hw-summary").textContent = `${fmt.bytes(hw.memory_bytes)} HBM at ${fmt.rate(hw.memory_bw, "B/s")}; ` +
       `bf16 ${fmt.rate(pk, "FLOP/s")}` + (hw.flops.fp8 ? `, fp8 ${fmt.rate(hw.flops.fp8, "FLOP/s")}` : "") +
-      `; ridge ${fmt.num(hw.ridge_point_bf16)} FLOP/B; scale-up ${hw.scaleup_domain} chips` +
+      `; ridge ${fmt.num(hw.ridge_point_bf16)} FLOP/B; scale-up ${chipsWord(hw.scaleup_domain)}` +
       (hw.price_usd_per_hour ? `; $${hw.price_usd_per_hour}/h` : "");
     // each what-if field shows the catalog's figure it replaces, in the hardware file's units
     const shown = { w_memory_bw_tbs: hw.memory_bw / 1e12, w_memory_gb: hw.memory_bytes / 1e9,
