@@ -37,6 +37,7 @@ COMMANDS = {
     "measure": ("tokenmath.faces.commands.local:measure", "Measure this machine: memory bandwidth, matmul FLOP/s, overhead -> hardware file."),
     "verify": ("tokenmath.faces.commands.local:verify", "Run a real transformers model here; measured vs predicted decode step per batch."),
     "schema": ("tokenmath.faces.commands.schema:schema", "JSON Schema of a question's Deployment and Workload (bounds, units, defaults)."),
+    "calibrate": ("tokenmath.faces.commands.calibrate:calibrate", "Fit a profile to your vllm bench serve / SGLang bench_serving results; held-out error."),
     "serve": ("tokenmath.faces.commands.web:serve", "Local web page + JSON API (offline): roofline, hyperbola, Pareto, KV, deduce, training."),
 }
 

@@ -110,12 +110,19 @@ def physics_values(hardware, engine: "EngineProfile | None" = None) -> dict:
     return out
 
 
-def physics_calibrated(hardware, engine: "EngineProfile | None" = None) -> Efficiency:
+def physics_calibrated(hardware, engine: "EngineProfile | None" = None, values: dict | None = None,
+                       label: str | None = None) -> Efficiency:
     """The chip class's kernel model with the residuals fitted on published measurements (data/calibration.toml
     [[physics]], written by `tokenmath validate --write-calibration`): every compute fraction x compute_scale and
     every bandwidth fraction x bw_scale (both <= 1: never above the microbenchmark ceilings), a fixed time per layer
-    per pass, and the engine's per-step CPU work (only where its profile leaves step_cpu_s "fitted")."""
+    per pass, and the engine's per-step CPU work (only where its profile leaves step_cpu_s "fitted").
+    values: name -> value replacing the shipped ones (a calibration profile of the user's own runs, `tokenmath
+    calibrate`; its step_cpu_s then applies to any engine), named `label` in the source."""
     v = physics_values(hardware, engine)
+    if values:
+        v = {**v, **{k: (float(x), label or "profile") for k, x in values.items() if k in v}}
+        if engine is not None and "step_cpu_s" in values:
+            engine = replace(engine, step_cpu_s=v["step_cpu_s"][0], step_cpu_per_seq_s=v["step_cpu_per_seq_s"][0])
     cs, bs, gap = v["compute_scale"][0], v["bw_scale"][0], v["layer_overhead_s"][0]
     base = kernel_default_for(hardware)
     km = replace(base.kernels, compute_scale=cs, bw_scale=bs)

@@ -10,17 +10,30 @@ from tokenmath.faces.commands.question_options import question_options
               "peak; with --engine none: the pure roofline, no engine limits or costs).")
 @click.option("--uncalibrated", is_flag=True, help="Kernel-microbenchmark efficiencies instead of the ones calibrated on "
               "published measurements (= --efficiency kernels; see tokenmath validate).")
+@click.option("--profile", "profile", metavar="NAME", default=None, help="A calibration profile fitted on your own "
+              "benchmark runs (tokenmath calibrate ... --profile NAME): answered with it, beside the uncalibrated answer.")
 @output_options
 @guarded
-def infer(deployment, workload, peak, uncalibrated, as_json, explain):
+def infer(deployment, workload, peak, uncalibrated, as_json, explain, profile=None):
     """How fast and how expensive: prefill (TTFT), decode step, throughput, $/Mtok, memory, bottleneck."""
     from dataclasses import replace
 
     from tokenmath.analyses.ask import infer as run
     from tokenmath.faces.commands.common import emit_json
     if peak or uncalibrated:
+        if profile:
+            from tokenmath.base.errors import InputError
+            raise InputError("profile", "is a calibration, and --peak / --uncalibrated ask for none", "one of them")
         deployment = replace(deployment, efficiency="peak" if peak else "kernels")
+    r0 = None
+    if profile:
+        from tokenmath.analyses.benchmarks.profiles import with_profile
+        r0 = run(deployment, workload)
+        deployment = with_profile(deployment, profile)
     r = run(deployment, workload)
+    if r0 is not None and as_json:
+        emit_json({**r.to_dict(), "profile": profile, "uncalibrated": r0.to_dict()})
+        return r
     spec = r.speculative
     if as_json:
         emit_json(r.to_dict())
@@ -36,4 +49,7 @@ def infer(deployment, workload, peak, uncalibrated, as_json, explain):
     if spec is not None and not as_json:
         from tokenmath.faces.explain_speculative import explain_speculative, speculative_text
         click.echo(explain_speculative(spec) if explain else speculative_text(spec))
+    if r0 is not None:
+        from tokenmath.faces.commands.calibrate import side_by_side
+        click.echo(side_by_side(r0, r, profile))
     return r
