@@ -38,6 +38,7 @@ COMMANDS = {
     "verify": ("tokenmath.faces.commands.local:verify", "Run a real transformers model here; measured vs predicted decode step per batch."),
     "schema": ("tokenmath.faces.commands.schema:schema", "JSON Schema of a question's Deployment and Workload (bounds, units, defaults)."),
     "calibrate": ("tokenmath.faces.commands.calibrate:calibrate", "Fit a profile to your vllm bench serve / SGLang bench_serving results; held-out error."),
+    "export": ("tokenmath.faces.commands.export:export", "The vllm serve command for infer's layout, the vllm bench serve that checks it, expected figures."),
     "serve": ("tokenmath.faces.commands.web:serve", "Local web page + JSON API (offline): roofline, hyperbola, Pareto, KV, deduce, training."),
 }
 

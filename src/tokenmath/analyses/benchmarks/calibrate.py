@@ -64,6 +64,20 @@ def model_id_of(hf_id: str | None) -> str | None:
     return None
 
 
+def check_given(given: dict) -> dict:
+    """The user's deployment options resolved once, before any file is read (a typo is named at its option)."""
+    from tokenmath.specs.hardware import get_hardware
+    from tokenmath.specs.model_catalog import get_model
+    from tokenmath.specs.serving_engines import resolve_engine
+    if given.get("model") is not None:
+        get_model(given["model"])
+    if given.get("hardware") is not None:
+        get_hardware(given["hardware"])
+    if given.get("engine") is not None:
+        resolve_engine(given["engine"])
+    return given
+
+
 def setup_of(run: BenchmarkRun, given: dict) -> RunSetup:
     """The deployment and load of one run. given: the user's --model/--hardware/--chips/--tp/... (None: not given)."""
     assumed = []

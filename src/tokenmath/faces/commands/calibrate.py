@@ -34,7 +34,7 @@ def _given(raw: dict) -> dict:
 
 
 @click.command()
-@click.argument("result_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("result_files", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--profile", "profile", metavar="NAME", default=None,
               help="Save the fit under this name (in the tokenmath folder, profiles/NAME.toml) for --profile NAME "
                    "on infer. Without it, nothing is saved.")
@@ -43,13 +43,18 @@ def _given(raw: dict) -> dict:
 @guarded
 def calibrate(result_files, profile, as_json, **raw):
     """Calibrate to your own benchmark runs: the runs' workload, the fitted residuals and the held-out error."""
-    from tokenmath.analyses.benchmarks.calibrate import calibrate as run
+    from tokenmath.analyses.benchmarks.calibrate import calibrate as run, check_given
     from tokenmath.analyses.benchmarks.readers import read_files
+    from tokenmath.base.errors import InputError
+    given = check_given(_given(raw))             # bad names and values are refused before any work
     if profile is not None:
         from tokenmath.analyses.benchmarks.profiles import profile_path
-        profile_path(profile)                    # a bad name is refused before any work
+        profile_path(profile)
+    if not result_files:
+        raise InputError("RESULT_FILES", "no result files given", "files saved by `vllm bench serve --save-result` "
+                         "or `python -m sglang.bench_serving --output-file`")
     runs = read_files(result_files)
-    r = run(runs, _given(raw))
+    r = run(runs, given)
     saved = None
     if profile is not None and not r["refused"]:
         from tokenmath.analyses.benchmarks.profiles import save_profile
