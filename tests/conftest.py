@@ -68,10 +68,10 @@ SLOW = {
     # the web server under abuse: waiting out its timeouts; the other abuse tests stay fast-run
     "tests/test_web_abuse.py::test_slow_head_is_cut": "waits out the server's header timeout (10 s)",
     "tests/test_web_abuse.py::test_fuzz_malformed_requests_never_5xx": "hundreds of malformed requests (9 s)",
-    # the issue's own bound (issue 40): a cached request within 1 s while eight heavy questions run (watched for 20 s);
+    # the issue's own bound (issue 40): a cached request within 1 s while eight heavy questions run (~30 s, 2 cores);
     # the deadline, memory cap and full-pool answers stay fast-run in tests/test_web_budget.py
     "tests/test_web_budget.py::test_cached_request_within_1s_and_memory_under_2gb_while_eight_heavy_questions_run":
-        "eight heavy questions watched for 20 s",
+        "eight heavy questions answered, ~30 s",
     # the page in chromium (CI has it, TOKENMATH_REQUIRE_BROWSER=1): ~70 s together; tests/test_web_browser.py (every
     # tab renders, a bad input names its field) stays fast-run
     "tests/test_web_browser_use.py": "the page as people use it, in chromium (~45 s)",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tokenmath.base.errors import InputError
-from tokenmath.faces.web.budget import PARETO_UNITS_MAX, SIM_GROUPS_MAX
+from tokenmath.faces.web.budget import PARETO_UNITS_MAX, SIM_GROUPS_MAX, TABLE_TOKENS_MAX
 from tokenmath.faces.web.connections import Limits
 from tokenmath.faces.web.server import start_in_thread
 from tokenmath.faces.web.workers import Pool, Refusal
@@ -77,6 +77,16 @@ def test_simulations_of_more_replica_groups_than_the_budget_are_refused(api, nam
     e = refusal(api, name, **params)
     assert e.field == field and f"{SIM_GROUPS_MAX:,}" in e.problem
     assert "dp=1" in e.valid      # the cheaper question: one replica with its share of the load
+
+
+@pytest.mark.parametrize("name,params,field", [
+    ("pareto", {"engine": "tensorrt-llm", "output_len": 1000000}, "output_len"),
+    ("simulate", {"engine": "tensorrt-llm", "input_len": "uniform:100-900000"}, "input_len"),
+])
+def test_long_sequences_under_an_engine_that_prefills_them_whole_are_refused(api, name, params, field):
+    e = refusal(api, name, **params)
+    assert e.field == field and f"{TABLE_TOKENS_MAX:,}" in e.problem and "chunked prefill" in e.valid
+    api.prepare(name, {k: str(v) for k, v in params.items() if k != "engine"})   # vllm chunks them: admitted
 
 
 def test_the_budget_admits_the_in_range_questions_the_page_asks(api):
@@ -164,20 +174,19 @@ def test_cached_request_within_1s_and_memory_under_2gb_while_eight_heavy_questio
     threads = [threading.Thread(target=lambda p=p: answers.append(get(srv, p)[0])) for p in heavy]
     for t in threads:
         t.start()
-    worst, peak, end = 0.0, 0, time.monotonic() + 20
-    while time.monotonic() < end:
+    worst, peak, end = 0.0, 0, time.monotonic() + 600
+    while any(t.is_alive() for t in threads) and time.monotonic() < end:   # each runs well within its deadline
         t0 = time.monotonic()
         assert get(srv, cached, timeout=30)[0] == 200
         worst = max(worst, time.monotonic() - t0)
         peak = max(peak, _rss_bytes(os.getpid()))
         time.sleep(0.5)
-    srv.heavy.close()                 # the heavy questions end (their workers killed) with the test
     for t in threads:
         t.join(30)
     print(f"cached request: worst {worst:.3f} s; server and workers: peak {peak / 2 ** 30:.2f} GiB; heavy answers {answers}")
     assert worst < 1.0, f"a cached request took {worst:.2f} s"
     assert peak < 2 * 2 ** 30, f"the server and its workers held {peak / 2 ** 30:.2f} GiB"
-    assert all(s in (200, 503, 504) for s in answers), answers
+    assert answers == [200] * len(heavy), answers     # in range: answered within the budget, not refused
 
 
 def test_an_uploaded_model_is_simulated_by_the_worker_processes(server, fixtures):

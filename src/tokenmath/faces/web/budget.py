@@ -13,9 +13,10 @@ h100-sxm, vllm; peak memory of the process):
     simulate dp=256 requests=20000   256 replica groups                         5 s    1.0 GB
     simulate dp=512 requests=20000   512 replica groups                        11 s    1.8 GB
 
-So a request is weighed in the unit that drives the tables: pareto by the replica groups summed over the layouts it
+So a request is weighed in the units that drive the tables: pareto by the replica groups summed over the layouts it
 searches (mapping.candidates.layouts_for: every layout of `chips`, each with chips / tp groups), simulate and
-simulate_sweep by the replica groups of their one layout. Beyond the limit the request is refused (422) naming the
+simulate_sweep by the replica groups of their one layout; under an engine without chunked prefill, also by one
+sequence's tokens times the layouts. Beyond the limit the request is refused (422) naming the
 field, the limit and the cheaper question that answers it. What the estimate misses is caught while the request runs:
 faces/web/workers.py runs these questions in worker processes with a deadline and a memory cap.
 No physics here: a count of layouts and degrees.
@@ -25,6 +26,10 @@ from __future__ import annotations
 from tokenmath.base.errors import InputError
 
 PARETO_UNITS_MAX = 1536        # sum over the searched layouts of chips / tp (deepseek-v3 on an NVL72 rack: 1,323)
+# an engine that prefills a prompt whole (no chunked prefill: tensorrt-llm's profile) sizes each layout's tables by one
+# sequence's tokens, about 1.4 kB each (llama-3.1-8b: a 1,000,000-token simulate 1.4 GB, pareto on 8 chips at 400,000
+# tokens 0.7 GB): tokens x layouts searched, at most
+TABLE_TOKENS_MAX = 600_000
 SIM_GROUPS_MAX = 128           # replica groups (dp x ep) of one simulated layout (about 0.5 GB at 20,000 requests)
 # the questions a request may ask only in a worker process (faces/web/workers.py): each can run for seconds
 HEAVY = frozenset({"pareto", "simulate", "simulate_sweep", "overtrain", "train", "sensitivity", "deduce"})
@@ -71,6 +76,41 @@ def pareto_units(model, hardware, chips: int | None, allow_pp: bool) -> tuple[in
     return sum(n // int(t[0]) for t in lays), len(lays), n
 
 
+def longest(a: dict) -> tuple[int, str]:
+    """(the most tokens one sequence of the request holds, the length field that sets most of them)."""
+    from tokenmath.analyses.serving.simulation.workload import parse_lengths
+    n = {}
+    for k, default in (("input_len", 1024), ("output_len", 256)):
+        v = a.get(k)
+        n[k] = default if v is None else parse_lengths(v, k).max if isinstance(v, str) else int(v)
+    return n["input_len"] + n["output_len"], max(n, key=n.get)
+
+
+def unchunked(a: dict) -> bool:
+    """Whether the request's serving engine prefills a prompt whole (its tables then cover one sequence)."""
+    from tokenmath.specs.serving_engines import resolve_engine
+    e = a.get("engine")
+    if e is None or e == "none":
+        return False
+    try:
+        eng = resolve_engine(e)
+    except InputError:
+        return False
+    return eng is not None and not eng.chunked_prefill
+
+
+def _check_tokens(name: str, a: dict, layouts: int) -> None:
+    if not unchunked(a):
+        return
+    tokens, field = longest(a)
+    if tokens * layouts > TABLE_TOKENS_MAX:
+        where = f" over {layouts} layouts" if layouts > 1 else ""
+        raise InputError(field, f"{a['engine']} prefills a prompt whole: one sequence of {tokens:,} tokens{where} is "
+                         f"{tokens * layouts:,} tokens of step tables, over the {TABLE_TOKENS_MAX:,} one web request "
+                         "may", "shorter sequences, an engine with chunked prefill (engine=vllm or sglang), "
+                         + ("fewer chips, " if layouts > 1 else "") + f"or `tokenmath {name}` on your own machine")
+
+
 def check(name: str, a: dict, model_of) -> None:
     """Refuse (InputError, answered 422) a request whose estimated work is over the budget; model_of: a model id ->
     Model. A request the estimate cannot weigh (an unknown model, a bad what-if) passes: its question refuses it."""
@@ -89,6 +129,7 @@ def check(name: str, a: dict, model_of) -> None:
                              f"simulate, over the {PARETO_UNITS_MAX:,} one web request may",
                              "fewer chips (one scale-up domain, or a few), allow_pp=false, or `tokenmath pareto "
                              f"--chips {n}` on your own machine")
+        _check_tokens(name, a, n_lay)
     elif name in ("simulate", "simulate_sweep"):
         groups, field = replica_groups(a)
         if groups > SIM_GROUPS_MAX:
@@ -96,3 +137,4 @@ def check(name: str, a: dict, model_of) -> None:
                              f"{SIM_GROUPS_MAX:,} one web request may",
                              "one replica (dp=1) with its share of the load (replicas are independent: "
                              "concurrency / dp or arrival_rate / dp), or `tokenmath simulate` on your own machine")
+        _check_tokens("simulate", a, 1)

@@ -192,6 +192,8 @@ class Pool:
             try:
                 kind, value = pickle.loads(w.frm.recv_bytes())
             except (EOFError, OSError):   # the worker died: killed for its memory by the system, or a crash
+                if self._closed:          # or killed as the server stopped
+                    raise Refusal(503, "request", "the server is stopping", "try again when it runs") from None
                 kind, value = "memory", None
             if kind == "memory":
                 raise Refusal(503, field, f"this {name} question needs more than the "
