@@ -76,7 +76,7 @@ def test_a_missing_key_and_a_foreign_file_are_refused(tmp_path):
         read_file(str(p))
     q = tmp_path / "other.json"
     q.write_text(json.dumps({"hello": 1}))
-    with pytest.raises(InputError, match="neither a vllm bench serve result nor an SGLang"):
+    with pytest.raises(InputError, match="neither a vllm bench serve result, an SGLang"):
         read_file(str(q))
     r = tmp_path / "broken.jsonl"
     r.write_text('{"a": 1}\n{not json\n')
@@ -92,3 +92,26 @@ def test_files_too_large_or_missing_are_refused_before_parsing(tmp_path, monkeyp
         read_file(VLLM_FILE)
     with pytest.raises(InputError, match="does not exist"):
         read_files([str(tmp_path / "absent.json")])
+
+
+def test_aiperf_export_parses_metric_objects_and_the_user_config():
+    from tokenmath.analyses.benchmarks.readers import AIPERF
+    path = os.path.join(HERE, "aiperf_writer_keys.json")
+    (run,) = read_file(path)
+    obj = json.load(open(path))
+    assert run.tool == AIPERF and run.model_id == "meta-llama/Llama-3.1-8B-Instruct"
+    assert run.max_concurrency == 64 and run.request_rate is None and run.completed == 640
+    assert run.input_len == 1000.0 and run.output_len == 500.0
+    assert run.output_tokens_per_s == obj["output_token_throughput"]["avg"]
+    assert run.mean_ttft_s == pytest.approx(0.180) and run.mean_tpot_s == pytest.approx(0.0206)
+    assert run.duration_s == pytest.approx(104.9) and run.mean_e2e_s == pytest.approx(10.48)
+
+
+def test_aiperf_metric_in_an_unknown_time_unit_is_refused(tmp_path):
+    obj = json.load(open(os.path.join(HERE, "aiperf_writer_keys.json")))
+    obj["time_to_first_token"]["unit"] = "fortnights"
+    p = tmp_path / "a.json"
+    p.write_text(json.dumps(obj))
+    with pytest.raises(InputError) as e:
+        read_file(str(p))
+    assert e.value.field == "a.json:1.time_to_first_token.unit"

@@ -12,6 +12,13 @@ Formats, each parsed by the keys its own writer puts in the file:
   random_input_len, random_output_len, ..., duration, completed, total_input_tokens, total_output_tokens,
   request_throughput, output_throughput, mean_e2e_latency_ms, mean_ttft_ms, mean_tpot_ms, mean_itl_ms,
   concurrency (sgl-project/sglang @ 0033168f0f58b2bc05aa0273bd475d9c01bafb1c).
+- NVIDIA AIPerf `profile_export_aiperf.json`: one JSON object per run. Writer: aiperf/exporters/json_exporter.py with
+  aiperf/common/models/export_models.py JsonExportData (ai-dynamo/aiperf @ db4f6397d11ee2d4cfbb41f70b2327315163dcf0):
+  each metric an object {unit, avg, p50, ...} (request_throughput, output_token_throughput, time_to_first_token,
+  inter_token_latency, request_latency, input_sequence_length, output_sequence_length, request_count,
+  benchmark_duration), and input_config = the user config's set fields (endpoint.model_names, loadgen.concurrency,
+  loadgen.request_rate). GenAI-Perf's export has the same metric objects (JsonExportData says it mimics them); its
+  input_config is read where it has the same keys.
 Keys a run adds with --metadata (vLLM) are free text, not the schema: they are kept in `extra` and never read.
 """
 from __future__ import annotations
@@ -28,6 +35,8 @@ MAX_RESULT_BYTES = 16_000_000       # a result file without --save-detailed is a
 MAX_RUNS = 10_000
 VLLM = "vllm bench serve"
 SGLANG = "sglang bench_serving"
+AIPERF = "aiperf"
+_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,8 @@ def detect(obj: dict) -> str | None:
         return VLLM
     if "dataset_name" in obj and "output_throughput" in obj and "random_input_len" in obj:
         return SGLANG
+    if all(isinstance(obj.get(k), dict) and "unit" in obj[k] for k in ("request_throughput", "output_token_throughput")):
+        return AIPERF
     return None
 
 
@@ -135,9 +146,13 @@ def parse_run(obj, file: str, line: int) -> BenchmarkRun:
         raise InputError(where, f"is a JSON {type(obj).__name__}, not an object", "one run per JSON object")
     tool = detect(obj)
     if tool is None:
-        raise InputError(where, "is neither a vllm bench serve result nor an SGLang bench_serving line (no "
-                         "model_id + output_throughput, nor dataset_name + random_input_len + output_throughput)",
-                         "a file saved by `vllm bench serve --save-result` or `sglang.bench_serving --output-file`")
+        raise InputError(where, "is neither a vllm bench serve result, an SGLang bench_serving line nor an AIPerf "
+                         "export (no model_id + output_throughput, no dataset_name + random_input_len + "
+                         "output_throughput, no request_throughput / output_token_throughput metric objects)",
+                         "a file saved by `vllm bench serve --save-result`, `sglang.bench_serving --output-file` "
+                         "or AIPerf (profile_export_aiperf.json)")
+    if tool == AIPERF:
+        return _parse_aiperf(obj, file, line, where)
     completed = _num(obj, "completed", where, integer=True, low=1)
     dur = _num(obj, "duration", where, low=1e-9)
     tin = _num(obj, "total_input_tokens", where, low=0)
@@ -217,3 +232,53 @@ def _date(v) -> str | None:
     if isinstance(v, str) and len(v) >= 8 and v[:8].isdigit():
         return f"{v[:4]}-{v[4:6]}-{v[6:8]}"
     return None
+
+
+def _metric(obj: dict, key: str, where: str, required: bool = True) -> tuple[float, str] | None:
+    """(avg, unit) of an AIPerf / GenAI-Perf metric object."""
+    m = obj.get(key)
+    if m is None and not required:
+        return None
+    if not isinstance(m, dict):
+        raise InputError(f"{where}.{key}", "is missing" if m is None else f"{str(m)[:40]!r} is not a metric object",
+                         "the {unit, avg, ...} object AIPerf writes")
+    v = _num(m, "avg", f"{where}.{key}", low=0.0)
+    return v, str(m.get("unit", ""))
+
+
+def _seconds(obj: dict, key: str, where: str) -> float | None:
+    got = _metric(obj, key, where, required=False)
+    if got is None:
+        return None
+    v, unit = got
+    if unit not in _TIME_UNITS:
+        raise InputError(f"{where}.{key}.unit", f"{unit!r} is not a time unit", ", ".join(_TIME_UNITS))
+    return v * _TIME_UNITS[unit] if v > 0 else None
+
+
+def _parse_aiperf(obj: dict, file: str, line: int, where: str) -> BenchmarkRun:
+    cfg = obj.get("input_config") if isinstance(obj.get("input_config"), dict) else {}
+    load = cfg.get("loadgen") if isinstance(cfg.get("loadgen"), dict) else cfg
+    endpoint = cfg.get("endpoint") if isinstance(cfg.get("endpoint"), dict) else cfg
+    names = endpoint.get("model_names", endpoint.get("model"))
+    model = names[0] if isinstance(names, list) and names else names if isinstance(names, str) else None
+    conc = load.get("concurrency")
+    conc = conc[0] if isinstance(conc, list) and len(conc) == 1 else conc
+    mc = None if conc is None else _num({"concurrency": conc}, "concurrency", f"{where}.input_config", True, 1)
+    rate = load.get("request_rate")
+    rate = None if rate is None else _num({"request_rate": rate}, "request_rate", f"{where}.input_config", low=1e-12)
+    count = _metric(obj, "request_count", where)[0]
+    dur = _seconds(obj, "benchmark_duration", where)
+    isl = _metric(obj, "input_sequence_length", where)[0]
+    osl = _metric(obj, "output_sequence_length", where)[0]
+    rps = _metric(obj, "request_throughput", where)[0]
+    if count < 1 or osl <= 0 or rps <= 0:
+        raise InputError(where, "holds no completed request with output tokens", "a run that completed requests")
+    return BenchmarkRun(
+        tool=AIPERF, file=file, line=line, model_id=model, backend=None, date=None, request_rate=rate,
+        max_concurrency=None if mc is None else int(mc), num_prompts=int(count), completed=int(count),
+        duration_s=dur if dur else count / rps, input_len=isl, output_len=osl, request_throughput=rps,
+        output_tokens_per_s=_metric(obj, "output_token_throughput", where)[0],
+        mean_ttft_s=_seconds(obj, "time_to_first_token", where), mean_tpot_s=_seconds(obj, "inter_token_latency", where),
+        mean_itl_s=_seconds(obj, "inter_token_latency", where), mean_e2e_s=_seconds(obj, "request_latency", where),
+        extra={k: v for k, v in obj.items() if k == "input_config"})
