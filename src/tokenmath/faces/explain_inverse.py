@@ -95,6 +95,7 @@ def explain_api_deduction(r, explain: bool = False) -> str:
              f"({chip[1]:.0%})" + (f"; replica {s['replica_chips']['median']:.0f} chips "
                                    f"({s['replica_chips']['low']:.0f} - {s['replica_chips']['high']:.0f})"
                                    if s.get("replica_chips") else ""))
+    L.append(f"  the same question as flags: {r.flags()}")
     if ev.chips and not ev.usable_chips():
         L.append(f"  known hardware {', '.join(chip_label(c) for c in ev.chips)} has no $/chip-hour in the catalog: not used")
     if ev.sram and ev.speeds:
@@ -151,3 +152,38 @@ def width_budget_table(ev, kinds, b) -> str:
     lines.append(f"  The single unknown that narrows it most: {b.dominant().name}. A pin also moves the median (the "
                  "truth need not sit at the middle): this is the width budget, not a better answer.")
     return "\n".join(lines)
+
+
+def explain_table_deduction(r: dict, explain: bool = False) -> str:
+    """deduce --table-model: one provider-table endpoint, price alone, + speed, + TTFT against prompt length."""
+    e = r["endpoint"]
+    sizes = sorted(e["ttft"], key=lambda k: e["prompt_tokens"][k])
+    ttft = ", ".join(f"{e['ttft'][k]:g} s @ {e['prompt_tokens'][k] / 1000:g}k" for k in sizes)
+    speed = e["speed"].get("medium")
+    L = [f"{e['model']} ({e['provider']}), Artificial Analysis table of {e['date']}: ${e['input_price']:g} in / "
+         f"${e['output_price']:g} out per Mtok" + (f"; {speed:g} tokens/s" if speed else "")
+         + (f"; TTFT {ttft}" if ttft else "")]
+    if r.get("true_active_params_b"):
+        L.append(f"  the served architecture is {model_label(e['catalog_id'])}: {r['true_active_params_b']:.3g} B active")
+    words = {"price": "price", "price+speed": "+ output speed", "price+speed+ttft": "+ TTFT vs prompt"}
+    for k, st in r["sets"].items():
+        if st["summary"] is None:
+            L.append(f"  {words[k]:<18} refused: {st['error']}")
+            continue
+        a = st["summary"]["active_params_b"]
+        L.append(f"  {words[k]:<18} active {_iv(a)}, x{a['high'] / a['low']:.1f} wide")
+    L.append(f"  the same question as flags: {r['flags']}")
+    for c in r["contradictory"]:
+        L.append(f"  contradictory: {c}")
+    if not explain:
+        return "\n".join(L)
+    L.append("Sources (commit:file#line of each prompt length's row):")
+    L += [f"  {s}" for s in e["sources"]]
+    last = [st for st in r["sets"].values() if st["summary"]][-1]
+    L.append("Posterior of active params (all evidence):")
+    L += posterior_chart(last["summary"])
+    p = last["summary"]["priors"]
+    L.append(f"Noise models: prices log-sd {p['price_noise']:.2f}, speed {p['speed_noise']:.2f}, the TTFT's growth "
+             f"from 1k to 10k tokens {p['prefill_noise']:.2f} two-sided, longer prompts one-sided "
+             "(analyses/inverse/prefill_evidence.py)")
+    return "\n".join(L)

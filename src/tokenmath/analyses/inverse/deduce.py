@@ -59,6 +59,7 @@ class Observed:
     ttft_prompt_tokens: float | None = None
     batch_discount: float | None = None
     context_window: float | None = None
+    ttft_curve: tuple | None = None       # ((prompt tokens, TTFT s), ...), shortest first: prefill_evidence.py
 
 
 @dataclass
@@ -124,10 +125,12 @@ def _check_evidence(obs: Observed, ttft_s, ttft_prompt_tokens, batch_discount, c
 
 def deduce(input_price, output_price, *, cached_input_price=None, long_context_threshold=None, long_input_price=None,
            long_output_price=None, output_speed=None, ttft_s=None, ttft_prompt_tokens=None, batch_discount=None,
-           context_window=None, priors: Priors | None = None, hardware=None) -> Deduction:
+           context_window=None, ttft_curve=None, priors: Priors | None = None, hardware=None) -> Deduction:
     """Prices in $ per million tokens; output_speed in tokens/s per user; ttft_s in seconds for a prompt of
-    ttft_prompt_tokens; batch_discount = batch price / standard price; context_window in tokens. hardware: an id or
-    list narrows the prior. Noise models: analyses/inverse/forward_model.py."""
+    ttft_prompt_tokens; batch_discount = batch price / standard price; context_window in tokens; ttft_curve: TTFTs
+    at several prompt lengths, ((tokens, s), ...): how the TTFT grows with the prompt is the prefill rate (the
+    shortest point is also the one-sided TTFT bound when ttft_s is not given). hardware: an id or list narrows the
+    prior. Noise models: analyses/inverse/forward_model.py."""
     pr = priors or Priors()
     if hardware:
         ids = [hardware] if isinstance(hardware, str) else list(hardware)
@@ -140,6 +143,11 @@ def deduce(input_price, output_price, *, cached_input_price=None, long_context_t
                    _check_price(long_output_price, "long_output_price", False),
                    _check_price(output_speed, "output_speed", False))
     _check_evidence(obs, ttft_s, ttft_prompt_tokens, batch_discount, context_window)
+    if ttft_curve is not None:
+        from tokenmath.analyses.inverse.prefill_evidence import check_curve
+        obs.ttft_curve = check_curve(ttft_curve)
+        if obs.ttft_s is None:
+            obs.ttft_prompt_tokens, obs.ttft_s = obs.ttft_curve[0]
     if obs.long_threshold and (obs.long_output_price is None and obs.long_input_price is None):
         raise InputError("long_output_price", "a long-context threshold needs the prices above it",
                          "--long-input-price and/or --long-output-price")
@@ -177,6 +185,7 @@ def summarize(s: dict, w, obs: Observed, pr: Priors, hws, preds: dict, ess: floa
 
     kv_inf = [k for k in ("cached_input_price", "long_output_price", "long_input_price", "output_speed",
                           "context_window") if k in preds]
+    kv_inf += [k for k in preds if k.startswith("prefill_") and int(k.rsplit("_", 1)[1]) > 10_000]
     mem_bound = (s["Nt"] * s["q"] / s["W"]) > (2 * s["Na"] * s["B"] / s["F"])
     hw_post = {h.id: float(w[s["hi"] == i].sum() / w.sum()) for i, h in enumerate(hws)}
     summary = {"observed": {k: v for k, v in obs.__dict__.items() if v is not None},
@@ -189,6 +198,7 @@ def summarize(s: dict, w, obs: Observed, pr: Priors, hws, preds: dict, ess: floa
                "priors": {"hardware": [h for h, _ in pr.hardware], "margin": pr.margin, "utilization": pr.utilization,
                           "chip_cost_factor": pr.chip_cost_factor, "batch": pr.batch, "weight_dtype": s["dnames"],
                           "price_noise": pr.price_noise, "speed_noise": pr.speed_noise,
+                          "prefill_noise": pr.prefill_noise,
                           "active_params": pr.active_params,
                           "attn_flops_per_kv_byte": {"mha_gqa": pr.attn_flops_per_kv_byte, "mla": pr.mla_range(),
                                                      "mla_share": pr.mla_share},

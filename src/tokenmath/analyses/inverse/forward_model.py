@@ -16,12 +16,15 @@ Noise models (log-space; sd = standard deviation of log(observed / predicted)):
   than the TTFT (queueing and network only add to it), a penalty only when the prediction exceeds it;
 - batch (asynchronous) discount: one-sided, price_noise: the batch price covers the compute floor (decode at an
   unbounded batch, every paid chip-second busy: utilization 1) with the provider's margin;
-- context window: one-sided, price_noise: weights plus the KV of one full window fit in the replica's HBM.
+- context window: one-sided, price_noise: weights plus the KV of one full window fit in the replica's HBM;
+- TTFT against prompt length (ttft_curve): how much the TTFT grows between two prompt lengths is the prefill of the
+  extra tokens on one replica, two-sided, Priors.prefill_noise (prefill_evidence.py states and tests it).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from tokenmath.analyses.inverse import prefill_evidence as pe
 from tokenmath.analyses.inverse.priors import attention_prior, catalog_kv_coef, loguni
 from tokenmath.engine.closed_form import decode_chip_s_per_token, decode_step_s, prefill_chip_s_per_token
 from tokenmath.engine.economics import (cost_per_mtok, holding_cost_per_token, per_mtok, usd_of_chip_s,
@@ -33,7 +36,7 @@ ONE_SIDED = ("ttft_s", "batch_output_price", "context_window")
 
 
 def needs_chips(obs) -> bool:
-    return any(getattr(obs, k) is not None for k in ("output_speed", "ttft_s", "context_window"))
+    return any(getattr(obs, k, None) is not None for k in ("output_speed", "ttft_s", "context_window", "ttft_curve"))
 
 
 def draw(pr, hws, rng, n: int, obs) -> dict:
@@ -107,6 +110,7 @@ def predict(s: dict, obs, pr) -> dict:
         out["ttft_s"] = prefill_chip_s_per_token(Na, Nt, q, K, Lb, 1.0, F, W, g) * Lb / s["chips"]
     if obs.context_window is not None:
         out["context_window"] = (Nt * q + K * obs.context_window) / (s["chips"] * s["hbm"])
+    out.update(pe.predict(s, obs, pr.prefill_scale))
     return out
 
 
@@ -117,10 +121,13 @@ def observed_values(obs) -> dict:
         v["batch_output_price"] = obs.batch_discount * obs.output_price
     if obs.context_window is not None:
         v["context_window"] = 1.0     # the bytes of weights + one window over the replica's HBM: at most 1
+    v.update(pe.observed(obs))
     return {k: x for k, x in v.items() if x is not None}
 
 
 def noise(kind: str, pr) -> float:
+    if pe.is_prefill(kind):
+        return pr.prefill_noise
     return pr.speed_noise if kind in ("output_speed", "ttft_s") else pr.price_noise
 
 
@@ -130,7 +137,7 @@ def loglik_terms(preds: dict, obsd: dict, pr) -> dict:
     out = {}
     for k, pv in preds.items():
         x = np.log(pv / obsd[k])
-        if k in ONE_SIDED:
+        if k in ONE_SIDED or pe.is_bound(k):
             x = np.maximum(x, 0.0)
         out[k] = -0.5 * (x / noise(k, pr)) ** 2
     return out

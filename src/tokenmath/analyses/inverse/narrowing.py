@@ -42,10 +42,17 @@ class ApiDeduction:
     def price_only(self) -> Step:
         return self.steps[0]
 
+    def flags(self) -> str:
+        """The command line that asks the all-evidence question with flags (same_question.py): the same answer."""
+        from tokenmath.analyses.inverse.same_question import as_flags
+        last = [x for x in self.steps if x.summary][-1]
+        return as_flags(self.evidence.deduce_kwargs(last.kinds))
+
     def to_dict(self) -> dict:
         """The all-evidence answer at the top level under the same keys as `deduce --input-price ...` (one meaning
         per key: active_params_b, total_params_b, kv_bytes_per_token, batch, ...), then how it was reached."""
-        return {**self.final.summary, "evidence": self.evidence.to_dict(), "steps": [s.to_dict() for s in self.steps],
+        return {**self.final.summary, "evidence": self.evidence.to_dict(), "flags": self.flags(),
+                "steps": [s.to_dict() for s in self.steps],
                 "true_active_params_b": self.true_active_params_b, "true_total_params_b": self.true_total_params_b,
                 "price_only": self.price_only.summary, "all_evidence": self.final.summary}
 

@@ -54,6 +54,14 @@ class Priors:
     # log-sd between a measured speed (or TTFT) and the decode step's prediction: independent measurements of one
     # endpoint spread by up to ~3x (data/api_evidence.toml; tests/test_deduce_evidence.py derives it)
     speed_noise: float = 0.5
+    # log-sd between how much a measured TTFT grows with the prompt and the engine's prefill of the extra tokens on one
+    # replica (prefill_evidence.py); the speed noise's value, kept: on the provider table's fit split (2026-05-31) it
+    # gives 84-88% coverage of the 80% interval (docs/deduce.md)
+    prefill_noise: float = 0.5
+    # how much slower a benchmark request's prefill runs than alone on its replica (shared with other traffic): the
+    # value of table_validation.SCALE_GRID best on the provider table's fit split (2026-05-31; 230 open-weight
+    # endpoints), benchmarks/deduce_provider_table.py
+    prefill_scale: float = 8.0
     # list price / the closed form's cost at the priors: fitted on the shipped open-weight prices with
     # leave-one-provider-out validation (calibrate.calibrate_cost_scale; data/deduce_calibration.toml); 1.0 = uncalibrated
     cost_scale: float = field(default_factory=lambda: shipped_cost_scale())

@@ -21,6 +21,17 @@ def _range(ctx, param, value):
     return (lo, hi)
 
 
+def _curve(value):
+    """--ttft-curve TOKENS:SECONDS,...  ->  ((tokens, seconds), ...) (deduce checks the numbers)."""
+    if value is None:
+        return None
+    from tokenmath.base.errors import InputError
+    try:
+        return tuple(tuple(float(x) for x in p.split(":")) for p in str(value).split(",") if p.strip())
+    except ValueError:
+        raise InputError("ttft_curve", f"{value!r} is not TOKENS:SECONDS,...", "e.g. 1000:0.45,10000:0.84") from None
+
+
 @click.command()
 # prices below 1e-6 $/Mtok, speeds below 1e-3 tok/s overflow the likelihood (numpy warnings; no provider's)
 @click.option("--input-price", type=number(1e-6, 1e6, "$/Mtok"), help="$ per million input tokens.")
@@ -34,6 +45,10 @@ def _range(ctx, param, value):
 @click.option("--ttft-prompt-tokens", type=number(None, None), help="Prompt length of the --ttft measurement, tokens.")
 @click.option("--batch-discount", type=number(1e-3, 1.0), help="Batch-API price / standard price, e.g. 0.5.")
 @click.option("--context-window", type=number(None, None), help="The endpoint's context window, tokens.")
+@click.option("--ttft-curve", help="TTFTs at several prompt lengths, TOKENS:SECONDS,... e.g. 1000:0.45,10000:0.84: "
+              "how the TTFT grows with the prompt is the prefill rate.")
+@click.option("--table-model", help="Deduce an endpoint of the Artificial Analysis provider table "
+              "(data/provider_table.toml, 2026-05-31) with price, + speed, + TTFT against prompt length (--provider).")
 @click.option("--api-model", help="Deduce a model of data/api_prices.toml from all its evidence (data/api_evidence.toml).")
 @click.option("--provider", help="With --api-model: which provider's row (default: the first listed).")
 @click.option("--evidence", help="With --api-model: kinds to use, comma-separated (default all): "
@@ -60,7 +75,8 @@ def _range(ctx, param, value):
 @click.option("--explain", is_flag=True, help="Show the arithmetic behind the answer, line by line.")
 @guarded
 def deduce(input_price, output_price, cached_input_price, long_context_threshold, long_input_price, long_output_price,
-           output_speed, ttft, ttft_prompt_tokens, batch_discount, context_window, api_model, provider, evidence,
+           output_speed, ttft, ttft_prompt_tokens, batch_discount, context_window, ttft_curve, table_model, api_model,
+           provider, evidence,
            validate, width_budget, hardware, margin, utilization, batch, chip_cost, noise, samples, seed, dataset, uncalibrated,
            calibrate, as_json, explain):
     """Deduce active params, KV bytes and batch regime from API prices (an 80% interval over explicit priors)."""
@@ -90,9 +106,19 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
             from tokenmath.faces.explain_inverse import validation_table
             click.echo(validation_table(v))
         return
+    if table_model:
+        from tokenmath.analyses.inverse.table_validation import deduce_table_model
+        r = deduce_table_model(table_model, provider, pr)
+        if as_json:
+            emit_json(r)
+        else:
+            from tokenmath.faces.explain_inverse import explain_table_deduction
+            click.echo(explain_table_deduction(r, explain))
+        return
+    curve = _curve(ttft_curve)
     evidence_given = any(v is not None for v in (input_price, output_price, cached_input_price, long_context_threshold,
                                                  long_input_price, long_output_price, output_speed, ttft,
-                                                 batch_discount, context_window))
+                                                 batch_discount, context_window, curve))
     if not (api_model or dataset or evidence_given):
         # nothing asked: an API whose architecture is public, so the deduction can be read against the truth
         api_model = DEFAULT_API_MODEL
@@ -136,12 +162,16 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
             long_context_threshold=long_context_threshold, long_input_price=long_input_price,
             long_output_price=long_output_price, output_speed=output_speed, ttft_s=ttft,
             ttft_prompt_tokens=ttft_prompt_tokens, batch_discount=batch_discount, context_window=context_window,
-            priors=pr)
+            ttft_curve=curve, priors=pr)
+    from tokenmath.analyses.inverse.same_question import note_for_typed
+    note = note_for_typed({k: v for k, v in d.observed.__dict__.items() if v is not None})
     if as_json:
-        emit_json(d.to_dict())
+        emit_json({**d.to_dict(), "api_model_note": note})
     else:
         from tokenmath.faces.explain_inverse import explain_deduction
         click.echo(explain_deduction(d))
+        if note:
+            click.echo(f"note: {note}")
 
 
 @click.command()
