@@ -48,6 +48,7 @@ def explain_deduction(d: Deduction) -> str:
     L.append(f"  decode batch: {b['median']:.0f} ({b['low']:.0f} - {b['high']:.0f}); P(decode memory-bound) = "
              f"{s['p_decode_memory_bound']:.0%}")
     L.append("  hardware posterior: " + ", ".join(f"{chip_label(k)} {v:.0%}" for k, v in s["hardware_posterior"].items()))
+    L += [f"  TTFT curve: {note}" for note in s.get("ttft_curve_left_out", ())]
     return "\n".join(L)
 
 

@@ -205,6 +205,9 @@ def summarize(s: dict, w, obs: Observed, pr: Priors, hws, preds: dict, ess: floa
                           "cost_scale": pr.cost_scale}}
     if "chips" in s:
         summary["replica_chips"] = iv(s["chips"])
+    if obs.ttft_curve:
+        from tokenmath.analyses.inverse.prefill_evidence import pairs
+        summary["ttft_curve_left_out"] = list(pairs(obs.ttft_curve)[1])
     # the posterior of active params on a log grid over the prior's range, for the chart of --explain
     edges = np.geomspace(*pr.active_params, 25)
     h, _ = np.histogram(s["Na"], bins=edges, weights=w)

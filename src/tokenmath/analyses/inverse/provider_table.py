@@ -137,10 +137,10 @@ def find(model: str, provider: str | None = None, split: str = "fit", rows=None)
     if provider:
         hits = [r for r in hits if r.provider.lower() == provider.strip().lower()]
     if len({r.model for r in hits}) > 1:
-        raise InputError("api_model", f"{model!r} matches several models in the provider table",
+        raise InputError("table_model", f"{model!r} matches several models in the provider table",
                          "one of " + ", ".join(sorted({r.model for r in hits})[:8]))
     if not hits:
         near = closest(model, sorted({r.model for r in rows}))
-        raise InputError("api_model", f"no provider-table row for {model!r}" + (f" from {provider!r}" if provider else ""),
+        raise InputError("table_model", f"no provider-table row for {model!r}" + (f" from {provider!r}" if provider else ""),
                          f"did you mean {', '.join(near)}?" if near else "a model of data/provider_table.toml")
     return hits[0]
