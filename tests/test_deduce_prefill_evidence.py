@@ -40,7 +40,7 @@ def test_a_synthetic_endpoint_is_recovered_from_its_ttft_curve():
 
 def test_synthetic_coverage_near_the_stated_rate_and_narrower():
     """Against price alone. (Against price + a noise-free speed the curve does not narrow the synthetic interval:
-    median 9.6x with it vs 9.0x without, Monte Carlo noise; on the real table it does, test_held_out_... below.)"""
+    median 9.5x with it vs 9.0x without, 9.8x price alone; on the real table it does, test_held_out_... below.)"""
     cov, w_with, w_without, refused = [], [], [], 0
     for true_b, kw in synthetic():
         pr = Priors(samples=30_000, seed=7)
