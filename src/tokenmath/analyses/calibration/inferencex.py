@@ -227,3 +227,14 @@ def techniques(run: Run) -> tuple[str, ...]:
     got = tuple(t for t, on in (("mtp", run.mtp), ("disaggregated", run.disagg), ("wide-ep", run.wide_ep),
                                 ("fp4", run.fp4)) if on)
     return got or ("plain",)
+
+
+def self_consistency(run: Run) -> float | None:
+    """Published throughput per GPU / the throughput its own latencies imply (conc x (ISL + OSL) / median end-to-end
+    latency / GPUs): about 1 for a sound row (0.85 median over the file: mean vs median latency); far from 1 the row
+    contradicts itself, and its error says nothing about the model."""
+    r = run.row
+    if not r["median_e2el"] or r["median_e2el"] <= 0:
+        return None
+    implied = r["conc"] * (r["isl"] + r["osl"]) / r["median_e2el"] / r["gpus"]
+    return r["tput_per_gpu"] / implied

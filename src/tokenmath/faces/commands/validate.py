@@ -9,10 +9,18 @@ from tokenmath.faces.commands.common import PLOT_OPTION, emit_json, force_option
 @click.option("--write-calibration", type=click.Path(dir_okay=False),
               callback=output_path("write_calibration", (".toml",)),
               help="Write the fitted efficiencies as TOML (ships as tokenmath/data/calibration.toml).")
+@click.option("--inferencex", is_flag=True,
+              help="Only the InferenceX report: every shipped InferenceX run (data/inferencex_runs.csv.gz) predicted "
+                   "at its own chips, layout, engine, concurrency and lengths; medians by chip, engine, engine "
+                   "version, model family and technique, held out by source, vendor, engine version and model; the "
+                   "worst 20 runs with the term that dominates each; the runs not predicted, with why.")
+@click.option("--inferencex-basis", type=click.Choice(("calibrated", "kernel")), default="calibrated",
+              show_default=True, help="With --inferencex: the shipped calibration (fitted on other data), or the "
+                                      "kernel model with no fitted constant.")
 @force_option
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr (they are shown only on a terminal).")
 @guarded
-def validate(as_json, plot_file, write_calibration, quiet):
+def validate(as_json, plot_file, write_calibration, inferencex, inferencex_basis, quiet):
     """Predict every published measurement shipped with tokenmath: held-out error by regime, MoE/dense and chip
     vendor (leave one source / regime / vendor / MoE-or-dense out), the pure-roofline check, the fitted parameters;
     then, held out and never fitted, published throughput-per-GPU vs tok/s/user points (InferenceX curves) and MLPerf
@@ -20,6 +28,8 @@ def validate(as_json, plot_file, write_calibration, quiet):
     from tokenmath.analyses.calibration.validate import validate as run, validate_flat, write_calibration as write
     from tokenmath.faces.progress import reporter
     say = reporter(quiet) or (lambda msg: None)
+    if inferencex:
+        return _inferencex(as_json, inferencex_basis, say)
     say("measurements: fitting the physics set and holding out by source, regime, vendor and MoE / dense")
     v = run()                      # the physics set the serving commands ship with
     say("the flat per-family set, for comparison")
@@ -57,3 +67,14 @@ def validate(as_json, plot_file, write_calibration, quiet):
     mlperf_server_table(server)
     if plot_file:
         click.echo(f"chart written to {plot_file}")
+
+
+def _inferencex(as_json, basis, say):
+    from tokenmath.analyses.calibration.inferencex_report import inferencex_report
+    say(f"InferenceX runs: predicting each at its own configuration ({basis})")
+    rep = inferencex_report(basis)
+    if as_json:
+        emit_json(rep.to_dict())
+        return
+    from tokenmath.faces.tables_inferencex import inferencex_table
+    inferencex_table(rep)
