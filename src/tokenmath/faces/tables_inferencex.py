@@ -35,6 +35,12 @@ def inferencex_table(rep) -> None:
             f"{pct_cell(a['median_ape'])}, median predicted / measured {ratio_cell(a['median_ratio'])} (> 1: "
             f"tokenmath optimistic); tok/s per user: median |error| {pct_cell(a['median_ape_per_user'])}.")
     c.print(f"Held out: {d['held_out_note']}.")
+    for eng, e in s["engine_profiles"].items():
+        pub = [v for v in e["published"] if not v.startswith("unknown")]
+        ver = e["version"].replace("the commits below", "the commits data/engines.toml names")
+        c.print(f"  {eng} runs predicted with tokenmath's {e['profile']} profile ({e['name']}, {ver}); "
+                f"published versions: {', '.join(pub) or 'none named'}"
+                + (" and runs without an image" if len(pub) < len(e["published"]) else ""))
     print_table(c, _group_table("InferenceX: predicted vs measured throughput per GPU (and tok/s per user) by group",
                                 s["groups"], a))
     print_table(c, _group_table("InferenceX held out: by source, vendor, engine version and model", s["held_out"], a))
@@ -43,7 +49,8 @@ def inferencex_table(rep) -> None:
     for col in ("run", "GPUs", "measured", "predicted", "pred/meas", "term", "layout"):
         t.add_column(col, justify="left" if col in ("run", "term", "layout") else "right")
     for w in d["worst"]:
-        t.add_row(w["run"] + ("" if w["self_consistent"] else " (!)"), str(w["gpus"]), num(w["measured_tput_per_gpu"]), num(w["predicted_tput_per_gpu"]),
+        t.add_row(w["run"] + ("" if w["self_consistent"] else " (!)"), str(w["gpus"]),
+                  num(w["measured_tput_per_gpu"]), num(w["predicted_tput_per_gpu"]),
                   ratio_cell(w["ratio"]), f"{w['phase']}: {w['term']}",
                   w["layout"].replace(" pp=1", "").replace(" dp=1", ""))
     print_table(c, t)

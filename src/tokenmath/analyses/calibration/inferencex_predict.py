@@ -6,10 +6,11 @@ run's own configuration: chips, layout, engine profile, concurrency, lengths, MT
   layout at its concurrency; the replica and its tables are built once per (chip, dtype, engine, layout, MTP) and
   shared by every concurrency and length of the group.
 - Disaggregated (prefill and decode pools): decode workers each run conc / workers users (at most what their memory
-  holds; the rest queue); their decode step is the engine's static-batch step at that batch (grid.evaluate; with MTP the time per token, engine/speculative.py); a
-  prompt's TTFT is its prefill alone on one prefill worker; the pools' request rate is the lesser of the users'
-  (running / (TTFT + O x TPOT)) and the prefill pool's (workers x the best prompts/s over prompt batches 1-64). KV
-  transfer between the pools is left out (an optimistic omission, said on every such row).
+  holds; the rest queue); their decode step is the engine's static-batch step at that batch (grid.evaluate; with
+  MTP the time per token, engine/speculative.py); a prompt's TTFT is its prefill alone on one prefill worker; the
+  pools' request rate is the lesser of the users' (running / (TTFT + O x TPOT)) and the prefill pool's (workers x
+  the best prompts/s over prompt batches 1-64). KV transfer between the pools is left out (an optimistic omission,
+  said on every such row).
 - Layout: InferenceX's TP is the GPUs of one instance; EP with DP attention is tokenmath's (tp = TP / EP, ep = EP)
   "DP attention + EP" layout; EP without DP attention (EP inside a TP attention group) has no tokenmath layout and
   is read as TP over every GPU (the same weight bytes per GPU; the MoE's communication differs: said on the row);

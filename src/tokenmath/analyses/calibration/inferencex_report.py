@@ -87,6 +87,22 @@ def skipped(preds: list[RunPrediction]) -> dict[str, list[str]]:
     return dict(sorted(out.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
 
+def profiles(preds: list[RunPrediction]) -> dict[str, dict]:
+    """Per published engine: the tokenmath engine profile its runs were predicted with (id, name, the version its
+    defaults were read at) and the engine versions the runs published."""
+    from tokenmath.specs.serving_engines import get_engine
+    out: dict[str, dict] = {}
+    for p in preds:
+        r = p.run
+        d = out.setdefault(r.engine, {"profile": r.profile, "published": set()})
+        v = r.engine_version
+        d["published"].add(v if v != "unknown" else f"unknown (runs of {r.row['date'][:7]})")
+    for d in out.values():
+        e = get_engine(d["profile"])
+        d.update(name=e.name, version=e.version, published=sorted(d["published"]))
+    return dict(sorted(out.items()))
+
+
 @dataclass(frozen=True)
 class InferenceXReport:
     preds: tuple[RunPrediction, ...]
@@ -101,6 +117,7 @@ class InferenceXReport:
         return {"all": stats(P), "groups": {k: grouped(P, f) for k, f in GROUPINGS.items()},
                 "held_out": {k: grouped(P, f) for k, f in HELD_OUT.items()},
                 "dominant_terms": dict(sorted(terms.items(), key=lambda kv: -kv[1])),
+                "engine_profiles": profiles(P),
                 "self_contradictory": [p.run.label for p in P if not consistent(p.run)],
                 "skipped": {k: len(v) for k, v in skipped(P).items()}}
 
