@@ -62,6 +62,9 @@ def test_worst_first_either_way_and_each_names_a_term(hand):
     assert all(x["term"] in ("compute", "memory", "communication", "overhead") for x in d["worst"])
     assert d["skipped"] == {"chip 'x' has no catalog entry": [hand[4].run.label]}
     assert d["summary"]["skipped"] == {"chip 'x' has no catalog entry": 1}
+    prof = d["summary"]["engine_profiles"]
+    assert prof["atom"]["profile"] == "vllm" and prof["sglang"]["profile"] == "sglang"
+    assert all(e["version"] and e["published"] for e in prof.values())
 
 
 def test_layout_reading():
