@@ -32,6 +32,7 @@ NAMES = sorted(COMMANDS)
 # Arguments that make a command answer with its defaults (a required option, or a default that legitimately does
 # not fit). Commands not named here run with no arguments.
 BASE = {
+    "kvcache": ["--trace", "tests/fixtures/mooncake/synthetic_trace.jsonl.gz"],
     "fleet": ["--demand", "1000"],
     "chinchilla": ["--compute", "1e23"],
     "overtrain": ["--target-loss", "2.3", "--flop-only"],
