@@ -139,8 +139,8 @@ def rows_of(s: RunSetup) -> list[dict]:
 
 def profile_model():
     """The physics parameter set (calibration/parameters.py), three of its residuals, one value for all rows."""
-    from tokenmath.analyses.calibration.parameters import CalibrationModel, _physics_params, physics_base
-    params = tuple(replace(p, scopes=("all",)) for p in _physics_params() if p.name in FITTED)
+    from tokenmath.analyses.calibration.parameters import CalibrationModel, physics_params, physics_base
+    params = tuple(replace(p, scopes=("all",)) for p in physics_params() if p.name in FITTED)
     return CalibrationModel("profile", params, physics_base, "the user's runs: compute and bandwidth scales and "
                             "the engine's CPU time per step, one value each")
 

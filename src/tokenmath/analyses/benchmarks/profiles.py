@@ -102,8 +102,8 @@ def load_profile(name: str) -> dict:
 
 
 def _bounds() -> dict:
-    from tokenmath.analyses.calibration.parameters import _physics_params
-    return {p.name: p.bounds for p in _physics_params() if p.name in VALUE_NAMES}
+    from tokenmath.analyses.calibration.parameters import physics_params
+    return {p.name: p.bounds for p in physics_params() if p.name in VALUE_NAMES}
 
 
 def efficiency_of(prof: dict, hardware, engine):

@@ -151,7 +151,7 @@ RESIDUAL_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 GAP_GRID_S = (0.0, 2.5e-6, 5e-6, 10e-6, 20e-6, 40e-6)
 
 
-def _physics_params():
+def physics_params():
     from tokenmath.specs import serving_engines as se
     # where each value is fitted is where specs.efficiency.physics_values looks it up: one declaration of the scopes
     from tokenmath.specs.efficiency import PHYSICS_SCOPES as SCOPES_OF
@@ -204,6 +204,6 @@ def physics_model() -> CalibrationModel:
     """The issue-16 set: the kernel model of the chip class (specs.efficiency.kernel_default_for) and the row's
     serving-engine profile run the engine once per row; the fitted residuals (compute and bandwidth scales per chip
     family, a per-layer gap and the per-step CPU work per engine) re-time it (engine/static_batch.retimed)."""
-    return CalibrationModel("physics", _physics_params(), physics_base,
+    return CalibrationModel("physics", physics_params(), physics_base,
                             "kernel model of the chip class + the serving engine's profile; bounded residuals "
                             "(compute and bandwidth scales per family, layer gap and CPU per step per engine)")
