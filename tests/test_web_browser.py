@@ -6,6 +6,7 @@ Without them the test is skipped with the reason, unless TOKENMATH_REQUIRE_BROWS
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -65,6 +66,18 @@ def wait(page, expr: str, timeout: float = 30.0):
             return last
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {expr} (last value {last!r})")
+
+
+def open_tab(p, query: str) -> str:
+    """Open the page on `query` (its query string, with or without the leading '?') and wait until its panel has
+    drawn or shown its error; the tab's name."""
+    p.goto(p.base + "?" + query.lstrip("?"))
+    tab = re.search(r"tab=(\w+)", query)
+    tab = tab.group(1) if tab else "overview"
+    wait(p, f"Number(document.querySelector('#main').dataset.renders) > 0 || "
+            f"!document.querySelector('#tab-{tab} .error').hidden", 60)
+    wait(p, "document.querySelector('#main').dataset.pending === '0'", 60)
+    return tab
 
 
 def settled(page, renders_before: int):

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from test_web_browser import base_url, browser, renders, settled, wait  # noqa: F401  (fixtures and helpers)
+from test_web_browser import base_url, browser, open_tab, renders, settled, wait  # noqa: F401  (fixtures and helpers)
 
 VIEWS = {"desktop": dict(viewport={"width": 1400, "height": 1000}),
          "phone": dict(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)}
@@ -29,16 +29,6 @@ def page(request, browser, base_url):  # noqa: F811
     p.base, p.view = base_url, request.param
     yield p
     context.close()
-
-
-def open_tab(p, query: str) -> str:
-    p.goto(p.base + "?" + query)
-    tab = re.search(r"tab=(\w+)", query)
-    tab = tab.group(1) if tab else "overview"
-    wait(p, f"Number(document.querySelector('#main').dataset.renders) > 0 || "
-            f"!document.querySelector('#tab-{tab} .error').hidden", 60)
-    wait(p, "document.querySelector('#main').dataset.pending === '0'", 60)
-    return tab
 
 
 def error_text(p, tab: str) -> str:

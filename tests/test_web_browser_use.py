@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import pytest
 
-from test_web_browser import base_url, browser, renders, settled, wait  # noqa: F401  (fixtures and helpers)
+from test_web_browser import base_url, browser, open_tab, renders, settled, wait  # noqa: F401  (fixtures and helpers)
 
 DESKTOP = {"width": 1400, "height": 1000}
 PHONE = {"width": 390, "height": 844}
@@ -30,17 +30,6 @@ def page(browser, base_url):  # noqa: F811
     yield p
     context.close()
     assert not [x for x in problems if "422" not in x], problems   # a refused input is answered in place, not logged
-
-
-def open_tab(p, query: str):
-    """Open the page on `query` and wait until its panel has drawn or shown its error."""
-    p.goto(p.base + query)
-    tab = re.search(r"tab=(\w+)", query)
-    tab = tab.group(1) if tab else "overview"
-    wait(p, f"Number(document.querySelector('#main').dataset.renders) > 0 || "
-            f"!document.querySelector('#tab-{tab} .error').hidden", 60)
-    wait(p, "document.querySelector('#main').dataset.pending === '0'", 60)
-    return tab
 
 
 def card(p, tab: str, key: str, part: str = "value") -> str:

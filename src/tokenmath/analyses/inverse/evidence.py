@@ -151,17 +151,24 @@ def find(name: str, provider: str | None = None, rows=None) -> ApiEvidence:
     """The endpoint named `name` (exact, case-insensitive; else the one model id that starts with it, e.g.
     'claude-sonnet-4-5' or 'deepseek-chat'); with several providers, the model's own (first listed) unless
     `provider` is given. An InputError lists the closest names."""
-    rows = rows if rows is not None else load()
+    return match_endpoint(rows if rows is not None else load(), name, provider, field="api_model",
+                          missing_field="provider" if provider else "api_model", several="matches several models",
+                          missing="no price row", source="data/api_prices.toml")
+
+
+def match_endpoint(rows, name: str, provider: str | None, *, field: str, missing_field: str, several: str,
+                   missing: str, source: str):
+    """The row of `rows` (each with .model and .provider) whose model is `name` (exact, case-insensitive; else the
+    one model starting with it) from `provider` (default: the first listed); InputErrors name `field` (several
+    models match) or `missing_field` (none does, with the closest names, else a model of `source`)."""
     n = name.strip().lower()
     hits = [r for r in rows if r.model.lower() == n] or [r for r in rows if r.model.lower().startswith(n)]
     if provider:
         hits = [r for r in hits if r.provider.lower() == provider.strip().lower()]
     if len({r.model for r in hits}) > 1:
-        raise InputError("api_model", f"{name!r} matches several models",
-                         "one of " + ", ".join(sorted({r.model for r in hits})[:8]))
+        raise InputError(field, f"{name!r} {several}", "one of " + ", ".join(sorted({r.model for r in hits})[:8]))
     if not hits:
         near = closest(name, sorted({r.model for r in rows}))
-        raise InputError("api_model" if not provider else "provider",
-                         f"no price row for {name!r}" + (f" from {provider!r}" if provider else ""),
-                         f"did you mean {', '.join(near)}?" if near else "a model of data/api_prices.toml")
+        raise InputError(missing_field, f"{missing} for {name!r}" + (f" from {provider!r}" if provider else ""),
+                         f"did you mean {', '.join(near)}?" if near else f"a model of {source}")
     return hits[0]

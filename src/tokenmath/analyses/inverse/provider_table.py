@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tokenmath.base.errors import InputError, closest
+from tokenmath.base.errors import InputError
+from tokenmath.analyses.inverse.evidence import match_endpoint
 
 SPLITS = ("fit", "check")
 SIZES = ("medium", "long", "extra_long")
@@ -131,16 +132,6 @@ def load(split: str = "fit", table: dict | None = None) -> list[TableRow]:
 def find(model: str, provider: str | None = None, split: str = "fit", rows=None) -> TableRow:
     """The endpoint whose model is `model` (case-insensitive, exact; else the one model starting with it) from
     `provider` (default: the first listed)."""
-    rows = rows if rows is not None else load(split)
-    n = model.strip().lower()
-    hits = [r for r in rows if r.model.lower() == n] or [r for r in rows if r.model.lower().startswith(n)]
-    if provider:
-        hits = [r for r in hits if r.provider.lower() == provider.strip().lower()]
-    if len({r.model for r in hits}) > 1:
-        raise InputError("table_model", f"{model!r} matches several models in the provider table",
-                         "one of " + ", ".join(sorted({r.model for r in hits})[:8]))
-    if not hits:
-        near = closest(model, sorted({r.model for r in rows}))
-        raise InputError("table_model", f"no provider-table row for {model!r}" + (f" from {provider!r}" if provider else ""),
-                         f"did you mean {', '.join(near)}?" if near else "a model of data/provider_table.toml")
-    return hits[0]
+    return match_endpoint(rows if rows is not None else load(split), model, provider, field="table_model",
+                          missing_field="table_model", several="matches several models in the provider table",
+                          missing="no provider-table row", source="data/provider_table.toml")

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenmath.base.validators import finite
-from tokenmath.engine.economics import per_mtok, transfer_cost_per_mtok, usd_per_byte_s_from_gib_hour
+from tokenmath.engine.economics import (cost_per_token, holding_cost_per_token, per_mtok, transfer_cost_per_mtok,
+                                        usd_per_byte_s_from_gib_hour)
 from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.specs.kv_tiers import host_tier_figures
 from tokenmath.specs.list_prices import list_price_dict, list_prices
@@ -91,11 +92,12 @@ def _what_if(c: ReuseCurve, tiers: list[dict], kvb: float, chips: int, tr: Block
         if t["reload_bytes_per_s_per_chip"] is not None:
             hit_tok_s = s * tokens_per_s
             load = hit_tok_s * kvb / chips / t["reload_bytes_per_s_per_chip"]
-            hold_usd_s = held * kvb * t["usd_per_byte_s"]       # the bytes it holds, at its price per byte-second
+            hold_usd_s = holding_cost_per_token(held * kvb, 1.0, t["usd_per_byte_s"])   # its bytes held, $ per s
             move = float(transfer_cost_per_mtok(kvb, t["reload_bytes_per_s_per_chip"], t["usd_per_byte_s"],
                                                 t["capacity_bytes"] / chips))
             row |= {"reload_link_load": finite(load),
-                    "cost_per_mtok_hit_usd": finite(per_mtok(hold_usd_s / hit_tok_s) + move) if hit_tok_s > 0 else None}
+                    "cost_per_mtok_hit_usd": finite(per_mtok(cost_per_token(hold_usd_s, 1.0, hit_tok_s)) + move)
+                    if hit_tok_s > 0 else None}
         rows.append(row)
     binding = [r["tier"] for r in rows if (r.get("reload_link_load") or 0) > 1]
     return {"tiers": [t["tier"] for t in tiers], "hit_rate": float(1.0 - share[-1]), "recomputed": float(share[-1]),
