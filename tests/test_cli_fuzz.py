@@ -75,7 +75,8 @@ def run_main(args: list[str], limit_s: int = 120) -> tuple[object, str, str]:
 # what a command needs to answer at all, so that each other option is fuzzed on an answering question
 BASE_ARGS = {"fleet": ["--demand", "1000"], "deduce": ["--input-price", "0.6", "--output-price", "2.4"],
              "simulate": ["--requests", "50"], "scenarios": ["--requests", "20"], "plan": ["--chips", "8"],
-             "pareto": ["--chips", "8"], "moe": ["--chips", "8"]}
+             "pareto": ["--chips", "8"], "moe": ["--chips", "8"],
+             "kvcache": ["--trace", "tests/fixtures/mooncake/synthetic_trace.jsonl.gz"]}
 
 
 def _counts(text: str) -> list[int]:

@@ -9,12 +9,11 @@ import io
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from tokenmath.base.errors import InputError, show
-from tokenmath.analyses.serving.simulation.workload import MAX_REQUESTS, MAX_TRACE_BYTES
+from tokenmath.analyses.serving.simulation.workload import MAX_REQUESTS, MAX_TRACE_BYTES, trace_file
 
 BLOCK_TOKENS = 512          # Mooncake's trace README: "The block size is 512 tokens"
 MAX_BLOCKS = 100_000_000    # hash ids in one trace: bounds the cache analysis' memory (8 bytes each)
@@ -56,11 +55,12 @@ def _int(row: dict, key: str, k: int, name: str, lo: int = 0) -> int:
 
 def read_block_trace(path, block_tokens: int = BLOCK_TOKENS) -> BlockTrace:
     """Read a hashed-block trace (.jsonl or .jsonl.gz), refusing anything else with the line at fault."""
-    p = Path(str(path))
-    if not p.is_file():
-        raise InputError("trace", f"file not found: {show(str(path))}", "a JSONL trace with hash_ids (Mooncake format)")
-    with open(p, "rb") as fh:
-        raw = fh.read(MAX_TRACE_BYTES + 1)
+    p = trace_file(path, "trace", "a JSONL trace with hash_ids (Mooncake format)")
+    try:
+        with open(p, "rb") as fh:
+            raw = fh.read(MAX_TRACE_BYTES + 1)
+    except OSError as e:
+        raise InputError("trace", f"{p.name!r} cannot be read: {show(e.strerror or str(e))}", "a readable file") from None
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(MAX_TRACE_BYTES + 1)

@@ -259,16 +259,22 @@ def _json_int(s: str):
     return int(s) if len(s) <= 30 else float(s)
 
 
-def read_trace(path, field: str = "trace") -> dict:
-    """A trace file as arrays sorted by arrival: arrival_s, input_tokens, output_tokens, prefix_group (-1: none),
-    prefix_tokens (the shared prefix each request may find cached)."""
+def trace_file(path, field: str = "trace", valid: str = "a CSV or JSONL trace file") -> Path:
+    """The path of an existing trace file, or an InputError naming `field` (never an OSError)."""
     p = Path(str(path))
     try:
         found = p.is_file()
     except OSError:                 # a name too long for the file system, ...
         found = False
     if not found:
-        raise InputError(field, f"file not found: {show(str(path))}", "a CSV or JSONL trace file")
+        raise InputError(field, f"file not found: {show(str(path))}", valid)
+    return p
+
+
+def read_trace(path, field: str = "trace") -> dict:
+    """A trace file as arrays sorted by arrival: arrival_s, input_tokens, output_tokens, prefix_group (-1: none),
+    prefix_tokens (the shared prefix each request may find cached)."""
+    p = trace_file(path, field)
     arr, inp, out, pid, ptok = [], [], [], [], []
     for k, row in _rows(p, field):
         if len(arr) >= MAX_REQUESTS:
