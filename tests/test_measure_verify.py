@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from tokenmath.faces.cli import cli, main
 from tokenmath.faces.explain_verify import explain as verify_text
+from tokenmath.base.install import install_hint
 from tokenmath.engine import kernels as K
 from tokenmath.local.decode_matmul import curve_efficiency
 from tokenmath.local.hardware_file import to_toml
@@ -178,11 +179,12 @@ def test_verify_without_torch_says_how_to_install(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", fake)
     code, out, err = run_main(["verify"])
     assert code == 2
-    assert "pip install 'tokenmath[verify]'" in err
+    assert install_hint("verify") in " ".join(err.split())      # torch's CPU build, then the extra from this checkout
+    assert "download.pytorch.org/whl/cpu" in install_hint("verify")
     code, out, err = run_main(["verify", "--json"])
     assert code == 2
     e = json.loads(out)["error"]
-    assert "pip install 'tokenmath[verify]'" in e["valid"] and "torch" in e["problem"]
+    assert e["valid"] == install_hint("verify") and "torch" in e["problem"]
 
 
 def test_verify_checks_inputs_before_looking_for_torch(monkeypatch, tmp_path):
@@ -219,8 +221,7 @@ def test_probe_config_shrinks_widths_and_keeps_layers():
 def need_torch_and_transformers():
     for mod in ("torch", "transformers"):
         pytest.importorskip(mod, reason=f"{mod} is not installed: the real-model check needs the verify extra "
-                                        "(pip install '.[verify]'; CPU torch: pip install torch==2.13.0 "
-                                        "--index-url https://download.pytorch.org/whl/cpu)")
+                                        f"({install_hint('verify')})")
 
 
 def test_verify_tiny_config_end_to_end(tmp_path, monkeypatch):

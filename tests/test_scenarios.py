@@ -10,6 +10,7 @@ from click.testing import CliRunner
 import tokenmath
 from tokenmath.analyses.serving.scenarios import ScenarioSet, run_scenarios, scenario_set
 from tokenmath.base.errors import InputError
+from tokenmath.base.install import install_hint
 from tokenmath.faces.cli import cli
 
 SPEC = {"models": ["llama-3.1-8b"], "hardware": ["h100-sxm", "hgx-h200"], "layouts": [{"chips": 1}, {"chips": 2}],
@@ -116,7 +117,8 @@ def test_cluster_without_distributed_says_how_to_install(monkeypatch):
     r = CliRunner().invoke(cli, ["scenarios", "--cluster", "tcp://127.0.0.1:8786", "--json"])
     assert r.exit_code == 2, r.output
     err = json.loads(r.stdout)["error"]
-    assert err["field"] == "cluster" and "pip install 'tokenmath[cluster]'" in err["valid"]
+    assert err["field"] == "cluster" and err["valid"] == install_hint("cluster")
+    assert "pip install" in err["valid"] and "[cluster]'" in err["valid"]
 
 
 @pytest.mark.parametrize("address", ["http://127.0.0.1:8786", "", "tcp://", "tcp://a b:1"])

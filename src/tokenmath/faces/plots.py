@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tokenmath.base.errors import InputError
+from tokenmath.base.install import install_hint
 from tokenmath.faces.names import chip_label
 
 
@@ -11,7 +12,7 @@ def pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise InputError("plot", "matplotlib is not installed", "pip install 'tokenmath[plot]'") from None
+        raise InputError("plot", "matplotlib is not installed", install_hint("plot")) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt

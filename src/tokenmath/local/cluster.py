@@ -1,4 +1,4 @@
-"""Scenario sweeps on an existing Dask cluster (the optional extra `tokenmath[cluster]`: Dask's `distributed`,
+"""Scenario sweeps on an existing Dask cluster (the optional extra `cluster`: Dask's `distributed`,
 imported only here and only when a cluster is asked for).
 
 DaskCluster(address) connects a client to a running scheduler (`dask scheduler` + `dask worker ADDRESS` on each
@@ -10,8 +10,8 @@ a trace file named by a scenario must be readable at the same path on every work
 from __future__ import annotations
 
 from tokenmath.base.errors import InputError, show
+from tokenmath.base.install import install_hint
 
-INSTALL = "pip install 'tokenmath[cluster]'"
 CONNECT_TIMEOUT_S = 10.0
 SCHEMES = ("tcp", "tls", "ucx", "inproc", "ws", "wss")
 
@@ -40,7 +40,7 @@ def load_distributed():
         import distributed
     except ImportError:
         raise InputError("cluster", "running on a cluster needs Dask's distributed package, which is not installed",
-                         INSTALL) from None
+                         install_hint("cluster")) from None
     return distributed
 
 

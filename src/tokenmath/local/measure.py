@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from tokenmath.base.errors import InputError
+from tokenmath.base.install import install_hint
 from tokenmath.local.bandwidth import MB, array_bytes, numpy_bandwidth, torch_bandwidth
 from tokenmath.local.decode_matmul import CURVE_ROWS, gemm_curve
 from tokenmath.local.machine import (check_device, cpu_count, cpu_name, last_level_cache_bytes, machine_busy, meminfo,
@@ -62,7 +63,8 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
     has_torch = torch_available() if use_torch is None else use_torch
     if device == "cuda":
         if not has_torch:
-            raise InputError("device", "cuda needs torch, which is not installed", "pip install 'tokenmath[verify]'")
+            raise InputError("device", "cuda needs torch, which is not installed",
+                             install_hint("verify", cpu_torch=False))
         import torch
         if not torch.cuda.is_available():
             raise InputError("device", "no CUDA device is visible to torch", "--device cpu")
@@ -102,7 +104,7 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
     say("per-call overhead: tiny elementwise ops")
     overhead = call_overhead(500 if quick else 5000, device, has_torch)
     if not has_torch:
-        notes.append("torch is not installed: numpy only (fp32 matmul; no bf16/fp16); pip install 'tokenmath[verify]'")
+        notes.append(f"torch is not installed: numpy only (fp32 matmul; no bf16/fp16); {install_hint('verify')}")
     for k, v in matmul.items():
         if v.get("error"):
             notes.append(f"{k}: not measured ({v['error']})")

@@ -14,25 +14,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tokenmath.base.errors import InputError
+from tokenmath.base.install import install_hint
 from tokenmath.local.timing import device_sync
 
 if TYPE_CHECKING:   # torch stays unimported until a model is built
     import torch
-
-INSTALL_HINT = "pip install 'tokenmath[verify]'"
-
 
 def missing_packages() -> list[str]:
     """Which of torch and transformers cannot be imported (checked without importing them)."""
     return [p for p in ("torch", "transformers") if importlib.util.find_spec(p) is None]
 
 
-def require_packages() -> None:
-    """InputError("verify") with the install line when torch or transformers is missing."""
+def require_packages(gpu: bool = False) -> None:
+    """InputError("verify") with the install line when torch or transformers is missing (torch's CPU build unless
+    `gpu`)."""
     miss = missing_packages()
     if miss:
         raise InputError("verify", f"needs {' and '.join(miss)}, which {'is' if len(miss) == 1 else 'are'} not installed",
-                         f"{INSTALL_HINT} (a CPU build of torch is enough)")
+                         install_hint("verify", cpu_torch=not gpu))
 
 
 def torch_device(device: str) -> torch.device:

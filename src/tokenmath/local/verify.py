@@ -21,7 +21,8 @@ file's headline figures (Efficiency(1, 1, 1), no kernel model) plus the probe's 
 without a [kernels] section gets that one alone. What neither counts is listed in the notes (transformers'
 DynamicCache copies the whole KV cache every step).
 
-Requires torch and transformers (pip install 'tokenmath[verify]'); they are imported only inside the functions.
+Requires torch and transformers (the verify extra; tokenmath.base.install.install_hint('verify') says how to install
+it); they are imported only inside the functions.
 """
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def verify(config: dict | str | None = None, batches=DEFAULT_BATCHES, context: i
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
     ins = check_inputs(config, batches, context, device, hardware, warmup, steps, threads)
-    require_packages()
+    require_packages(gpu=ins["device"] == "cuda")
     import torch
     prev_threads = torch.get_num_threads()
     if ins["threads"] is not None:

@@ -65,7 +65,9 @@ def verify(config_file, batches, context, device, hardware, steps, warmup, threa
     """Run a real Hugging Face transformers model (random weights, nothing downloaded) and compare its decode step
     per batch size with tokenmath's prediction on this machine's measured figures.
 
-    Needs torch and transformers: pip install 'tokenmath[verify]'."""
+    Needs torch and transformers, the verify extra: the CPU build of torch first
+    (pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu), then pip install '.[verify]' in
+    the source checkout."""
     # inputs are checked first (named fields), then torch and transformers are looked for (exit 2 with the
     # install line when missing), before anything slow
     from tokenmath.local.verify import verify as run

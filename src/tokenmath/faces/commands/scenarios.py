@@ -55,7 +55,7 @@ def _layouts(ctx, param, value):
 @click.option("--workers", type=count(1, 1024), callback=positive, help="Local processes (default: every core).")
 @click.option("--cluster", metavar="ADDRESS",
               help="Run on the Dask scheduler at ADDRESS (tcp://host:port) instead of local processes; needs "
-                   "pip install 'tokenmath[cluster]' here and tokenmath on every worker.")
+                   "the cluster extra here (pip install '.[cluster]' in the source checkout) and tokenmath on every worker.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: a row per scenario and a summary, SI units.")
 @guarded
 def scenarios(path, method, model, hardware, engine, chips, layouts, concurrency, arrival_rate, burstiness, requests,
