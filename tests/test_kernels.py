@@ -38,7 +38,7 @@ def test_tile_and_wave_quantization_worked_examples():
     # H100, 4096 x 7168 in 128 x 256: 32 x 28 = 896 tiles / 132 -> 7 waves -> 896 / 924 = 97.0%
     assert K.gemm_utilization(4096, 7168, 4096, 132, 128, 256) == pytest.approx(896 / 924)
     # H100, 512 x 2048 in 128 x 256: 4 x 8 = 32 tiles leave 100 of 132 SMs idle; split-K fills them: floor(132/32)
-    # = 4 slices -> 128 units in one wave = 97.0% (the guide's "needs split-K")
+    # = 4 slices -> 128 units in one wave = 97.0% (small GEMMs split K to fill the SMs: docs/tile_quantization.md)
     assert K.gemm_utilization(512, 2048, 8192, 132, 128, 256) == pytest.approx(128 / 132)
     # ... but never slices thinner than split_k_min_k: K = 512 allows 2 slices -> 64 / 132
     assert K.gemm_utilization(512, 2048, 512, 132, 128, 256) == pytest.approx(64 / 132)

@@ -80,7 +80,7 @@ def test_engine_charges_the_busiest_rank():
 def test_default_routing_is_slower_than_random_as_measured():
     # LMSYS: the default expert distribution ran EP32 prefill 59,337 / 50,302 = 1.18 x slower than random routing.
     # The skew model predicts the direction and overshoots the size (1.42 x with the shipped calibration): one
-    # reason routing skew is an option, not the default (docs/guide.md)
+    # reason routing skew is an option, not the default (docs/PROMISES.md, "What is not modelled", MoE routing)
     kw = dict(chips=32, tp=1, pp=1, ep=32, dp=1, weight_dtype="fp8", kv_dtype="bf16", ep_comm="deepep",
               ep_overlap=True, batch=128, input_len=4096, output_len=1)
     bal = infer("deepseek-v3", "h100-sxm", **kw)
