@@ -158,9 +158,9 @@ def test_nothing_beats_the_pure_roofline(mid, hid, chips):
 
 
 def test_batch_max_fits_and_one_more_does_not():
-    r = tm.infer("llama-3.1-8b", "rtx-4090", batch="max", input_len=4096, output_len=1024)
+    r = tm.infer("llama-3.1-8b", "rtx-4090", chips=1, batch="max", input_len=4096, output_len=1024)
     assert r.fits and r.batch > 1
-    over = tm.infer("llama-3.1-8b", "rtx-4090", batch=r.batch + 1, input_len=4096, output_len=1024)
+    over = tm.infer("llama-3.1-8b", "rtx-4090", chips=1, batch=r.batch + 1, input_len=4096, output_len=1024)
     assert not over.fits and over.decode_step_s is None and over.advice
 
 

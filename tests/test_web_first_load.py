@@ -44,6 +44,35 @@ def test_blank_chips_answer_a_layout_that_fits_on_every_serving_endpoint(api):
     assert call(api, "prices", **DS)["rows"][0]["fits"]
 
 
+def test_chips_left_out_mean_the_same_count_on_the_cli_in_python_and_on_the_page(api):
+    """One rule wherever the count is left out (analyses.ask.filled -> fewest_chips.blank_chips): before, the CLI and
+    Python ran DeepSeek-V3 on 1 H200 ("does not fit") where the page ran it on 8."""
+    from click.testing import CliRunner
+
+    from tokenmath.faces.cli import cli
+    for name, q in (("infer", {}), ("hyperbola", {}), ("context", {})):
+        web = call(api, name, **DS)
+        py = tm.ask(name, tm.Deployment.of(model="deepseek-v3", hardware="h200"))
+        d = py.to_dict()
+        assert d["chips"] == web["chips"] == 8, name
+        assert any("chips left out: 8" in n for n in d["notes"]), name
+    r = CliRunner().invoke(cli, ["infer", "--model", "deepseek-v3", "--hardware", "h200", "--json"])
+    d = json.loads(r.output)
+    assert d["chips"] == 8 and d["fits"] and d["decode_step_s"] == pytest.approx(
+        tm.infer("deepseek-v3", "h200").to_dict()["decode_step_s"])
+    # a model that fits on one chip keeps it, with no note; a named count or dp is kept, fitting or not
+    assert tm.infer("llama-3.1-8b", "h100-sxm").to_dict()["chips"] == 1
+    assert not any("chips left out" in n for n in tm.infer("llama-3.1-8b", "h100-sxm").to_dict()["notes"])
+    assert tm.infer("deepseek-v3", "h200", chips=1).to_dict()["chips"] == 1
+    assert tm.infer("deepseek-v3", "h200", dp=1, tp=1).to_dict()["chips"] == 1
+    # Llama 3.1 70B's 141 GB of bf16 weights: 2 H100s (tp 2); at a given tp 1 more chips only add replicas that
+    # cannot hold it either, so the question stays on the degrees given and says it does not fit
+    d = tm.infer("llama-3.1-70b", "h100-sxm").to_dict()
+    assert (d["chips"], d["tp"]) == (2, 2) and d["fits"]
+    d = tm.infer("llama-3.1-70b", "h100-sxm", tp=1).to_dict()
+    assert d["chips"] == 1 and not d["fits"] and not any("chips left out" in n for n in d["notes"])
+
+
 def test_named_chips_are_kept_even_when_they_do_not_fit(api):
     d = call(api, "infer", **DS, chips=1)
     assert d["chips"] == 1 and not d["fits"] and d["advice"]

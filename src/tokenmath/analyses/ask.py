@@ -56,6 +56,27 @@ def knobs(dep: Deployment) -> dict:
                 what_if=dep.what_if)
 
 
+def filled(dep: Deployment, context: int, batch=1) -> tuple[Deployment, list[str]]:
+    """The deployment with its chip count filled when chips and dp are both left out: the fewest that hold `batch`
+    sequences of `context` tokens (analyses.serving.fewest_chips.blank_chips, the web page's rule too), and the
+    note saying so; unchanged when a count is named or none fits (the answer then says why it does not fit)."""
+    from tokenmath.analyses.serving.fewest_chips import blank_chips
+    from tokenmath.mapping.layout import make_layout
+    from tokenmath.specs.model_catalog import get_model
+    n = blank_chips(dep.model, dep.hardware, chips=dep.chips, dp=dep.dp, context=context, batch=batch, tp=dep.tp,
+                    pp=dep.pp, ep=dep.ep, weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, engine=dep.engine,
+                    what_if=dep.what_if)
+    if n is None or n == dep.chips:
+        return dep, []
+    given = make_layout(get_model(dep.model), **_layout(dep, "tp", "pp", "ep", "cp")).chips
+    if n == given:
+        return dep, []
+    b = batch if isinstance(batch, int) else 1
+    what = "one sequence" if b == 1 else f"{b:,} sequences"
+    return replace(dep, chips=n), [f"chips left out: {n}, the fewest that hold {what} of {context:,} tokens "
+                                   "(--chips N asks for another count)"]
+
+
 def _layout(dep: Deployment, *names) -> dict:
     return {n: getattr(dep, n) for n in (names or ("chips", "tp", "pp", "ep", "dp"))}
 
@@ -82,7 +103,9 @@ def _attention(dep: Deployment, search_default: str | None):
 
 def infer(dep: Deployment, wl: Workload):
     """One configuration: a static batch, or under load (concurrency / arrival rate)."""
+    from tokenmath.analyses.serving.fewest_chips import sequence_of
     from tokenmath.analyses.serving.infer import infer as run
+    dep, chips_note = filled(dep, sequence_of(wl.input_len, wl.output_len), wl.batch)
     spec = speculation_of(dep)
     if spec is not None and (dep.pp or 1) > 1 or spec is not None and (dep.cp or 1) > 1:
         raise InputError("pp" if (dep.pp or 1) > 1 else "cp",
@@ -104,7 +127,7 @@ def infer(dep: Deployment, wl: Workload):
     if dep.adp_balance and r.load is None:
         r = with_notes(r, ["--adp-balance changes nothing for a static batch: its prompts already split evenly over "
                            "the attention groups (it acts under load: --concurrency / --arrival-rate)"])
-    return with_notes(r, not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout.tp))
+    return with_notes(r, chips_note + not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout.tp))
 
 
 def _operating_point(r, call, speed) -> dict:
@@ -146,7 +169,9 @@ def speculative_beside(dep: Deployment, wl: Workload, answer):
 
 def simulate(dep: Deployment, wl: Workload, **own):
     """The serving simulator on one replica; own: requests, seed, trace, burstiness, itl_ms, prefix_cache_share."""
+    from tokenmath.analyses.serving.fewest_chips import sequence_of
     from tokenmath.analyses.serving.simulation.simulate import simulate as run
+    dep, chips_note = filled(dep, sequence_of(wl.input_len, wl.output_len))
     r = run(dep.model, dep.hardware, **_layout(dep), concurrency=wl.concurrency, arrival_rate=wl.arrival_rate,
             input_len=wl.input_len, output_len=wl.output_len, ttft_ms=wl.ttft_ms, prefix_hit=wl.prefix_hit or None,
             speculation=speculation_of(dep), attention_sharding=_attention(dep, None), **own, **knobs(dep))
@@ -154,27 +179,29 @@ def simulate(dep: Deployment, wl: Workload, **own):
                ["--adp-balance: each step's prompt chunks split evenly over the ep attention groups; the coordinated "
                 "wait that balances them is not simulated, so TTFT leaves it out (infer --concurrency adds it: "
                 "steady_state.balance_wait_steps)"])
-    return with_notes(r, not_applied("simulate", dep, wl) + _no_tp_group(dep, r.layout["tp"]) + balance)
+    return with_notes(r, chips_note + not_applied("simulate", dep, wl) + _no_tp_group(dep, r.layout["tp"]) + balance)
 
 
 def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):
     from tokenmath.analyses.serving.hyperbola import hyperbola as run
+    dep, chips_note = filled(dep, context)
     r = run(dep.model, dep.hardware, **_layout(dep), context=context, attention_sharding=_attention(dep, None),
             **own, **knobs(dep))
     if dep.speculating:
         if (dep.pp or 1) > 1:
             raise InputError("pp", "speculative decoding is modelled without pipeline parallelism", "leave --pp out")
         r = replace(r, speculative=speculative_beside(dep, wl, r))
-    return with_notes(r, not_applied("hyperbola", dep, wl) + _no_tp_group(dep, r.setup.layout.tp))
+    return with_notes(r, chips_note + not_applied("hyperbola", dep, wl) + _no_tp_group(dep, r.setup.layout.tp))
 
 
 def context(dep: Deployment, wl: Workload, context=8192):
     from tokenmath.analyses.serving.context import context as run
+    dep, chips_note = filled(dep, context, wl.batch)
     k = knobs(dep)
     r = run(dep.model, dep.hardware, **_layout(dep), batch=wl.batch if wl.batch is not None else 1,
             context=context, weight_dtype=k["weight_dtype"], kv_dtype=k["kv_dtype"], efficiency=k["efficiency"],
             engine=k["engine"], max_running=dep.max_running, what_if=dep.what_if)
-    return with_notes(r, not_applied("context", dep, wl))
+    return with_notes(r, chips_note + not_applied("context", dep, wl))
 
 
 def fleet(dep: Deployment, wl: Workload, *, demand, **own):
@@ -232,23 +259,28 @@ def slowmode(dep: Deployment, wl: Workload, **own):
 
 def prices(dep: Deployment, wl: Workload, **own):
     """Input against output cost across contexts; own: contexts, cache_ttl_s."""
+    from tokenmath.analyses.serving.fewest_chips import tokens_of
     from tokenmath.analyses.serving.input_vs_output import prices as run
+    # the fewest chips that hold one sequence of the shortest context asked (longer rows say if they do not fit)
+    dep, chips_note = filled(dep, min(own.get("contexts") or [256]) + tokens_of(wl.output_len, 256), wl.batch)
     r = run(dep.model, dep.hardware, **_layout(dep), output_len=wl.output_len,
             batch=None if wl.batch == "max" else wl.batch,     # None: the largest batch that fits at each context
             min_tokens_per_s_per_user=wl.min_tokens_per_s_per_user, attention_sharding=_attention(dep, None), **own,
             **knobs(dep))
-    return with_notes(r, not_applied("prices", dep, wl) + _no_tp_group(dep, _resolved_layout(dep).tp))
+    return with_notes(r, chips_note + not_applied("prices", dep, wl) + _no_tp_group(dep, _resolved_layout(dep).tp))
 
 
 def sensitivity(dep: Deployment, wl: Workload, **own):
     """Which hardware figure or efficiency moves infer's answer most; own: metric, delta."""
+    from tokenmath.analyses.serving.fewest_chips import sequence_of
     from tokenmath.analyses.serving.sensitivity import sensitivity as run
+    dep, chips_note = filled(dep, sequence_of(wl.input_len, wl.output_len), wl.batch)
     k = knobs(dep)
     eff = k.pop("efficiency")
     r = run(dep.model, dep.hardware, **_layout(dep), batch=wl.batch if wl.batch is not None else "max",
             input_len=wl.input_len, output_len=wl.output_len, efficiency=eff,
             attention_sharding=_attention(dep, None), **own, **k)
-    return with_notes(r, not_applied("sensitivity", dep, wl) + _no_tp_group(dep, _resolved_layout(dep).tp))
+    return with_notes(r, chips_note + not_applied("sensitivity", dep, wl) + _no_tp_group(dep, _resolved_layout(dep).tp))
 
 
 def moe(dep: Deployment, wl: Workload, **own):

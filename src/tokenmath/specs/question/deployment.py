@@ -35,7 +35,7 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
           short="-m"),
     Field("hardware", "text", DEFAULT_HARDWARE, "chip catalog id (tokenmath hardware), system id (tokenmath systems) "
           "or a hardware file (.toml/.json)", questions=SERVING, short="-H"),
-    Field("chips", "int", None, "total chips = tp x pp x ep x dp x cp", 1, MAX_LAYOUT, unit="chips",
+    Field("chips", "int", None, "total chips = tp x pp x ep x dp x cp (left out with dp: the fewest that fit)", 1, MAX_LAYOUT, unit="chips",
           questions=ONE_LAYOUT + ("plan", "moe", "pareto"), why_not="it sizes replicas itself: --max-chips bounds one"),
     Field("tp", "int", None, "tensor-parallel degree (default: the chips the others leave)", 1, MAX_LAYOUT,
           questions=ONE_LAYOUT, why_not=LAYOUT_WHY),
