@@ -99,6 +99,14 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+def load_average() -> str | None:
+    """'load average 5.3 on 2 cores' (the last minute's), None where the system does not say."""
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} on {cpu_count()} cores"
+    except (AttributeError, OSError):
+        return None
+
+
 def machine_busy() -> str | None:
     """A note when other processes already load the cores (timings then run slow and scatter)."""
     try:

@@ -10,6 +10,10 @@ works everywhere. Every figure is the best of several repetitions, with the medi
   roofline each reaches (tokenmath.local.decode_matmul);
 - per-call overhead of a tiny elementwise op (tokenmath.local.overhead).
 
+Each section is measured again when the repetitions of a figure the file uses spread too far (tokenmath.local.noise:
+median vs best past 25%, a sign of other programs loading the machine), a bounded number of times; a measurement
+still noisy is refused as a hardware file unless the user accepts it (Measurement.write(accept_noisy=True)).
+
 These are sustained figures, not datasheet peaks. The file's [kernels] section holds this machine's kernel model
 (streaming fraction = triad / memory_bw = 1.0, the curve, the per-call overhead as each kernel's fixed time;
 specs.kernels.measured_model), which `infer --hardware FILE` and `verify` use by default; `--peak` is the pure
@@ -23,10 +27,11 @@ from collections.abc import Callable
 
 from tokenmath.base.errors import InputError
 from tokenmath.base.install import install_hint
+from tokenmath.local import noise
 from tokenmath.local.bandwidth import MB, array_bytes, numpy_bandwidth, torch_bandwidth
 from tokenmath.local.decode_matmul import CURVE_ROWS, gemm_curve
-from tokenmath.local.machine import (check_device, cpu_count, cpu_name, last_level_cache_bytes, machine_busy, meminfo,
-                                     torch_available, versions)
+from tokenmath.local.machine import (check_device, cpu_count, cpu_name, last_level_cache_bytes, load_average,
+                                     machine_busy, meminfo, torch_available, versions)
 from tokenmath.local.matmul import MIN_TFLOPS, numpy_matmul, torch_matmul
 from tokenmath.local.measurement import Measurement
 from tokenmath.local.overhead import call_overhead
@@ -81,28 +86,51 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
         import torch
         threads = torch.get_num_threads()
 
-    bandwidth: dict = {}
-    matmul: dict = {}
-    if device == "cpu":
-        say(f"bandwidth: numpy copy and triad over 3 arrays of {size / MB:,.0f} MiB, up to {reps_bw} repetitions")
-        bandwidth.update(numpy_bandwidth(size, reps_bw, bw_s))
-    if has_torch:
-        say(f"bandwidth: torch copy and triad on {device} over 3 arrays of {size / MB:,.0f} MiB, up to {reps_bw} "
-            "repetitions")
-        bandwidth.update(torch_bandwidth(size, reps_bw, device, bw_s))
-    if device == "cpu":
-        say("matmul: numpy fp32")
-        matmul.update(numpy_matmul(reps_mm, quick, mm_s))
-    if has_torch:
-        say(f"matmul: torch fp32, bf16, fp16 on {device}")
-        matmul.update(torch_matmul(reps_mm, quick, device, mm_s))
-    say(f"GEMM efficiency curve: {CURVE_ROWS[0]} to {CURVE_ROWS[-1]} rows on fp32 weight shapes of 4 to "
-        f"{64 if quick else 256} MiB")
-    # --quick (tests, a first look): no cache eviction between points, which re-read 2 x the last-level cache per
-    # point and took ~20 of its ~30 s on a 2-core VM with a 300 MiB L3; its curve may then read some weights from cache
-    decode = gemm_curve(reps_mm, quick, device, has_torch, 0 if quick else min(cache or 0, 512 * MB))
-    say("per-call overhead: tiny elementwise ops")
-    overhead = call_overhead(500 if quick else 5000, device, has_torch)
+    def run_bandwidth() -> dict:
+        out: dict = {}
+        if device == "cpu":
+            say(f"bandwidth: numpy copy and triad over 3 arrays of {size / MB:,.0f} MiB, up to {reps_bw} repetitions")
+            out.update(numpy_bandwidth(size, reps_bw, bw_s))
+        if has_torch:
+            say(f"bandwidth: torch copy and triad on {device} over 3 arrays of {size / MB:,.0f} MiB, up to {reps_bw} "
+                "repetitions")
+            out.update(torch_bandwidth(size, reps_bw, device, bw_s))
+        return out
+
+    def run_matmul() -> dict:
+        out: dict = {}
+        if device == "cpu":
+            say("matmul: numpy fp32")
+            out.update(numpy_matmul(reps_mm, quick, mm_s))
+        if has_torch:
+            say(f"matmul: torch fp32, bf16, fp16 on {device}")
+            out.update(torch_matmul(reps_mm, quick, device, mm_s))
+        return out
+
+    def run_curve() -> dict:
+        say(f"GEMM efficiency curve: {CURVE_ROWS[0]} to {CURVE_ROWS[-1]} rows on fp32 weight shapes of 4 to "
+            f"{64 if quick else 256} MiB")
+        # --quick (tests, a first look): no cache eviction between points, which re-read 2 x the last-level cache
+        # per point and took ~20 of its ~30 s on a 2-core VM with a 300 MiB L3; its curve may then read some weights
+        # from cache
+        return gemm_curve(reps_mm, quick, device, has_torch, 0 if quick else min(cache or 0, 512 * MB))
+
+    def run_overhead() -> dict:
+        say("per-call overhead: tiny elementwise ops")
+        return call_overhead(500 if quick else 5000, device, has_torch)
+
+    # each section is measured again while the figures the file uses spread past noise.SPREAD_LIMIT (issue 39 item
+    # 7: a file measured under load made verify 590% wrong), within one re-measuring budget for the whole run
+    budget_s = noise.REMEASURE_BUDGET_QUICK_S if quick else noise.REMEASURE_BUDGET_S
+    budget = noise.Budget(budget_s)
+    tables, spreads, remeasured = {}, {}, {}
+    for key, fn in (("bandwidth", run_bandwidth), ("matmul", run_matmul), ("gemm_curve", run_curve),
+                    ("overhead", run_overhead)):
+        tables[key], sp, remeasured[key] = noise.steady(key, fn, budget, say, MIN_TFLOPS)
+        spreads.update(sp)
+    bandwidth, matmul, decode, overhead = (tables[k] for k in ("bandwidth", "matmul", "gemm_curve", "overhead"))
+    noise_table = noise.summary(spreads, {k: v for k, v in remeasured.items() if v}, load_average(),
+                                budget_s=budget_s)
     if not has_torch:
         notes.append(f"torch is not installed: numpy only (fp32 matmul; no bf16/fp16); {install_hint('verify')}")
     for k, v in matmul.items():
@@ -113,7 +141,8 @@ def measure(device: str = "cpu", quick: bool = False, progress: Callable[[str], 
     date = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     vers = versions(has_torch)
     seconds = time.perf_counter() - t_start
+    notes.extend(noise.notes(noise_table))
     m = Measurement(device, name, mem_total, bandwidth, matmul, overhead, decode, cache, threads, date, vers, quick,
-                    seconds=seconds, notes=tuple(notes))
+                    seconds=seconds, notes=tuple(notes), noise=noise_table)
     say(f"done in {m.seconds:.1f} s")
     return m

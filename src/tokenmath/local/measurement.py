@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tokenmath.local.bandwidth import BandwidthTable
 from tokenmath.local.decode_matmul import CurveTable, curve_efficiency
 from tokenmath.local.hardware_file import write_hardware_file
+from tokenmath.local.noise import headline_triad, notes as noise_notes, overhead_kernel, refusal
 from tokenmath.local.matmul import MIN_TFLOPS, MatmulTable
 from tokenmath.local.overhead import OverheadTable
 
@@ -29,13 +30,14 @@ class Measurement:
     quick: bool
     seconds: float = 0.0              # wall time of the whole measurement
     notes: tuple[str, ...] = ()
+    # the repetitions' spread per figure the file uses (local.noise.summary: spread_limit, spread, noisy,
+    # remeasured); empty for a Measurement made without the check
+    noise: dict = field(default_factory=dict)
 
     # headline figures ------------------------------------------------------------------------------------------
     @property
     def headline_bw_kernel(self) -> str:
-        triads = {k: v for k, v in self.bandwidth.items() if k.endswith("triad")}
-        pool = triads or self.bandwidth
-        return max(pool, key=lambda k: pool[k]["best"])
+        return headline_triad(self.bandwidth) or next(iter(self.bandwidth))
 
     @property
     def memory_bw(self) -> float:
@@ -55,10 +57,8 @@ class Measurement:
     @property
     def overhead_s(self) -> float | None:
         """Per-call latency of a tiny op in the framework a model would run in (torch when measured, else numpy)."""
-        for k in ("torch", "numpy"):
-            if k in self.overhead:
-                return self.overhead[k]["median_us"] * 1e-6
-        return None
+        k = overhead_kernel(self.overhead)
+        return self.overhead[k]["median_us"] * 1e-6 if k else None
 
     def curve(self) -> tuple[tuple[int, ...], tuple[int, ...], list[list[float]]]:
         """(rows, weight elements per shape, efficiency[row][shape]): the share of this file's roofline (best triad,
@@ -102,7 +102,8 @@ class Measurement:
                       f"peaks; the [kernels] section is this machine's kernel model (GEMM efficiency vs rows and shape, "
                       f"per-call overhead), used by default; --peak is the pure roofline of these figures. Bandwidth = best {kern} ({self.bandwidth[kern]['best']:.3g} GB/s, "
                       f"median {self.bandwidth[kern]['median']:.3g}); matmul: {mm}."
-                      + (" --quick: small arrays and few repetitions." if self.quick else "")),
+                      + (" --quick: small arrays and few repetitions." if self.quick else "")
+                      + "".join(f" {n}." for n in noise_notes(self.noise) if n.startswith("NOISY"))),
             "sources": {
                 "memory": "tokenmath measure: " + ("/proc/meminfo MemTotal" if self.device == "cpu"
                                                    else "torch.cuda.get_device_properties().total_memory"),
@@ -130,10 +131,22 @@ class Measurement:
         t["gemm_curve"] = {k: _clean(v) for k, v in self.gemm_curve.items()}
         if self.overhead_s is not None:
             t["per_call_overhead_s"] = self.overhead_s
+        if self.noise:
+            t["noise"] = self.noise
         return t
 
-    def write(self, path: str | os.PathLike) -> str:
-        """The hardware file at path (.toml or .json); returns the path written."""
+    @property
+    def is_noisy(self) -> bool:
+        """Whether a figure the file uses spread past local.noise.SPREAD_LIMIT over its repetitions."""
+        return bool(self.noise.get("noisy"))
+
+    def write(self, path: str | os.PathLike, accept_noisy: bool = False) -> str:
+        """The hardware file at path (.toml or .json); returns the path written. A noisy measurement (local.noise) is
+        refused with an InputError naming its worst figure, unless accept_noisy: then the file records the spreads
+        in [measured.noise] and its notes say NOISY."""
+        err = None if accept_noisy else refusal(self.noise)
+        if err:
+            raise err
         return write_hardware_file(self.record(), path)
 
     def to_dict(self) -> dict:
@@ -144,6 +157,7 @@ class Measurement:
                 "gemm_curve": self.gemm_curve,
                 "cache_bytes": self.cache_bytes, "threads": self.threads, "date": self.date,
                 "versions": self.versions, "quick": self.quick, "seconds": self.seconds, "notes": list(self.notes),
+                "noise": self.noise,
                 "hardware_record": self.record()}
 
 

@@ -45,7 +45,7 @@ from tokenmath.local.model_configs import default_config, load_config, model_fro
 from tokenmath.local.transformers_model import Timing, build_model, require_packages, time_decode_together
 from tokenmath.local.verify_result import Row, Verification
 from tokenmath.specs.efficiency import Efficiency, kernel_default_for
-from tokenmath.specs.hardware import Hardware, from_record, get_hardware
+from tokenmath.specs.hardware import Hardware, from_record, get_hardware, noise_caveats
 from tokenmath.specs.kv_cache import kv_bytes_per_token
 from tokenmath.specs.model import Model
 from tokenmath.specs.params import count_params
@@ -228,6 +228,7 @@ def _verify(ins: dict, quick_measure: bool, say: Callable[[str], None], t_start:
     busy = machine_busy()
     notes: list[str] = [busy] if busy else []
     hw, hw_source = _hardware(ins["hardware"], device, quick_measure, say, notes)
+    notes.extend(noise_caveats(hw))   # a reference measured under load (local.noise)
 
     # config
     if ins["config"] is None:

@@ -109,11 +109,13 @@ FIGURE_SOURCES = {"memory_gb": "memory", "memory_bw_tbs": "memory", "tflops": "f
 
 def caveats(hid: str, rec: dict) -> tuple[str, ...]:
     """Figures a record gives without a source, or whose source says ASSUMED. Only for records that carry a
-    `sources` table (the catalog, `tokenmath measure` files): in a hand-written file the user is the source."""
+    `sources` table (the catalog, `tokenmath measure` files): in a hand-written file the user is the source. First, a
+    measured file's noisy figures, whatever its sources."""
+    out = _noise_caveat(hid, rec)
     src = rec.get("sources")
     if not isinstance(src, dict) or not src:
-        return ()
-    out = []
+        return out
+    out = list(out)
     for key, group in FIGURE_SOURCES.items():
         if key not in rec or (key == "scaleup_gbs" and rec.get("scaleup_domain", 1) == 1):
             continue
@@ -124,6 +126,28 @@ def caveats(hid: str, rec: dict) -> tuple[str, ...]:
         elif s.lstrip().upper().startswith("ASSUMED"):
             out.append(f"{hid}: {key} = {shown} is assumed, not sourced ({s.split(';')[0].strip()})")
     return tuple(out)
+
+
+NOISY_MARK = "measured on a noisy machine"
+
+
+def _noise_caveat(hid: str, rec: dict) -> tuple[str, ...]:
+    """A measured file written despite noisy repetitions (`measure --accept-noisy`: its [measured.noise] table names
+    the figures, tokenmath.local.noise) says so in every answer that uses it."""
+    meas = rec.get("measured")
+    noise = meas.get("noise") if isinstance(meas, dict) else None
+    bad = noise.get("noisy") if isinstance(noise, dict) else None
+    if not bad or not isinstance(bad, list):
+        return ()
+    spread = noise.get("spread") if isinstance(noise.get("spread"), dict) else {}
+    figs = ", ".join(f"{k} {spread[k]:.0%}" if isinstance(spread.get(k), (int, float)) else str(k) for k in bad[:4])
+    return (f"{hid}: {NOISY_MARK} ({figs} spread between repetitions, median vs best): its figures may be off by "
+            "as much; measure again with the machine quiet",)
+
+
+def noise_caveats(hw: Hardware) -> tuple[str, ...]:
+    """The caveat of a hardware file measured on a noisy machine (none for any other chip)."""
+    return tuple(c for c in hw.caveats if NOISY_MARK in c)
 
 
 def record_number(rec: dict, key: str, field: str, required: bool, lo: float, hi: float) -> float | None:

@@ -22,7 +22,7 @@ from tokenmath.engine.static_batch import BatchCost, kernels_of, pass_options, s
 from tokenmath.mapping.layout import Layout, attention_name, with_attention
 from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import Efficiency
-from tokenmath.specs.hardware import Hardware
+from tokenmath.specs.hardware import Hardware, noise_caveats
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
 from tokenmath.specs.model import Model
 from tokenmath.specs.overrides import what_if_dict
@@ -253,7 +253,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     m, hw, lay, prec, eff, reserve = su.model, su.hardware, su.layout, su.precision, su.efficiency, su.reserve
     eng = eff.engine
     ctx = input_len + output_len
-    notes = [su.engine_note]
+    notes = [su.engine_note, *noise_caveats(hw)]   # a `measure --accept-noisy` file says so in every answer
     if m.max_context and ctx > m.max_context:
         notes.append(f"context {ctx:,} exceeds the model's max_position_embeddings {m.max_context:,}; "
                      "the figures extrapolate the architecture")

@@ -20,18 +20,23 @@ def _progress(enabled: bool):
                    "Checked before measuring.")
 @force_option
 @click.option("--quick", is_flag=True, help="Small arrays and few repetitions (seconds; for tests).")
+@click.option("--accept-noisy", is_flag=True,
+              help="Write --out even when repetitions spread past 25% (other programs loading the machine); the file "
+                   "records the spreads and every answer using it says it is noisy.")
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr (they are shown only on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="The raw results and the hardware record as one JSON object.")
 @guarded
-def measure(device, out_file, quick, quiet, as_json):
+def measure(device, out_file, quick, accept_noisy, quiet, as_json):
     """Measure this machine: sustained memory bandwidth (STREAM copy/triad), matmul FLOP/s per dtype, the GEMM
     efficiency curve (1-256 rows on model-sized weights), per-call overhead.
 
     Writes a hardware file in the catalog's schema with --out; its [kernels] section is this machine's kernel model,
-    which infer --hardware FILE and verify use by default (--peak: the pure roofline of the measured figures)."""
+    which infer --hardware FILE and verify use by default (--peak: the pure roofline of the measured figures).
+    A figure whose repetitions spread past 25% is measured again; still noisy, the file is refused (exit 2) unless
+    --accept-noisy."""
     from tokenmath.local.measure import measure as run
     m = run(device=device.lower(), quick=quick, progress=_progress(not quiet))
-    written = m.write(out_file) if out_file else None
+    written = m.write(out_file, accept_noisy=accept_noisy) if out_file else None
     if as_json:
         d = m.to_dict()
         d["written"] = written
