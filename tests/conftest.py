@@ -51,6 +51,15 @@ SLOW = {
     "tests/test_measure_verify.py::test_verify_python_api_measures_when_no_hardware_is_given":
         "a real transformers model and a quick measure (needs the verify extra: torch, transformers)",
     # large searches
+    "tests/test_mlperf_server.py::test_held_out_server_accuracy_as_documented":
+        "every MLPerf Server run predicted (~40 s); one run's check stays fast-run",
+    "tests/test_golden.py::test_output_unchanged[plan --model deepseek-v3 --system hgx-h200 --chips 16 "
+    "--disaggregated]": "a disaggregated plan over 16 chips (10 s); test_cost_key_meanings keeps plan "
+                        "--disaggregated fast-run",
+    "tests/test_deduce_prefill_evidence.py::test_synthetic_coverage_near_the_stated_rate_and_narrower":
+        "many synthetic deduce runs (9 s); test_a_synthetic_endpoint_is_recovered_from_its_ttft_curve stays fast-run",
+    "tests/test_continuous_search.py::test_the_bound_is_never_below_what_a_layout_reaches":
+        "a steady-state trace of every layout (5 s); the monotone search's property test stays fast-run",
     "tests/test_whatif.py::test_plan_on_a_576_chip_domain": "plan over a 576-chip domain (14 s)",
     "tests/test_golden.py::test_output_unchanged[plan --model deepseek-v3 --system gb200-nvl72 --chips 72]":
         "plan over 72 chips (10 s)",

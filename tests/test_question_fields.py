@@ -79,7 +79,7 @@ REFUSED = {
                                      "the engine's cap and the batch that runs",
     ("plan", "draft"): "as infer",
 }
-SLOW = ("plan", "fleet", "simulate", "pareto", "slowmode", "sensitivity")          # a few seconds per answer: the walk of these runs in the slow set
+SLOW = ("plan", "fleet", "price", "simulate", "pareto", "slowmode", "sensitivity")          # a few seconds per answer: the walk of these runs in the slow set
 WALKED = [pytest.param(q, marks=pytest.mark.slow) if q in SLOW else q for q in BASE if q in QUESTIONS]
 FIELDS = [f.name for f in DEPLOYMENT_FIELDS + WORKLOAD_FIELDS]
 
