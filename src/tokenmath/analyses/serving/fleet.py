@@ -23,7 +23,8 @@ from tokenmath.mapping.candidates import MAX_SEARCH_CHIPS
 from tokenmath.specs.overrides import what_if_dict
 from tokenmath.specs.systems import NodePower, node_power
 from tokenmath.analyses.setup import Setup, fmt_layout, setup
-from tokenmath.analyses.serving.grid import COST_KEYS, attention_arg, meeting_speed, point, static_ttft_note, up_to
+from tokenmath.analyses.serving.grid import (COST_KEYS, attention_arg, fewest_whole, meeting_speed, point,
+                                           static_ttft_note, up_to)
 from tokenmath.mapping.layout import ATTENTION_SHARDING
 from tokenmath.analyses.serving.speculative import resolve_draft, speculation_notes
 from tokenmath.analyses.serving.by_concurrency import cheapest_continuous, continuous_fields
@@ -68,7 +69,7 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     g = up_to(su, top, input_len, output_len, draft=dr, attention=attention_arg(attention_sharding))
     meets = meeting_speed(g, target, top, hw.id)
     per_chip = np.where(meets, g.output_tokens_per_s_per_chip, -np.inf)
-    li, bi = np.unravel_index(np.argmax(per_chip), per_chip.shape)
+    li, bi = fewest_whole(g.output_tokens_per_s, g.chips, meets, demand, per_chip)
     t = g.layouts[li]
     rep_chips = int(g.chips[li, 0])
     rep_tput = float(g.output_tokens_per_s[li, bi])
@@ -195,7 +196,7 @@ def _disaggregated(su: Setup, g, colocated: dict, demand, target, input_len, out
                            prefix_hit=hit)
     else:
         d = disaggregate(su, chips_of(colocated), g.layouts, g, g.batch, input_len, output_len, TTFT_TARGET_S, target,
-                         {}, colocated, prefix_hit=hit)
+                         {}, colocated, prefix_hit=hit, demand=demand)
     dec, pre = d["decode"], d["prefill"]
     dec_chips, pre_chips = chips_of(dec), chips_of(pre)
     dec_n = math.ceil(demand / dec["decode_output_tokens_per_s"])

@@ -200,15 +200,37 @@ def up_to(su: Setup, top: int, input_len: int, output_len: int, points: int = 12
 
 def over_batches(su: Setup, lays, input_len: int, output_len: int, points: int | None = None,
                  draft=None) -> Grid | None:
-    """The layouts `lays` over batch_axis (points: its default unless given) up to the largest batch any of them
-    holds (a probe at batch 1 finds it); None when none holds one request."""
+    """The layouts `lays`, each over its own batch_axis (points: its default unless given) up to the largest batch it
+    holds (a probe at batch 1 finds them); None when none holds one request.
+
+    Why an axis per layout and not one shared up to the largest batch of any: with a shared axis, adding a layout
+    that holds more sequences spreads the points of every other layout, so a wider option space (--max-chips 16
+    instead of 8) sampled the 8-chip layout more coarsely and answered worse (fleet: 888 -> 896 chips). Each
+    layout's own axis depends on that layout alone, so a search over more layouts is never worse."""
     if not lays:
         return None
-    bmax = int(np.max(evaluate(su, lays, [1], input_len, output_len, draft=draft).max_batch))
-    if bmax < 1:
+    mb = np.asarray(evaluate(su, lays, [1], input_len, output_len, draft=draft).max_batch, float).reshape(-1)
+    if int(np.max(mb)) < 1:
         return None
-    axis = batch_axis(bmax) if points is None else batch_axis(bmax, points)
-    return evaluate(su, lays, axis, input_len, output_len, draft=draft)
+    rows = [batch_axis(int(m)) if points is None else batch_axis(int(m), points) for m in mb]
+    width = max(len(r) for r in rows)
+    # short rows repeat their largest batch: the duplicates are the same point, never a new one
+    axes = np.array([np.concatenate([r, np.full(width - len(r), r[-1])]) for r in rows])
+    return evaluate(su, lays, axes, input_len, output_len, draft=draft)
+
+
+def fewest_whole(rate, chips, ok, need: float, per_chip) -> tuple[int, int]:
+    """The (layout, batch) point whose whole instances serve `need` (in `rate`'s unit, e.g. output tokens/s) on the
+    fewest chips, ceil(need / rate) x chips per instance, ties to the highest `per_chip`; only where `ok`. Why not
+    simply the most per chip: instances come whole, so a larger instance with a little more per chip can need more
+    chips in all (DeepSeek-V3 on H200 at 1e6 tok/s: 14 x 64 = 896 against 111 x 8 = 888), and a wider search
+    (--max-chips 64) would then answer worse."""
+    rate, per_chip = np.asarray(rate, float), np.asarray(per_chip, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = np.where(ok, np.ceil(need / rate) * np.asarray(chips, float), np.inf)
+    total = np.broadcast_to(total, rate.shape)
+    order = np.lexsort((-np.where(ok, per_chip, -np.inf).ravel(), total.ravel()))
+    return np.unravel_index(int(order[0]), rate.shape)
 
 
 def meeting_speed(g: Grid, target: float, top: int, hw_id: str) -> np.ndarray:

@@ -15,7 +15,7 @@ from tokenmath.base.validators import finite
 from tokenmath.engine.economics import chip_s_per_mtok, request_cost_per_mtok, usd_per_s
 from tokenmath.specs.kv_cache import kv_bytes_per_sequence
 from tokenmath.analyses.setup import Setup, fmt_layout
-from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, over_batches, point
+from tokenmath.analyses.serving.grid import Grid, batch_axis, evaluate, fewest_whole, over_batches, point
 
 
 def output_per_chip(decode_per_chip, prefill_per_chip, input_len: int, output_len: int):
@@ -27,12 +27,15 @@ def output_per_chip(decode_per_chip, prefill_per_chip, input_len: int, output_le
 
 
 def disaggregate(su: Setup, n: int, lays, g: Grid, B, input_len: int, output_len: int, ttft_s: float | None,
-                 tps_user: float | None, opts: dict, colocated: dict, prefix_hit: float = 0.0) -> dict:
+                 tps_user: float | None, opts: dict, colocated: dict, prefix_hit: float = 0.0,
+                 demand: float | None = None) -> dict:
     """Size the two pools for the traffic of `n` decode chips. g: the colocated grid over layouts `lays` and
     batches B; opts: the evaluation options (ep_imbalance, ep_overlap, links); colocated: the plan's best point.
     prefix_hit: the cached share of every prompt (engine/prefix_cache.py): the prefill pool computes only the rest,
     attending to the cached part (its prompt tokens/s count every prompt token, cached ones included).
-    Times in s, bytes, $ per million output tokens."""
+    demand: a fleet's output tokens/s: each pool then takes the instance that serves its share on the fewest whole
+    instances' chips (grid.fewest_whole) instead of the most per chip. Times in s, bytes, $ per million output
+    tokens."""
     m, hw, prec = su.model, su.hardware, su.precision
     price = hw.price_usd_per_hour
     # decode pool: decode-only throughput (prefill happens elsewhere)
@@ -42,7 +45,10 @@ def disaggregate(su: Setup, n: int, lays, g: Grid, B, input_len: int, output_len
         dok &= g.tokens_per_s_per_user >= tps_user
     if not dok.any():
         raise InputError("min_tokens_per_s_per_user", "no decode layout meets the per-user target", None)
-    di, dj = np.unravel_index(np.argmax(np.where(dok, dec_tps_chip, -1.0)), dok.shape)
+    if demand is None:
+        di, dj = np.unravel_index(np.argmax(np.where(dok, dec_tps_chip, -1.0)), dok.shape)
+    else:
+        di, dj = fewest_whole(g.batch / g.step_s, g.chips, dok, demand, dec_tps_chip)
     dpt = point(g, di, dj, price)
     dec_tps = float(g.batch[di, dj] / g.step_s[di, dj])          # output tokens/s of one decode instance
     # prefill pool: prompts only (KV of the prompt held), TTFT = prefill of its batch
@@ -53,7 +59,10 @@ def disaggregate(su: Setup, n: int, lays, g: Grid, B, input_len: int, output_len
         pok &= pg.ttft_s <= ttft_s
     if not pok.any():
         raise InputError("ttft_ms", "no prefill layout meets the TTFT target", None)
-    pi, pj = np.unravel_index(np.argmax(np.where(pok, pre_tps_chip, -1.0)), pok.shape)
+    if demand is None:
+        pi, pj = np.unravel_index(np.argmax(np.where(pok, pre_tps_chip, -1.0)), pok.shape)
+    else:
+        pi, pj = fewest_whole(pre_tps_chip * pg.chips, pg.chips, pok, demand * input_len / output_len, pre_tps_chip)
     t = pg.layouts[pi]
     req_s = dec_tps / output_len
     prompt_tps = req_s * input_len
