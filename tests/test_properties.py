@@ -304,14 +304,18 @@ def test_expert_imbalance_never_faster_and_overlap_never_slower(case, a, b, eff)
         assert f(getattr(even, name)) <= f(getattr(t_lo, name)) * (1 + REL)
         assert f(getattr(t_lo, name)) <= f(getattr(t_hi, name)) * (1 + REL)
     ov = serve(m, hw, lay, prec, eff, wl["batch"], wl["input_len"], wl["output_len"], RESERVE, ep_overlap=True)
-    # overlap hides communication but each micro-batch reads the weights again: never slower than no overlap plus
-    # that second read at the op's own bandwidth
-    for name, pas in (("decode_step_s", "decode"), ("ttft_s", "prefill")):
+    # overlap runs every kernel once per micro-batch, on half the rows, reading the weights again
+    # (engine/expert_parallel.py): no op costs more than two of its whole-batch self plus that second read, and the
+    # all-to-all it leaves exposed is never longer than without it (transport bf16 here: no SMs held)
+    for pas in ("decode", "prefill"):
         a, b = getattr(even, pas), getattr(ov, pas)
-        reread = sum(float(np.max(op.count * (np.asarray(b.ops[k].weight_bytes) - np.asarray(op.weight_bytes))))
-                     / op.bandwidth for k, op in a.ops.items() if op.bandwidth > 0)
-        scale = f(getattr(even, name)) / f(a.time_s) if f(a.time_s) > 0 else 1.0     # chunks / pipeline fill
-        assert f(getattr(ov, name)) <= (f(getattr(even, name)) + reread * scale) * (1 + REL)
+        for k, op in a.ops.items():
+            if k == "ep_alltoall":
+                assert f(b.ops[k].total_s) <= f(op.total_s) * (1 + REL) + 1e-15
+                continue
+            reread = float(np.max(op.count * (np.asarray(b.ops[k].weight_bytes) - np.asarray(op.weight_bytes))))
+            bound = 2 * f(op.total_s) + (reread / op.bandwidth if op.bandwidth > 0 else 0.0)
+            assert f(b.ops[k].total_s) <= bound * (1 + REL) + 1e-15, k
     assert f(ov.decode_step_s) >= f(ov.decode_floor_s) * (1 - REL)      # overlap hides comm, never beats the roofline
 
 

@@ -40,6 +40,33 @@ How the tokens travel (`ep_comm`, one of EP_COMM):
   experts sit in, which group-limited routing (Model.routing_groups / routing_group_limit: DeepSeek-V3 n_group 8,
   topk_group 4) bounds further (`remote_domains`). The forwarding's scale-up traffic is not added (scale-up links
   carry it ~9x faster than scale-out ones on HGX; said in the note).
+  A decode pass never runs those normal kernels: DeepEP decodes with its low-latency kernels, which send one FP8
+  copy per routed expert over RDMA (no per-domain forwarding) so that the step is CUDA-graph friendly (DeepEP
+  docs/legacy.md: "low-latency kernels with pure RDMA" for "latency-sensitive inference decoding", measured at
+  128 tokens, top-8, FP8 dispatch / BF16 combine on H800 + CX7: 39-48 GB/s per rank at EP32-256, 78-96% of the
+  ~50 GB/s NIC, i.e. the one-copy-per-expert payload at link speed; LMSYS, "Large-scale EP on 96 H100s",
+  2025-05-05: normal dispatch for prefill, low-latency for decode, the two incompatible in one group), so
+  "deepep" times a decode pass as "fp8" (`transport`).
+
+Two-micro-batch overlap (ep_overlap: DeepSeek's dual-batch overlap, SGLang's TBO). Per layer the compute of each
+micro-batch is an attention side A (projections, core attention, norms, router, shared expert) and a routed-expert
+side M (quantize, permute, grouped GEMMs, unpermute), and its transfers are the dispatch D and the combine K, in the
+chain A -> D -> M -> K. One micro-batch's transfers can only run beside the other's compute, and there are two
+schedules (deepseek-ai/profile-data README figures; open-infra-index day 6):
+- decode's 5-stage pipeline splits the attention side in two, one part beside the other micro-batch's dispatch and
+  one beside its combine, and runs the routed experts alone: per layer M + max(A, D + K);
+- prefill's pairs every compute block with a transfer (attention beside a dispatch and a combine, experts beside a
+  dispatch and a combine): per layer (max(A, K) + max(A, D) + max(M, D) + max(M, K)) / 2 (A, M, D, K summed over
+  both micro-batches).
+The engine runs the shorter (`overlap_exposed`); both are >= max(A + M, D + K), the bound a perfect overlap would
+reach. Check against DeepSeek's decode profile (EP128, 128 requests x 2 tokens per GPU, 4K context, H800; kernel
+times per micro-batch read from profile-data decode.json by zdszero.github.io/Computer/Artificial_Intelligence/
+deepseek_profile.html): A ~ 388 + 19 + shared, M ~ 128 us, DeepEP's D + K at EP128 ~ 192 + 369 us: M + max(A, D + K)
+~ 690 us per micro-batch, 1.38 ms per layer against the 1.43 ms the trace shows (87.32 ms for 61 layers).
+While DeepEP's normal kernels overlap (prefill), they hold NORMAL_COMM_SMS of the chip's SMs (profile-data prefill
+figure: "Computation 108 SMs, Communication 24 SMs" on H800's 132; docs/legacy.md: Buffer.set_num_sms(24)), so the
+compute of the MoE layers runs on the rest: each op's compute leg x cu / (cu - 24) (`overlap_compute`; the training
+step does the same with DualPipe's 20 SMs, engine/train_step.py). Unknown compute units: no slowdown.
 """
 from __future__ import annotations
 
@@ -58,7 +85,13 @@ EPLB_RANK_CV = 52.0 / 1024.0
 ACT_BYTES = 2.0  # activations in bf16 (the same figure as forward.ACT_BYTES)
 FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128   # e4m3 values + one fp32 scale per 128 (DeepEP's FP8 dispatch)
 EP_COMM = ("bf16", "fp8", "deepep")
+NORMAL_COMM_SMS = 24     # SMs DeepEP's normal kernels hold while they overlap compute (module docstring)
+# the ops of a MoE layer on each side of the dispatch -> experts -> combine chain (module docstring)
+ATTENTION_SIDE = ("attn_proj", "act_quant", "norms", "router", "topk", "shared_experts")
+EXPERT_SIDE = ("moe_quant", "moe_permute", "experts", "moe_down_quant", "moe_unpermute")
+CORE_ATTENTION = ("attention", "attention_local")
 COMM_NOTE = {"bf16": "", "fp8": "; FP8 dispatch, bf16 combine, one copy per expert",
+             "deepep-decode": "; DeepEP low-latency kernels: FP8 dispatch, bf16 combine, one copy per expert over RDMA",
              "deepep": "; FP8 dispatch, bf16 combine, one copy per remote domain across scale-out (forwarding on "
                        "scale-up not added)"}
 
@@ -155,9 +188,15 @@ def imbalance_factor(m: Model, ep, spec=1.0):
     return np.where(ep > 1, float(spec), 1.0)
 
 
-def alltoall_s(m: Model, hw, tokens, tp, ep, eff_link: float, *, imbalance=1.0, up_bw=None, span=None,
-               comm: str = "bf16"):
-    """Dispatch + combine time of one MoE layer (s) for a rank whose attention group holds `tokens` tokens; 0 where
+def transport(comm: str, phase: str) -> str:
+    """The transport a pass of `phase` runs for the deployment's `comm`: DeepEP decodes with its low-latency
+    kernels, one copy per expert ("fp8"); everything else as stated (module docstring)."""
+    return "fp8" if comm == "deepep" and phase == "decode" else comm
+
+
+def alltoall_parts(m: Model, hw, tokens, tp, ep, eff_link: float, *, imbalance=1.0, up_bw=None, span=None,
+                   comm: str = "bf16"):
+    """(dispatch, combine) time of one MoE layer (s) for a rank whose attention group holds `tokens` tokens; 0 where
     ep = 1 (tensor parallelism alone never dispatches tokens). span: the placement of the tp x ep chips. comm: how
     the tokens travel (EP_COMM, module docstring)."""
     tp, ep = np.asarray(tp, float), np.asarray(ep, float)
@@ -165,26 +204,45 @@ def alltoall_s(m: Model, hw, tokens, tp, ep, eff_link: float, *, imbalance=1.0, 
     payload = payload * np.where(ep > 1, np.asarray(imbalance, float), 1.0)   # the busiest rank receives more
     p = tp * ep
     if comm == "bf16":
-        t = 2 * coll.all_to_all(payload, p, hw, eff_link, up_bw=up_bw, span=span)
+        disp = comb = coll.all_to_all(payload, p, hw, eff_link, up_bw=up_bw, span=span)
     else:
         out_scale = scaleout_copies_share(m, p, span, hw) if comm == "deepep" else 1.0
         disp = coll.all_to_all(payload * FP8_DISPATCH_BYTES / ACT_BYTES, p, hw, eff_link, up_bw=up_bw, span=span,
                                out_scale=out_scale)
         comb = coll.all_to_all(payload, p, hw, eff_link, up_bw=up_bw, span=span, out_scale=out_scale)
-        t = disp + comb
-    return np.where(ep > 1, t, 0.0)
+    return np.where(ep > 1, disp, 0.0), np.where(ep > 1, comb, 0.0)
+
+
+def alltoall_s(m: Model, hw, tokens, tp, ep, eff_link: float, *, imbalance=1.0, up_bw=None, span=None,
+               comm: str = "bf16"):
+    """Dispatch + combine time of one MoE layer (s): alltoall_parts summed."""
+    disp, comb = alltoall_parts(m, hw, tokens, tp, ep, eff_link, imbalance=imbalance, up_bw=up_bw, span=span,
+                                comm=comm)
+    return disp + comb
+
+
+def overlap_compute(ops: dict, n_layers: int, slow=1.0):
+    """(attention side, routed-expert side) compute of one MoE layer (s, per occurrence) from a pass's ops
+    (forward.PassCost.ops), each op's compute leg x `slow` (the SMs the transfers hold, module docstring): core
+    attention counts its per-layer share of the pass."""
+    def t(op):
+        return np.maximum(op.compute_s * slow, op.memory_s) if np.any(np.asarray(slow) != 1.0) else op.time_s
+    a = sum(t(ops[k]) for k in ATTENTION_SIDE if k in ops)
+    a = a + sum(t(ops[k]) * ops[k].count for k in CORE_ATTENTION if k in ops) / n_layers
+    return a, sum(t(ops[k]) for k in EXPERT_SIDE if k in ops)
+
+
+def overlap_exposed(a, e, disp, comb):
+    """Per MoE layer, the time two micro-batches add to the layer's compute a + e (attention side, expert side) with
+    the dispatch and combine `disp`, `comb` (all summed over both micro-batches): the shorter of the decode and the
+    prefill schedule (module docstring) minus a + e, >= max(0, disp + comb - a - e)."""
+    decode = e + np.maximum(a, disp + comb)
+    prefill = 0.5 * (np.maximum(a, comb) + np.maximum(a, disp) + np.maximum(e, disp) + np.maximum(e, comb))
+    return np.maximum(np.minimum(decode, prefill) - (a + e), 0.0)
 
 
 def moe_layer_compute_s(ops: dict, n_layers: int):
-    """Per-occurrence time of the non-communication work of one MoE layer (what a second micro-batch overlaps),
-    from a pass's ops (forward.PassCost.ops)."""
-    t = 0.0
-    for name in ("attn_proj", "act_quant", "norms", "router", "topk", "moe_quant", "moe_permute", "experts",
-                 "moe_down_quant", "moe_unpermute", "shared_experts"):
-        if name in ops:
-            t = t + ops[name].time_s
-    att = 0.0
-    for name in ("attention", "attention_local"):
-        if name in ops:
-            att = att + ops[name].total_s
-    return t + att / n_layers
+    """Per-occurrence time of the non-communication work of one MoE layer, from a pass's ops: overlap_compute's two
+    sides together."""
+    a, e = overlap_compute(ops, n_layers)
+    return a + e

@@ -182,7 +182,11 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         if km is None:
             t, c, mem = op_time(flops, nbytes, peak, bw)
         else:
+            if reread and "M" in shape:     # two micro-batches: each kernel runs on half the rows ...
+                shape["M"] = np.where(ep > 1, np.asarray(shape["M"], float) / 2, shape["M"])
             pk, bwo, t0 = op_rates(km, hw, kname, phase, kind, **shape)
+            if reread and name != "embed":  # ... and is launched twice (its fixed time twice)
+                t0 = np.where(ep > 1, 2.0 * t0, t0)
             t, c, mem = kernel_op_time(flops, nbytes, pk, bwo, t0)
         op = out.ops[name] = Op(name, float(count), flops, nbytes, c, mem,
                                 np.asarray(comm, float) if comm is not None else np.float64(0.0), _top(pk),
@@ -319,12 +323,19 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         note = "dispatch + combine all-to-all per MoE layer"
         if skewed:
             note += f" (busiest rank {imb_txt} x the mean payload)"
-        a2a = xp.alltoall_s(m, hw, T, tp, ep, eff.link_bw, imbalance=imb,
-                            up_bw=group_bw("all_to_all", tp * ep), span=pl.stage, comm=ep_comm)
-        note += xp.COMM_NOTE[ep_comm]
+        how = xp.transport(ep_comm, phase)     # DeepEP decodes with its low-latency kernels
+        disp, comb = xp.alltoall_parts(m, hw, T, tp, ep, eff.link_bw, imbalance=imb,
+                                       up_bw=group_bw("all_to_all", tp * ep), span=pl.stage, comm=how)
+        a2a = disp + comb
+        note += xp.COMM_NOTE["deepep-decode" if how != ep_comm else ep_comm]
         if ep_overlap:
-            a2a = np.maximum(0.0, a2a - xp.moe_layer_compute_s(out.ops, m.n_layers))
-            note += "; two-micro-batch overlap: only the part longer than the layer's compute is exposed"
+            cu = km.compute_units if km is not None else 0
+            slow = cu / (cu - xp.NORMAL_COMM_SMS) if how == "deepep" and cu > xp.NORMAL_COMM_SMS else 1.0
+            a, e = xp.overlap_compute(out.ops, m.n_layers)
+            a_s, e_s = xp.overlap_compute(out.ops, m.n_layers, slow) if slow != 1.0 else (a, e)
+            a2a = np.where(ep > 1, (a_s + e_s - a - e) + xp.overlap_exposed(a_s, e_s, disp, comb), 0.0)
+            note += ("; two-micro-batch overlap: exposed = the better schedule's layer time - the layer's compute"
+                     + (f" (the transfers hold {xp.NORMAL_COMM_SMS} of {cu} SMs)" if slow != 1.0 else ""))
         add("ep_alltoall", P.n_moe_layers, 0.0, 0.0, pk_a, comm=a2a, note=note, kind="comm")
     if has_cp:
         att = sum_terms(out.ops[k].total_s for k in ("attention", "attention_local") if k in out.ops)
