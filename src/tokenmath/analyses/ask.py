@@ -110,12 +110,12 @@ def infer(dep: Deployment, wl: Workload):
     if spec is not None and (dep.pp or 1) > 1 or spec is not None and (dep.cp or 1) > 1:
         raise InputError("pp" if (dep.pp or 1) > 1 else "cp",
                          "speculative decoding is modelled without pipeline or context parallelism", "leave it out")
-    def call(batch):
+    def call(batch, speed_batch=None):
         return run(dep.model, dep.hardware, **_layout(dep, "chips", "tp", "pp", "ep", "dp", "cp"),
                    batch=batch, input_len=wl.input_len, output_len=wl.output_len,
                    concurrency=wl.concurrency, arrival_rate=wl.arrival_rate, prefix_hit=wl.prefix_hit or None,
                    attention_sharding=_attention(dep, None), speculation=spec, speed=wl.min_tokens_per_s_per_user,
-                   **knobs(dep))
+                   speed_batch=speed_batch, **knobs(dep))
     r = call(wl.batch if wl.batch is not None else 1)
     if r.speed_batch is not None:
         r = replace(r, operating_point=_operating_point(r, call, wl.min_tokens_per_s_per_user))
@@ -139,8 +139,9 @@ def _operating_point(r, call, speed) -> dict:
         return {"min_tokens_per_s_per_user": target, "batch": 0,
                 "reason": f"even batch 1 is slower than {target:g} tokens/s per user" if r.max_batch >= 1
                 else "batch 1 does not fit"}
-    from tokenmath.analyses.serving.grid import static_ttft_note
-    op = operating_point_dict(r if r.speed_batch == r.batch else call(r.speed_batch), target)
+    from tokenmath.analyses.serving.operating_point import static_ttft_note
+    # the speed batch is known: the call at it does not search for it again (the same search, the same answer)
+    op = operating_point_dict(r if r.speed_batch == r.batch else call(r.speed_batch, r.speed_batch), target)
     note = static_ttft_note(op["ttft_s"], op["batch"], "a server batching continuously keeps the first token within "
                             "it: `infer --concurrency N` answers for one")
     return {**op, "static_ttft_note": note}

@@ -18,8 +18,6 @@ from tokenmath.specs.efficiency import Efficiency, default_for
 from tokenmath.specs.hardware import Hardware, get_hardware
 from tokenmath.specs.model import Model
 from tokenmath.specs.model_catalog import get_model
-from tokenmath.specs.question.deployment import field
-from tokenmath.specs.question.fields import coerce_basic
 from tokenmath.specs.serving_engines import EngineProfile, engine_dict, engine_label, resolve_engine
 
 
@@ -179,7 +177,10 @@ def check_ep_imbalance(ep_imbalance):
     redundant experts."""
     if ep_imbalance is None:
         return 1.0
-    return coerce_basic(field("ep_imbalance"), ep_imbalance)      # the declared field's validator: one home
+    # the declared field's validator: one home (imported here: a sweep never needs the question types)
+    from tokenmath.specs.question.deployment import field
+    from tokenmath.specs.question.fields import coerce_basic
+    return coerce_basic(field("ep_imbalance"), ep_imbalance)
 
 
 def check_ep_comm(ep_comm) -> str:

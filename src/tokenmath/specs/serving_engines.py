@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from tokenmath.base.errors import InputError, closest, show, unknown_name
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
 
-from tokenmath.specs.question.deployment import DEFAULT_ENGINE  # noqa: E402 (the one default: Python, CLI, web)
 NO_ENGINE = "none"          # the engine-free step: no scheduler limits, no launch or per-step CPU costs
 GRAPH_MODES = ("all", "batch1", "none")
 KV_FRACTION_OF = ("total", "free")
@@ -235,6 +234,7 @@ def get_engine(spec: "str | EngineProfile | None" = None) -> EngineProfile:
     if isinstance(spec, EngineProfile):
         return spec
     if spec is None:
+        from tokenmath.specs.question.deployment import DEFAULT_ENGINE
         spec = DEFAULT_ENGINE
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("engine", f"{show(spec)} is not a name", ", ".join(engine_ids()) + f", {NO_ENGINE} or a file")
@@ -256,3 +256,12 @@ def resolve_engine(spec: "str | EngineProfile | None") -> "EngineProfile | None"
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == NO_ENGINE):
         return None
     return get_engine(spec)
+
+
+def __getattr__(name):
+    """DEFAULT_ENGINE, the one default engine (Python, CLI, web), lives in specs/question/deployment.py; read from
+    there on first use, so that a sweep does not import the question types (~10 ms of its first call)."""
+    if name == "DEFAULT_ENGINE":
+        from tokenmath.specs.question.deployment import DEFAULT_ENGINE
+        return DEFAULT_ENGINE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

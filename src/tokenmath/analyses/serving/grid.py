@@ -6,6 +6,7 @@ silently, so each question can say what would be feasible.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,8 +18,11 @@ from tokenmath.engine.static_batch import BatchCost, pass_options, serve_batch
 from tokenmath.mapping.candidates import SEARCH_ATTENTION, as_layout, layouts_for
 from tokenmath.mapping.layout import ATTENTION_SHARDING, attention_code
 from tokenmath.mapping.placement import place
-from tokenmath.specs.systems import System
 from tokenmath.analyses.setup import Setup, fmt_layout
+from tokenmath.analyses.serving.operating_point import static_ttft_note  # noqa: F401 (its home; plan, fleet, price)
+
+if TYPE_CHECKING:
+    from tokenmath.specs.systems import System
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Grid:
 
 def links_for(hw) -> System | None:
     """The system when its topology makes a group's bandwidth depend on the group (mesh, torus), else None."""
+    from tokenmath.specs.systems import System      # here: infer's start needs grid (its notes), not the systems
     return hw if isinstance(hw, System) and hw.topology != "switch" else None
 
 
@@ -242,18 +247,3 @@ def meeting_speed(g: Grid, target: float, top: int, hw_id: str) -> np.ndarray:
                          "tokens/s per user", f"the fastest reaches {best:,.1f}; lower the target or allow more chips")
     return ok
 
-
-def static_ttft_note(ttft_s, batch: int, instead: str = "") -> str | None:
-    """What a static-batch answer's TTFT means when it is long: a static batch prefills every prompt before any
-    first token, so its TTFT (ttft_s, the whole batch's prefill) is each of its requests' TTFT. Past TTFT_TARGET_S
-    (2 s: MLPerf Inference's server-scenario TTFT limit for Llama 2 70B, mlcommons/inference language/llama2-70b
-    README; the simulator's goodput default) the answer is a throughput bound, not one a server meets. instead: what
-    to read in its place. None within the limit."""
-    from tokenmath.analyses.serving.simulation.simulate import TTFT_TARGET_S
-    from tokenmath.base import units as u
-    if ttft_s is None or not ttft_s > TTFT_TARGET_S:
-        return None
-    return (f"TTFT {u.seconds(float(ttft_s))}: the static batch prefills all {int(batch):,} prompts before any first "
-            f"token, past the {TTFT_TARGET_S:g} s MLPerf Inference allows a server (Llama 2 70B server scenario, "
-            "mlcommons/inference language/llama2-70b): a throughput bound, not a servable answer"
-            + (f"; {instead}" if instead else ""))

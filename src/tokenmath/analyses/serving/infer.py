@@ -204,7 +204,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
           reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
           ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None, attention_sharding=None,
           ep_imbalance=None, speculation=None, max_running=None, price_usd_per_hour=None, adp_balance=None,
-          what_if=(), speed=None) -> InferResult:
+          what_if=(), speed=None, speed_batch=None) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -226,7 +226,8 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     max_running, price_usd_per_hour, what_if: the engine's cap on running sequences per scheduler, the chip-hour
     price and what-if hardware overrides ((field, value) pairs; analyses.setup.deployment_hardware).
     speed: tokens/s per user of the operating point beside a static batch (speed_batch: the largest batch giving
-    it; default operating_point.DEFAULT_SPEED).
+    it; default operating_point.DEFAULT_SPEED). speed_batch: that batch when the caller has it already (the answer
+    at the operating point's own batch): taken as it is, not searched for again.
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
     input_len = int_arg(input_len, "input_len")
@@ -295,9 +296,9 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
                  weights_bytes=weight_bytes_total(m, prec.weight.bytes, prec.expert.bytes),
                  kv_bytes_per_token=kv_bytes_per_token(m, prec.kv.bytes), memory=sv.memory, fits=fits,
                  prefill=pre, decode=sv.decode, max_batch=bmax, prefix_hit=hit, ttft_uncached_s=ttft0,
-                 batch_cost=sv, speed_batch=None if load is not None else int(largest_batch_at_speed(
-                     su, input_len, output_len, bmax, DEFAULT_SPEED if speed is None else
-                     pos_float(speed, "min_tokens_per_s_per_user"))))
+                 batch_cost=sv, speed_batch=None if load is not None else int(speed_batch) if speed_batch is not None
+                 else int(largest_batch_at_speed(su, input_len, output_len, bmax, DEFAULT_SPEED if speed is None else
+                                                 pos_float(speed, "min_tokens_per_s_per_user"))))
     if eng is not None:
         cap = float(sv.running_cap)
         sizes.update(decode_device_s=_scalar(sv.decode_device_s), decode_launch_s=_scalar(sv.decode_launch_s),

@@ -23,13 +23,11 @@ from tokenmath.analyses.serving.simulation.result import (CDF_POINTS, Simulation
 from tokenmath.analyses.serving.simulation.state import State
 from tokenmath.analyses.serving.simulation.workload import make_workload
 from tokenmath.analyses.serving.speculative import resolve_draft
+# the default targets of goodput: MLPerf Inference's Llama-2-70B server limits (one home: operating_point.py)
+from tokenmath.analyses.serving.operating_point import TPOT_TARGET_S, TTFT_TARGET_S  # noqa: F401
 
 DEFAULT_MODEL = "llama-3.1-8b"
 DEFAULT_HARDWARE = "h100-sxm"
-# MLPerf Inference Llama-2-70B server scenario latency constraints (TTFT 2 s, TPOT 200 ms; mlcommons/inference
-# README of language/llama2-70b): the default targets of goodput
-TTFT_TARGET_S = 2.0
-TPOT_TARGET_S = 0.2
 
 
 def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=None, pp=None, ep=None, dp=None,
