@@ -110,6 +110,22 @@ print(len(p.frontier), "frontier points")""",
         """d = tokenmath.price("llama-3.1-70b", "h100-sxm").to_dict()
 print(d["layout"], f"cost ${d['cost_per_mtok_output_usd']:.2f}, price ${d['price_per_mtok_output_usd']:.2f} per Mtok output")""",
     ),
+    "fleet": (
+        "Chips, megawatts and dollars a year to serve a demand in output tokens/s: static batches, continuous batching "
+        "and prefill on chips of its own, each sized in whole replicas.",
+        "`demand`: output tokens/s; `max_chips`: chips one replica may span; `pue`: a ratio; power in MW, costs in "
+        "USD per year and per million tokens.",
+        """f = tokenmath.fleet("llama-3.1-70b", "h100-sxm", demand=1e5).to_dict()
+print(f["layout"], f["chips"], "chips;", f["continuously_batched"]["chips"], "continuously batched")""",
+    ),
+    "plan": (
+        "The best layout and batch for a model on a system (a chip and its scale-up domain): the static best, the "
+        "continuously batched point and, with `disaggregated=True`, prefill on chips of its own.",
+        "`chips`: the system's chips to lay out; `min_tokens_per_s_per_user`: tokens/s; `ttft_ms`: milliseconds; "
+        "costs in USD per million tokens.",
+        """p = tokenmath.plan("llama-3.1-70b", "hgx-h100", chips=8).to_dict()
+print(p["best"]["layout"], f"{p['best']['output_tokens_per_s_per_chip']:.0f} tok/s/chip")""",
+    ),
     "simulate": (
         "A serving engine's scheduler run request by request on one replica: throughput, time-to-first-token and "
         "inter-token latency percentiles, goodput against targets.",
@@ -203,7 +219,8 @@ print(e.flops, e.memory_bw, e.layer_overhead_s)""",
     ),
 }
 
-ORDER = ["Deployment", "Workload", "question_schema", "ask", "infer", "hyperbola", "sweep", "pareto", "price", "simulate",
+ORDER = ["Deployment", "Workload", "question_schema", "ask", "infer", "hyperbola", "sweep", "pareto", "price", "fleet", "plan",
+         "simulate",
          "steady_state", "train", "chinchilla", "overtrain", "deduce", "validate", "get_model", "model_ids",
          "get_hardware", "hardware_ids", "InputError", "Efficiency"]
 

@@ -326,6 +326,9 @@ def ask(question: str, deployment: Deployment | None = None, workload: Workload 
     return QUESTIONS[question](deployment or Deployment(), workload or Workload(), **own)
 
 
+AXIS_QUESTIONS = ("pareto", "plan")       # questions whose `concurrency` can be a list: an axis of users
+
+
 def public(question: str):
     """The Python API's form of a question: `tokenmath.infer(deployment, workload)` or the keyword form
     `tokenmath.infer("llama-3.1-70b", "h100-sxm", chips=8, batch=16)`: both are validated into a Deployment and a
@@ -335,8 +338,16 @@ def public(question: str):
             dep = args[0]
             wl = args[1] if len(args) > 1 else kw.pop("workload", None) or Workload()
             return ask(question, dep, wl, **kw)
-        dep, wl, own = split(*args, **kw)
-        return ask(question, dep, wl, **own)
+        # pareto's and plan's concurrency may be an axis (a list of users, () for none): the question's own keyword
+        axis = ({"concurrency": kw.pop("concurrency")} if question in AXIS_QUESTIONS
+                and isinstance(kw.get("concurrency"), (list, tuple)) else {})
+        # the question's own defaults, as the command line applies them (specs/question/defaults.py); a model or
+        # hardware given by position is given
+        from tokenmath.specs.question.defaults import question_defaults
+        positional = ("model", "hardware")[:len(args)]
+        own_defaults = {k: v for k, v in question_defaults(question).items() if k not in kw and k not in positional}
+        dep, wl, own = split(*args, **own_defaults, **kw)
+        return ask(question, dep, wl, **own, **axis)
     call.__name__ = question
     call.__doc__ = (QUESTIONS[question].__doc__ or "") + "\n\n" + (public.__doc__ or "")
     return call
@@ -350,3 +361,26 @@ def infer_api(*args, **kw):
 def hyperbola_api(*args, **kw):
     """tokenmath.hyperbola(deployment, workload, context=...) or the keyword form: see `public`."""
     return public("hyperbola")(*args, **kw)
+
+
+def price_api(*args, **kw):
+    """tokenmath.price(deployment, workload, margin=..., utilization=..., max_chips=...) or the keyword form: see
+    `public`."""
+    return public("price")(*args, **kw)
+
+
+def pareto_api(*args, **kw):
+    """tokenmath.pareto(deployment, workload, allow_pp=..., concurrency=[...]) or the keyword form: see `public`."""
+    return public("pareto")(*args, **kw)
+
+
+def fleet_api(*args, **kw):
+    """tokenmath.fleet(deployment, workload, demand=..., max_chips=..., pue=...) or the keyword form: see
+    `public`."""
+    return public("fleet")(*args, **kw)
+
+
+def plan_api(*args, **kw):
+    """tokenmath.plan(deployment, workload, disaggregated=..., concurrency=[...]) or the keyword form: see
+    `public`."""
+    return public("plan")(*args, **kw)

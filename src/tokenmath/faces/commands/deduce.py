@@ -175,8 +175,7 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
 
 
 @click.command()
-@question_options("price", defaults={"input_len": "2000", "output_len": "500", "min_tokens_per_s_per_user": "20",
-                            "attention_sharding": "heads"})
+@question_options("price")
 @click.option("--margin", type=number(0.0, 0.99), default=0.5, show_default=True, help="Gross margin (0..1).")
 @click.option("--utilization", type=number(0.01, 1.0), default=0.6, show_default=True, help="Share of time serving at that load.")
 @click.option("--max-chips", type=count(1, MAX_SEARCH_CHIPS), callback=positive,

@@ -16,7 +16,7 @@ def _system_option(f):
 
 
 @click.command()
-@question_options("plan", skip=("hardware", "concurrency"), defaults={"model": "deepseek-v3"})
+@question_options("plan", skip=("hardware", "concurrency"))
 @_system_option
 @click.option("--disaggregated", is_flag=True, help="Also size separate prefill and decode pools for this traffic mix.")
 @concurrency_option
@@ -43,7 +43,7 @@ def plan(deployment, workload, system, disaggregated, concurrency, as_json, expl
 
 
 @click.command()
-@question_options("moe", skip=("hardware",), defaults={"model": "deepseek-v3"})
+@question_options("moe", skip=("hardware",))
 @_system_option
 @click.option("--context", type=count(1, MAX_TOKENS), default=4096, show_default=True, callback=positive,
               help="Tokens per sequence held in KV (prompt + output; the last --output-len of them generated).")

@@ -44,8 +44,10 @@ def field_option(f: Field, default=None):
 def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dict | None = None):
     """Decorator: every Deployment and Workload field as an option (minus `skip`, which the command declares its own
     way), and the command called with deployment= and workload= instead of them. defaults: a question's own default
-    for a field (e.g. hyperbola's static batch), shown in --help and applied when the option is absent."""
-    defaults = defaults or {}
+    for a field beyond specs/question/defaults.QUESTION_DEFAULTS (the table Python's keyword form applies too), shown in
+    --help and applied when the option is absent."""
+    from tokenmath.specs.question.defaults import question_defaults
+    defaults = {**question_defaults(question), **(defaults or {})}
     decl = [f for f in DEPLOYMENT_FIELDS + WORKLOAD_FIELDS if f.name not in skip]
     dep_names = {f.name for f in DEPLOYMENT_FIELDS}
 

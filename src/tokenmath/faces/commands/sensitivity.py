@@ -9,7 +9,7 @@ METRIC_NAMES = ("cost_per_mtok_output_usd", "cost_per_mtok_output_request_usd", 
 
 
 @click.command()
-@question_options("sensitivity", defaults={"batch": "max"})
+@question_options("sensitivity")
 @click.option("--metric", type=click.Choice(METRIC_NAMES), default="cost_per_mtok_output_usd", show_default=True,
               help="The answer whose sensitivity is ranked.")
 @click.option("--delta", type=number(0.01, 0.9), default=0.2, show_default=True, help="Relative move of each input (0.2 = +-20%).")

@@ -52,7 +52,7 @@ def slowmode(deployment, workload, budget_ms, per_request, max_chips, as_json, e
 
 
 @click.command()
-@question_options("pareto", skip=("concurrency",), defaults={"attention_sharding": "heads"})
+@question_options("pareto", skip=("concurrency",))
 @click.option("--allow-pp", is_flag=True, help="Also consider pipeline-parallel layouts.")
 @concurrency_option
 @with_plot
@@ -88,7 +88,7 @@ def prices(deployment, workload, contexts, cache_ttl_s, as_json, explain, plot_f
 
 
 @click.command()
-@question_options("context", defaults={"batch": "1"})
+@question_options("context")
 @click.option("--context", type=count(1, MAX_TOKENS), default=8192, show_default=True, callback=positive,
               help="Tokens of context (prompt + output so far) at which the costs are read.")
 @with_plot
@@ -104,7 +104,7 @@ def context(deployment, workload, context, as_json, explain, plot_file):
 
 
 @click.command()
-@question_options("fleet", defaults={"attention_sharding": "heads", "min_tokens_per_s_per_user": "20"})
+@question_options("fleet")
 @click.option("--demand", type=number(1e-6, 1e15, "output tokens/s"), required=True, callback=positive_float, help="Output tokens per second to serve.")
 @click.option("--max-chips", type=count(1, MAX_SEARCH_CHIPS), callback=positive, help="Largest replica (chips).")
 @click.option("--pue", type=number(0.5, 5.0), default=1.0, show_default=True, callback=positive_float,
