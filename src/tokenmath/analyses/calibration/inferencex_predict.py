@@ -16,6 +16,12 @@ run's own configuration: chips, layout, engine profile, concurrency, lengths, MT
   is read as TP over every GPU (the same weight bytes per GPU; the MoE's communication differs: said on the row);
   DP attention without EP is TP with attention sharding "dp".
 - MTP: the model's own MTP head drafting inferencex.MTP_TOKENS tokens, tokenmath's default acceptance by position.
+- As run: each engine instance at the KV-cache dtype and the expert-parallel transport its recipe sets
+  (inferencex_recipe.py: FP8 KV on every engine but SGLang on Hopper; DeepEP on SGLang's NVL72 wide EP;
+  TensorRT-LLM's low-precision all-to-all), said on every row; `recipes=False` runs every row at BF16 KV and the
+  default transport, as the predictor did before.
+- Memory: `limit` says what capped the users a replica (or a decode worker) runs at once: "users" (all of them
+  run), "max_running" (the engine's cap) or "kv" (the KV cache holds fewer: the rest queue).
 - The dominant term of each prediction: of the decode step at the predicted batch (compute, memory, communication,
   overhead: the engine's bottleneck), or of the prompt's prefill where prompts fill every step (the closed loop's
   "budget" regime) or where the prefill pool caps a disaggregated run.
@@ -23,7 +29,7 @@ run's own configuration: chips, layout, engine profile, concurrency, lengths, MT
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -34,6 +40,7 @@ from tokenmath.mapping.layout import attention_code
 from tokenmath.specs.efficiency import DEFAULT
 from tokenmath.analyses.setup import fmt_layout, setup
 from tokenmath.analyses.calibration.inferencex import MTP_TOKENS, WEIGHT_DTYPES, Run, skip_reason
+from tokenmath.analyses.calibration.inferencex_recipe import plain, recipe
 from tokenmath.analyses.serving.by_concurrency import layout_replica
 from tokenmath.analyses.serving.grid import evaluate
 from tokenmath.analyses.serving.simulation.workload import parse_lengths
@@ -54,6 +61,7 @@ class RunPrediction:
     layout: str
     skipped: str | None               # why the run could not be predicted (counted and listed, never dropped)
     notes: tuple[str, ...] = ()
+    limit: str | None = None          # what capped the running users: users, max_running, kv (module docstring)
 
     @property
     def measured(self) -> float:
@@ -79,7 +87,8 @@ class RunPrediction:
                 "predicted_tput_per_gpu": self.tput_per_gpu, "ratio": self.ratio,
                 "measured_per_user": r["median_intvty"], "predicted_per_user": self.per_user,
                 "measured_ttft_s": r["median_ttft"], "predicted_ttft_s": self.ttft_s, "term": self.term,
-                "phase": self.phase, "layout": self.layout, "skipped": self.skipped, "notes": list(self.notes)}
+                "phase": self.phase, "layout": self.layout, "limit": self.limit, "skipped": self.skipped,
+                "notes": list(self.notes)}
 
 
 def layout_of(tp: int, ep: int, dp_attention: bool, chips: int) -> tuple[tuple[int, ...], str | None]:
@@ -94,11 +103,17 @@ def layout_of(tp: int, ep: int, dp_attention: bool, chips: int) -> tuple[tuple[i
 
 
 @lru_cache(maxsize=256)
-def _setup(model: str, chip: str, wdtype: str, profile: str, basis: str):
+def _setup(model: str, chip: str, wdtype: str, profile: str, basis: str, kv: str | None = None,
+           comm: str = "bf16", mem_fraction: float | None = None):
+    """The run's setup; kv, comm, mem_fraction: its recipe's KV dtype, EP transport and the engine's static memory
+    fraction (None: the profile's)."""
     if basis not in BASES:
         raise InputError("basis", f"{basis!r}", ", ".join(BASES))
     kw = {"efficiency": DEFAULT} if basis == "kernel" else {}
-    return setup(model, chip, weight_dtype=wdtype, engine=profile, **kw)
+    su = setup(model, chip, weight_dtype=wdtype, engine=profile, kv_dtype=kv, ep_comm=comm, **kw)
+    if mem_fraction is not None and su.engine is not None:
+        su = replace(su, efficiency=replace(su.efficiency, engine=replace(su.engine, kv_memory_fraction=mem_fraction)))
+    return su
 
 
 def _draft(su, mtp: bool):
@@ -131,17 +146,20 @@ def _terms(su, lay, batches, isl: int, osl: int, draft) -> tuple[np.ndarray, ...
             np.broadcast_to(pb, b.shape), b)
 
 
-def _aggregated(runs: list[Run], basis: str) -> list[RunPrediction]:
+def _aggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
     out: list[RunPrediction] = []
     groups: dict = {}
     for r in runs:
         x = r.row
         lay, note = layout_of(x["decode_tp"], x["decode_ep"], x["decode_dp_attention"], x["gpus"])
-        groups.setdefault(_setup_key(r) + (lay, r.mtp, note), []).append(r)
-    for (mid, chip, wd, prof, lay, mtp, note), rs in groups.items():
+        rc = how(r, "aggregated")
+        groups.setdefault(_setup_key(r) + (rc.kv_dtype, rc.ep_comm, rc.mem_fraction, lay, r.mtp,
+                                           (note, rc.note if rc.sources else None)), []).append(r)
+    for (mid, chip, wd, prof, kv, comm, frac, lay, mtp, notes), rs in groups.items():
         name = fmt_layout(*lay)
+        notes = tuple(n for n in notes if n)
         try:
-            su = _setup(mid, chip, wd, prof, basis)
+            su = _setup(mid, chip, wd, prof, basis, kv, comm, frac)
             draft = _draft(su, mtp)
             inp = parse_lengths(max(r.row["isl"] for r in rs), "input_len")
             outl = parse_lengths(max(r.row["osl"] for r in rs), "output_len")
@@ -153,7 +171,6 @@ def _aggregated(runs: list[Run], basis: str) -> list[RunPrediction]:
             why = problem or "the layout does not hold the model and one whole request on these chips"
             out += [_skip(r, f"layout {name}: {why}", name) for r in rs]
             continue
-        notes = (note,) if note else ()
         by_len: dict = {}
         for r in rs:
             by_len.setdefault((r.row["isl"], r.row["osl"]), []).append(r)
@@ -171,14 +188,15 @@ def _aggregated(runs: list[Run], basis: str) -> list[RunPrediction]:
                 out.append(RunPrediction(r, tput, p.output_tokens_per_s_per_user, p.ttft_s,
                                          str(pt if prefill else dt), "prefill" if prefill else "decode", name, None,
                                          notes + ((f"{groups_per_replica} attention groups",)
-                                                  if groups_per_replica > 1 else ())))
+                                                  if groups_per_replica > 1 else ()), p.limit))
     return out
 
 
 @lru_cache(maxsize=512)
-def _prefill_pool(mid, chip, wd, prof, basis, lay, isl: int) -> tuple[float, float, str]:
+def _prefill_pool(mid, chip, wd, prof, basis, lay, isl: int, kv=None, comm="bf16",
+                  frac=None) -> tuple[float, float, str]:
     """(TTFT s of one prompt alone, best prompts/s of one worker over PROMPT_BATCHES, the prefill's bottleneck)."""
-    su = _setup(mid, chip, wd, prof, basis)
+    su = _setup(mid, chip, wd, prof, basis, kv, comm, frac)
     g = evaluate(su, [lay], np.array(PROMPT_BATCHES, float), isl, 1)
     ttft = np.asarray(g.ttft_s[0], float)
     ok = np.asarray(g.fits[0], bool)
@@ -190,7 +208,7 @@ def _prefill_pool(mid, chip, wd, prof, basis, lay, isl: int) -> tuple[float, flo
     return float(ttft[0]), float(rate.max()), str(BOTTLENECKS[code])
 
 
-def _disaggregated(runs: list[Run], basis: str) -> list[RunPrediction]:
+def _disaggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
     out: list[RunPrediction] = []
     groups: dict = {}
     for r in runs:
@@ -199,20 +217,24 @@ def _disaggregated(runs: list[Run], basis: str) -> list[RunPrediction]:
         pchips = x["num_prefill_gpu"] // x["prefill_num_workers"]
         dlay, dnote = layout_of(x["decode_tp"], x["decode_ep"], x["decode_dp_attention"], dchips)
         play, pnote = layout_of(x["prefill_tp"], x["prefill_ep"], x["prefill_dp_attention"], pchips)
+        dr, pr = how(r, "decode"), how(r, "prefill")
         notes = tuple(f"{w}: {n}" for w, n in (("decode", dnote), ("prefill", pnote)) if n)
-        groups.setdefault(_setup_key(r) + (dlay, play, r.mtp, x["isl"], x["osl"], notes), []).append(r)
-    for (mid, chip, wd, prof, dlay, play, mtp, isl, osl, notes), rs in groups.items():
+        notes += tuple(f"{w} {n.note}" for w, n in (("decode", dr), ("prefill", pr)) if n.sources)
+        key = (dr.kv_dtype, dr.ep_comm, dr.mem_fraction, pr.kv_dtype, pr.ep_comm, pr.mem_fraction)
+        groups.setdefault(_setup_key(r) + key + (dlay, play, r.mtp, x["isl"], x["osl"], notes), []).append(r)
+    for (mid, chip, wd, prof, dkv, dcomm, dfrac, pkv, pcomm, pfrac, dlay, play, mtp, isl, osl, notes), rs in \
+            groups.items():
         name = f"prefill {fmt_layout(*play)} / decode {fmt_layout(*dlay)}"
         try:
-            su = _setup(mid, chip, wd, prof, basis)
+            su = _setup(mid, chip, wd, prof, basis, dkv, dcomm, dfrac)
             draft = _draft(su, mtp)
-            ttft1, prompts_per_s, pterm = _prefill_pool(mid, chip, wd, prof, basis, play, isl)
+            ttft1, prompts_per_s, pterm = _prefill_pool(mid, chip, wd, prof, basis, play, isl, pkv, pcomm, pfrac)
             b = [r.row["conc"] / r.row["decode_num_workers"] for r in rs]
             step, dterm, fits, _, run_b = _terms(su, dlay, b, isl, osl, draft)
         except InputError as e:
             out += [_skip(r, f"{name}: {e.problem}", name) for r in rs]
             continue
-        for r, st, dt, ok, rb in zip(rs, step, dterm, fits, run_b):
+        for r, st, dt, ok, rb, want in zip(rs, step, dterm, fits, run_b, b):
             x = r.row
             if not ok or not (math.isfinite(st) and st > 0):
                 out.append(_skip(r, f"{name}: a decode worker does not hold {x['conc'] / x['decode_num_workers']:g} "
@@ -224,13 +246,16 @@ def _disaggregated(runs: list[Run], basis: str) -> list[RunPrediction]:
             rate = min(users, pool)
             out.append(RunPrediction(r, rate * (isl + osl) / x["gpus"], 1.0 / st, ttft1,
                                      pterm if pool < users else str(dt), "prefill" if pool < users else "decode",
-                                     name, None, notes + ("KV transfer between the pools left out",)))
+                                     name, None, notes + ("KV transfer between the pools left out",),
+                                     "kv" if rb < want else "users"))
     return out
 
 
-def predict_runs(runs, basis: str = "calibrated") -> list[RunPrediction]:
+def predict_runs(runs, basis: str = "calibrated", recipes: bool = True) -> list[RunPrediction]:
     """Every run predicted at efficiency `basis` (BASES), in the order given; the ones tokenmath cannot model are
-    kept with the reason (skipped)."""
+    kept with the reason (skipped). recipes: each engine instance as its recipe ran it (inferencex_recipe.py), else
+    BF16 KV and the default transport everywhere."""
+    how = recipe if recipes else plain
     preds: dict[int, RunPrediction] = {}
     agg, dis = [], []
     for r in runs:
@@ -239,6 +264,6 @@ def predict_runs(runs, basis: str = "calibrated") -> list[RunPrediction]:
             preds[r.index] = _skip(r, why)
         else:
             (dis if r.disagg else agg).append(r)
-    for p in _aggregated(agg, basis) + _disaggregated(dis, basis):
+    for p in _aggregated(agg, basis, how) + _disaggregated(dis, basis, how):
         preds[p.run.index] = p
     return [preds[r.index] for r in runs]

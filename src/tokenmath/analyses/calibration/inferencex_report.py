@@ -19,6 +19,8 @@ from tokenmath.analyses.calibration.inferencex import Run, self_consistency, tec
 from tokenmath.analyses.calibration.inferencex_predict import RunPrediction
 
 WORST = 20
+# what capped the users a predicted replica (or decode worker) runs at once (RunPrediction.limit)
+LIMITS = {"users": "none (every user runs)", "max_running": "the engine's max running", "kv": "KV memory (users queue)"}
 CONSISTENT = (0.5, 2.0)      # published throughput / what its own latencies imply, outside: the row contradicts itself
 # model family: the architecture the published model runs (catalog id -> family label)
 FAMILIES = {"deepseek-v3": "deepseek-v3 (MoE, MLA)"}
@@ -55,10 +57,11 @@ def stats(preds: list[RunPrediction]) -> dict:
             "median_ape_per_user": med(np.abs(u - 1)), "median_ratio_per_user": med(u)}
 
 
-def grouped(preds: list[RunPrediction], key: Callable[[Run], tuple[str, ...]]) -> dict[str, dict]:
+def grouped(preds: list[RunPrediction], key: Callable[[Run], tuple[str, ...]], of_run: bool = True) -> dict[str, dict]:
+    """stats per group; key(run) names a run's groups (of_run False: key(prediction))."""
     groups: dict[str, list] = {}
     for p in preds:
-        for g in key(p.run):
+        for g in key(p.run if of_run else p):
             groups.setdefault(g, []).append(p)
     return {g: stats(ps) for g, ps in sorted(groups.items())}
 
@@ -114,7 +117,10 @@ class InferenceXReport:
         for p in P:
             if p.term:
                 terms[f"{p.phase}: {p.term}"] = terms.get(f"{p.phase}: {p.term}", 0) + 1
-        return {"all": stats(P), "groups": {k: grouped(P, f) for k, f in GROUPINGS.items()},
+        groups = {k: grouped(P, f) for k, f in GROUPINGS.items()}
+        groups["running users capped by"] = grouped([p for p in P if p.limit], lambda p: (LIMITS[p.limit],),
+                                                    of_run=False)
+        return {"all": stats(P), "groups": groups,
                 "held_out": {k: grouped(P, f) for k, f in HELD_OUT.items()},
                 "dominant_terms": dict(sorted(terms.items(), key=lambda kv: -kv[1])),
                 "engine_profiles": profiles(P),

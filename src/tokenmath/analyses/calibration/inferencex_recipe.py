@@ -1,0 +1,143 @@
+"""Each InferenceX run configured as it was run: the KV-cache dtype and the expert-parallel transport its recipe
+set, read from the recipe InferenceX ran it with (never fitted; a knob the recipe does not set stays tokenmath's
+default, which is also the engine's).
+
+A run's row names its engine, chip, precision, EP size, DP attention and disaggregated worker counts, not its
+command line; the command line lives in the InferenceX repository's recipe for that engine, chip and precision:
+- single node: benchmarks/single_node/fixed_seq_len/dsr1_<precision>_<chip>[_trt|_atom][_mtp].sh
+  (github.com/SemiAnalysisAI/InferenceX at 843c6254);
+- NVIDIA disaggregated (dynamo-sglang, dynamo-trt): benchmarks/multi_node/srt-slurm-recipes/dsr1/<engine>/
+  <chip>-<precision>/<lengths>/disagg/{stp,mtp}/*.yaml (at 792d8aa4, 2026-04-28: the srt-slurm recipes the earlier
+  runs used, migrated into the repository unchanged in their server flags);
+- AMD disaggregated (mori-sglang): benchmarks/multi_node/amd_utils/models.yaml, entry DeepSeek-R1 (at 843c6254).
+A row does not say which of a folder's recipe files (low-latency, mid-curve, max-throughput) ran it, so only a
+flag every file of the folder that applies to the row's layout sets is read as the run's.
+
+What the recipes set, and what tokenmath reads from it (RULES, first match wins):
+- KV cache in FP8 (--kv-cache-dtype fp8_e4m3 on SGLang, kv_cache_config.dtype: fp8 on TensorRT-LLM,
+  --kv_cache_dtype fp8 on ATOM): every engine on every chip but SGLang on Hopper (dsr1_fp8_h200[_mtp].sh and the
+  h100-fp8 / h200-fp8 srt-slurm recipes set no KV dtype: SGLang's "auto", the checkpoint's BF16 KV). tokenmath's
+  InferenceX predictor read every KV cache as BF16 before: twice the bytes per token, half the users a GPU holds.
+- SGLang on GB200 / GB300 NVL72, decode with EP and DP attention: DeepEP (moe-a2a-backend: deepep, deepep-mode:
+  low_latency in every gb200/gb300 recipe); prefill with EP and DP attention at FP8: DeepEP's normal kernels
+  (deepep-mode: normal); at FP4 the prefill sets no all-to-all backend (flashinfer_cutlass MoE): the default.
+  tokenmath's ep_comm "deepep" prices a decode pass with the low-latency kernels (FP8 dispatch, BF16 combine, one
+  copy per expert) and a prefill pass with the normal ones (engine/expert_parallel.py).
+- No recipe turns on two-batch overlap (--enable-two-batch-overlap appears in none of the DeepSeek-R1 recipes; the
+  GB200 FP4 ones set --enable-single-batch-overlap, an overlap of the combine with the down GEMM inside one batch,
+  which tokenmath does not model): ep_overlap stays off everywhere.
+- TensorRT-LLM disaggregated with EP and attention DP: its own all-to-all with a low-precision combine
+  (moe_config use_low_precision_moe_combine: true in the gb200, gb300, h100, h200 and b200/b300-fp4 recipes; the
+  NVLink one-sided all-to-all, TensorRT-LLM tech blog 18, nvidia.github.io/TensorRT-LLM/blogs/tech_blog/
+  blog18_Optimizing_MoE_Communication_with_One_Sided_AlltoAll_Over_NVLink.html, and the low-precision all-to-all of
+  tech blog 14, .../blog14_Scaling_Expert_Parallelism_in_TensorRT-LLM_part3.html). tokenmath's nearest transport is
+  "fp8" (FP8 dispatch, BF16 combine, one copy per expert): more bytes than the recipe's, an upper bound on the
+  transfer. The b200-fp8 / b300-fp8 recipes do not set it: the default.
+- MoRI on MI355X (--moe-a2a-backend mori --deepep-mode normal, SGLANG_MORI_DISPATCH_DTYPE=auto in amd_utils/env.sh):
+  the dispatch dtype is left to MoRI ("auto") and the combine's is unset, so no transport is read from it; its
+  --ep-dispatch-algorithm fake spreads tokens evenly over the experts, which is tokenmath's default (balanced).
+- SGLang's static memory fraction where the recipe sets it for a layout that needs it: DeepSeek-R1 FP8 on 4
+  Blackwell GPUs (TP 4: 168 GB of weights on each) runs at --mem-fraction-static 0.95 (dsr1_fp8_b200.sh and
+  dsr1_fp8_b300.sh, TP=4 branch: MEM_FRAC_STATIC=0.95; srt-slurm gb200-fp8 low-latency.yaml, prefill and decode:
+  mem-fraction-static: 0.95). tokenmath's SGLang profile holds 0.83 (derived on an H100 80GB, data/engines.toml),
+  which leaves those GPUs no room for one request: the 27 runs it refused as "does not fit" ran at 0.95. Elsewhere
+  the recipes' fractions (0.6-0.95, per file) are not read: the row does not say which file ran.
+- Routing skew: the NVIDIA recipes hold 32 redundant experts (ep-num-redundant-experts, eplb-algorithm deepseek)
+  but load no expert-location statistics, and the rows do not say which file ran: ep_imbalance stays the default.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+REPO = "https://github.com/SemiAnalysisAI/InferenceX/blob"
+SINGLE = f"{REPO}/843c6254/benchmarks/single_node/fixed_seq_len"
+MULTI = f"{REPO}/792d8aa4/benchmarks/multi_node/srt-slurm-recipes/dsr1"
+AMD = f"{REPO}/843c6254/benchmarks/multi_node/amd_utils/models.yaml"
+HOPPER = ("h100", "h200")
+NVL72 = ("gb200", "gb300")
+
+# (engine as the row names it, chips (None: any), excluded chips) -> KV dtype and the recipe that sets it
+KV_RULES: tuple[tuple[str, tuple | None, tuple, str | None, str], ...] = (
+    ("sglang", HOPPER, (), None, f"{SINGLE}/dsr1_fp8_h200.sh (no --kv-cache-dtype: the checkpoint's BF16)"),
+    ("sglang", None, HOPPER, "fp8", f"{SINGLE}/dsr1_<precision>_<chip>.sh: --kv-cache-dtype fp8_e4m3"),
+    ("trt", None, (), "fp8", f"{SINGLE}/dsr1_<precision>_<chip>_trt.sh: kv_cache_config dtype: fp8"),
+    ("atom", None, (), "fp8", f"{SINGLE}/dsr1_<precision>_mi355x_atom.sh: --kv_cache_dtype fp8"),
+    ("mori-sglang", None, (), "fp8", f"{AMD} DeepSeek-R1 base_flags: --kv-cache-dtype fp8_e4m3"),
+    ("dynamo-sglang", HOPPER, (), None, f"{MULTI}/sglang/h200-fp8 (no kv-cache-dtype: the checkpoint's BF16)"),
+    ("dynamo-sglang", None, HOPPER, "fp8", f"{MULTI}/sglang/<chip>-<precision>: kv-cache-dtype: fp8_e4m3"),
+    ("dynamo-trt", None, (), "fp8", f"{MULTI}/trtllm/<chip>-<precision>: kv_cache_config dtype: fp8"),
+)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a run's recipe sets for one of its engine instances (role: "aggregated", "prefill" or "decode")."""
+    kv_dtype: str | None        # None: the model's default (BF16 KV)
+    ep_comm: str                # engine/expert_parallel.EP_COMM
+    sources: tuple[str, ...]
+    mem_fraction: float | None = None   # the engine's static memory fraction (None: its profile's)
+
+    @property
+    def note(self) -> str:
+        parts = [f"KV {self.kv_dtype or 'bf16'}"] + ([f"EP all-to-all {self.ep_comm}"] if self.ep_comm != "bf16"
+                                                   else [])
+        parts += [f"memory fraction {self.mem_fraction:g}"] if self.mem_fraction else []
+        return "recipe: " + ", ".join(parts)
+
+
+def kv_dtype(framework: str, hardware: str) -> tuple[str | None, str]:
+    """(KV dtype, source) of a run's recipe (KV_RULES); (None, "") where no rule names it."""
+    for eng, chips, out, kv, src in KV_RULES:
+        if eng == framework and (chips is None or hardware in chips) and hardware not in out:
+            return kv, src
+    return None, ""
+
+
+def ep_comm(framework: str, hardware: str, precision: str, role: str, ep: int, dp_attention: bool) -> tuple[str, str]:
+    """(EP transport, source) of one engine instance of a run (module docstring); ("bf16", "") by default."""
+    if ep <= 1 or not dp_attention:
+        return "bf16", ""
+    if framework == "dynamo-sglang" and hardware in NVL72:
+        if role == "decode":
+            return "deepep", f"{MULTI}/sglang/{hardware}-{precision}: moe-a2a-backend deepep, deepep-mode low_latency"
+        if role == "prefill" and precision == "fp8":
+            return "deepep", f"{MULTI}/sglang/{hardware}-fp8: moe-a2a-backend deepep, deepep-mode normal"
+    if framework == "dynamo-trt" and not (hardware in ("b200", "b300") and precision == "fp8"):
+        return "fp8", (f"{MULTI}/trtllm/{hardware}-{precision}: use_low_precision_moe_combine: true (TensorRT-LLM "
+                       "tech blogs 14 and 18: low-precision one-sided NVLink all-to-all)")
+    return "bf16", ""
+
+
+def mem_fraction(framework: str, hardware: str, precision: str, gpus: int) -> tuple[float | None, str]:
+    """(SGLang's static memory fraction, source) where the recipe sets it for the layout (module docstring)."""
+    if framework in ("sglang", "dynamo-sglang") and precision == "fp8" and gpus == 4 \
+            and hardware in ("b200", "b300", "gb200"):
+        where = (f"{MULTI}/sglang/gb200-fp8/1k1k/disagg/stp/low-latency.yaml" if hardware == "gb200"
+                 else f"{SINGLE}/dsr1_fp8_{hardware}.sh (TP=4)")
+        return 0.95, f"{where}: mem-fraction-static 0.95"
+    return None, ""
+
+
+def recipe(run, role: str) -> Recipe:
+    """The recipe of `run` (inferencex.Run) for its engine instance `role`: "aggregated" (one engine, the decode
+    columns name its layout), "prefill" or "decode"."""
+    r = run.row
+    side = "prefill" if role == "prefill" else "decode"
+    kv, ksrc = kv_dtype(r["framework"], r["hardware"])
+    comm, csrc = ep_comm(r["framework"], r["hardware"], r["precision"], role, r[f"{side}_ep"],
+                         r[f"{side}_dp_attention"])
+    if role == "aggregated":
+        gpus = r["gpus"]
+    else:
+        workers = max(r[f"{side}_num_workers"], 1)
+        gpus = r[f"num_{side}_gpu"] // workers
+    frac, msrc = mem_fraction(r["framework"], r["hardware"], r["precision"], gpus)
+    return Recipe(kv, comm, tuple(s for s in (ksrc, csrc, msrc) if s), frac)
+
+
+PLAIN = Recipe(None, "bf16", ())
+
+
+def plain(run, role: str) -> Recipe:
+    """The configuration the predictor used before it read the recipes: BF16 KV, the default transport."""
+    return PLAIN

@@ -1,0 +1,41 @@
+"""Each InferenceX run configured as its recipe ran it (analyses/calibration/inferencex_recipe.py): the KV dtype,
+the EP transport and SGLang's memory fraction read from the recipe, and the predictor using them."""
+from tokenmath.analyses.calibration.inferencex import load_runs
+from tokenmath.analyses.calibration.inferencex_predict import predict_runs
+from tokenmath.analyses.calibration.inferencex_recipe import ep_comm, kv_dtype, mem_fraction, plain, recipe
+
+
+def test_kv_dtype_from_the_recipes():
+    assert kv_dtype("sglang", "b200")[0] == "fp8" and kv_dtype("sglang", "mi355x")[0] == "fp8"
+    assert kv_dtype("sglang", "h200")[0] is None                 # dsr1_fp8_h200.sh sets none: BF16
+    assert kv_dtype("dynamo-sglang", "h100")[0] is None and kv_dtype("dynamo-sglang", "gb200")[0] == "fp8"
+    for eng in ("trt", "dynamo-trt", "atom", "mori-sglang"):
+        kv, src = kv_dtype(eng, "b200" if "trt" in eng else "mi355x")
+        assert kv == "fp8" and src.startswith("https://github.com/SemiAnalysisAI/InferenceX/")
+
+
+def test_transport_only_where_the_recipe_sets_it():
+    assert ep_comm("dynamo-sglang", "gb200", "fp4", "decode", 48, True)[0] == "deepep"
+    assert ep_comm("dynamo-sglang", "gb200", "fp8", "prefill", 8, True)[0] == "deepep"
+    assert ep_comm("dynamo-sglang", "gb200", "fp4", "prefill", 4, True)[0] == "bf16"   # no a2a backend at FP4
+    assert ep_comm("dynamo-sglang", "b200", "fp4", "decode", 8, True)[0] == "bf16"      # flashinfer, no DeepEP
+    assert ep_comm("dynamo-trt", "gb200", "fp4", "decode", 32, True)[0] == "fp8"
+    assert ep_comm("dynamo-trt", "b200", "fp8", "decode", 8, True)[0] == "bf16"
+    assert ep_comm("mori-sglang", "mi355x", "fp8", "decode", 16, True)[0] == "bf16"
+    assert ep_comm("dynamo-sglang", "gb200", "fp8", "decode", 8, False)[0] == "bf16"   # EP inside TP: no a2a
+    assert mem_fraction("dynamo-sglang", "gb200", "fp8", 4)[0] == 0.95
+    assert mem_fraction("sglang", "b200", "fp8", 8)[0] is None
+
+
+def test_runs_predicted_as_run():
+    runs = [r for r in load_runs() if r.row["framework"] == "dynamo-sglang" and r.row["hardware"] == "gb200"
+            and r.row["decode_ep"] > 8][:2]
+    assert runs
+    rc = recipe(runs[0], "decode")
+    assert rc.kv_dtype == "fp8" and rc.ep_comm == "deepep" and rc.sources
+    assert plain(runs[0], "decode").ep_comm == "bf16"
+    now, before = predict_runs(runs), predict_runs(runs, recipes=False)
+    for p, q in zip(now, before):
+        assert p.skipped is None and any("recipe: KV fp8, EP all-to-all deepep" in n for n in p.notes)
+        assert not any("recipe" in n for n in q.notes) and p.tput_per_gpu != q.tput_per_gpu
+        assert p.limit in ("users", "kv")
