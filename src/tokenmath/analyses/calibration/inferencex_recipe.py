@@ -40,8 +40,8 @@ What the recipes set, and what tokenmath reads from it (RULES, first match wins)
   Blackwell GPUs (TP 4: 168 GB of weights on each) runs at --mem-fraction-static 0.95 (dsr1_fp8_b200.sh and
   dsr1_fp8_b300.sh, TP=4 branch: MEM_FRAC_STATIC=0.95; srt-slurm gb200-fp8 low-latency.yaml, prefill and decode:
   mem-fraction-static: 0.95). tokenmath's SGLang profile holds 0.83 (derived on an H100 80GB, data/engines.toml),
-  which leaves those GPUs no room for one request: the 27 runs it refused as "does not fit" ran at 0.95. Elsewhere
-  the recipes' fractions (0.6-0.95, per file) are not read: the row does not say which file ran.
+  which leaves those GPUs no room for one request: the 28 runs it refused as "does not fit" ran at 0.95 (14 now
+  fit). Elsewhere the recipes' fractions (0.6-0.95, per file) are not read: the row does not say which file ran.
 - Routing skew: the NVIDIA recipes hold 32 redundant experts (ep-num-redundant-experts, eplb-algorithm deepseek)
   but load no expert-location statistics, and the rows do not say which file ran: ep_imbalance stays the default.
 """
