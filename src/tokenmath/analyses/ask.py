@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import fields as dc_fields, is_dataclass, replace
 
+from tokenmath.analyses.serving.work_budget import check as within_budget
 from tokenmath.base.errors import InputError
 from tokenmath.specs.question.applies import not_applied
 from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
@@ -170,6 +171,7 @@ def speculative_beside(dep: Deployment, wl: Workload, answer):
 
 def simulate(dep: Deployment, wl: Workload, **own):
     """The serving simulator on one replica; own: requests, seed, trace, burstiness, itl_ms, prefix_cache_share."""
+    own = within_budget("simulate", dep, wl, own)
     from tokenmath.analyses.serving.fewest_chips import sequence_of
     from tokenmath.analyses.serving.simulation.simulate import simulate as run
     dep, chips_note = filled(dep, sequence_of(wl.input_len, wl.output_len))
@@ -207,6 +209,7 @@ def context(dep: Deployment, wl: Workload, context=8192):
 
 def fleet(dep: Deployment, wl: Workload, *, demand, **own):
     """Chips for a demand (output tokens/s); own: max_chips, pue."""
+    own = within_budget("fleet", dep, wl, own)
     from tokenmath.analyses.serving.fleet import fleet as run
     r = run(dep.model, dep.hardware, demand=demand, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
@@ -217,6 +220,7 @@ def fleet(dep: Deployment, wl: Workload, *, demand, **own):
 def price(dep: Deployment, wl: Workload, **own):
     """What serving costs per Mtok at a speed target, and the price at a margin; own: margin, utilization,
     max_chips."""
+    own = within_budget("price", dep, wl, own)
     from tokenmath.analyses.serving.provider_price import price as run
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0),
@@ -226,6 +230,7 @@ def price(dep: Deployment, wl: Workload, **own):
 
 def plan(dep: Deployment, wl: Workload, **own):
     """The best layout on a system; own: disaggregated, runner_ups, concurrency axis (a list)."""
+    own = within_budget("plan", dep, wl, own)
     from tokenmath.analyses.serving.plan import SEARCH_ATTENTION, plan as run
     cs = own.pop("concurrency", None)
     if cs is not None and wl.concurrency is not None:
@@ -240,6 +245,7 @@ def plan(dep: Deployment, wl: Workload, **own):
 
 def pareto(dep: Deployment, wl: Workload, **own):
     """Throughput per chip against tokens/s per user over layouts and batches; own: allow_pp, concurrency axis."""
+    own = within_budget("pareto", dep, wl, own)
     from tokenmath.analyses.serving.pareto import pareto as run
     cs = own.pop("concurrency", None)
     if cs is not None and wl.concurrency is not None:
@@ -252,6 +258,7 @@ def pareto(dep: Deployment, wl: Workload, **own):
 
 def slowmode(dep: Deployment, wl: Workload, **own):
     """The cheapest point within each latency budget; own: budgets_s, per_request, max_chips."""
+    own = within_budget("slowmode", dep, wl, own)
     from tokenmath.analyses.serving.slowmode import slowmode as run
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             speculation=speculation_of(dep), attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))

@@ -12,6 +12,7 @@ import functools
 
 import click
 
+from tokenmath.analyses.serving.work import WEIGHED
 from tokenmath.faces.commands.common import run_guarded
 from tokenmath.faces.commands.whatif import run_vary, vary_option, what_if_text
 from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
@@ -53,7 +54,11 @@ def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dic
 
     def deco(fn):
         @functools.wraps(fn)
-        def wrapper(*args, vary=None, **kw):
+        def wrapper(*args, vary=None, no_budget=False, **kw):
+            if no_budget:       # this machine's budget on the question's work off (analyses/serving/work_budget.py)
+                from tokenmath.analyses.serving.work_budget import unbounded
+                with unbounded():
+                    return wrapper(*args, vary=vary, **kw)
             raw = {f.name: kw.pop(f.name) for f in decl}
             as_json = bool(kw.get("as_json"))
 
@@ -79,5 +84,10 @@ def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dic
             return result
         for f in reversed(decl):
             wrapper = field_option(f, defaults.get(f.name))(wrapper)
+        if question in WEIGHED:
+            wrapper = click.option("--no-budget", "no_budget", is_flag=True,
+                                   help="Run even when the estimated work is over this machine's budget (half the "
+                                        "memory it has free, 10 minutes): the question is weighed before it runs "
+                                        "and refused beyond it otherwise.")(wrapper)
         return vary_option(wrapper)
     return deco

@@ -13,6 +13,8 @@ h100-sxm, vllm; peak memory of the process):
     simulate dp=256 requests=20000   256 replica groups                         5 s    1.0 GB
     simulate dp=512 requests=20000   512 replica groups                        11 s    1.8 GB
 
+The counting is analyses/serving/work.py's, shared with the command line and Python (which hold a question to this
+machine's free memory instead: analyses/serving/work_budget.py); only these limits are the web's own.
 So a request is weighed in the units that drive the tables: pareto by the replica groups summed over the layouts it
 searches (mapping.candidates.layouts_for: every layout of `chips`, each with chips / tp groups), simulate and
 simulate_sweep by the replica groups of their one layout; under an engine without chunked prefill, also by one
@@ -23,6 +25,7 @@ No physics here: a count of layouts and degrees.
 """
 from __future__ import annotations
 
+from tokenmath.analyses.serving import work
 from tokenmath.base.errors import InputError
 
 PARETO_UNITS_MAX = 1536        # sum over the searched layouts of chips / tp (deepseek-v3 on an NVL72 rack: 1,323)
@@ -52,51 +55,23 @@ def cheaper(name: str) -> tuple[str, str]:
     return CHEAPER.get(name, ("request", "a smaller question, or the command line on your own machine"))
 
 
-def _degree(a: dict, k: str) -> int:
-    v = a.get(k)
-    return v if isinstance(v, int) and v > 0 else 1
-
-
 def replica_groups(a: dict) -> tuple[int, str]:
-    """(replica groups dp x ep of the request's layout, the field that sets them): from dp when given, else from
-    chips / (tp x pp); blank chips and dp ask for the fewest chips that fit (one group or a few)."""
-    if isinstance(a.get("dp"), int):
-        return a["dp"] * _degree(a, "ep"), "dp"
-    if isinstance(a.get("chips"), int):
-        return max(1, a["chips"] // (_degree(a, "tp") * _degree(a, "pp"))), "chips"
-    return _degree(a, "ep"), "ep"
+    """(replica groups dp x ep of the request's layout, the field that sets them): analyses/serving/work.py's count,
+    the command line's too."""
+    return work.replica_groups(chips=a.get("chips"), dp=a.get("dp"), tp=a.get("tp"), pp=a.get("pp"), ep=a.get("ep"))
 
 
-def pareto_units(model, hardware, chips: int | None, allow_pp: bool) -> tuple[int, int, int]:
-    """(units, layouts, chips) of a Pareto search: the replica groups (chips / tp) summed over the layouts of
-    `chips` (blank: the chip's scale-up domain) that it evaluates."""
-    from tokenmath.mapping.candidates import layouts_for
-    n = int(chips) if chips is not None else int(hardware.scaleup_domain)
-    lays = layouts_for(model, n, allow_pp=allow_pp, max_tp=hardware.scaleup_domain)
-    return sum(n // int(t[0]) for t in lays), len(lays), n
+pareto_units = work.pareto_units       # (units, layouts, chips) of a Pareto search: the one count, shared
 
 
 def longest(a: dict) -> tuple[int, str]:
     """(the most tokens one sequence of the request holds, the length field that sets most of them)."""
-    from tokenmath.analyses.serving.simulation.workload import parse_lengths
-    n = {}
-    for k, default in (("input_len", 1024), ("output_len", 256)):
-        v = a.get(k)
-        n[k] = default if v is None else parse_lengths(v, k).max if isinstance(v, str) else int(v)
-    return n["input_len"] + n["output_len"], max(n, key=n.get)
+    return work.longest(a.get("input_len"), a.get("output_len"))
 
 
 def unchunked(a: dict) -> bool:
     """Whether the request's serving engine prefills a prompt whole (its tables then cover one sequence)."""
-    from tokenmath.specs.serving_engines import resolve_engine
-    e = a.get("engine")
-    if e is None or e == "none":
-        return False
-    try:
-        eng = resolve_engine(e)
-    except InputError:
-        return False
-    return eng is not None and not eng.chunked_prefill
+    return work.unchunked(a.get("engine"))
 
 
 def _check_tokens(name: str, a: dict, layouts: int) -> None:
