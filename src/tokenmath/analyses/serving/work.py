@@ -20,7 +20,11 @@ shared 2-core machine unless marked 1 core; deepseek-v3 "ds", llama-3.1-8b "l8")
     pareto ds h200 chips=8             10         49       3.6 s   0.13 GB
     pareto ds h200 chips=32            18        316       8.4 s   0.39 GB
     pareto ds h200 chips=4096          36     69,120     > 60 s  > 14 GB (killed at 60 s; 22 GB on the server)
-    plan   ds h200 chips=4096         482    (traced)    > 60 s  > 18 GB (killed at 60 s)
+    plan   ds h200 chips=8             40        114       3.3 s   0.14 GB
+    plan   ds h200 chips=32           126        609        13 s   0.39 GB
+    plan   ds h200 chips=128          282      2,661        25 s   1.4 GB
+    pareto ds h200 chips=128           26      1,744        20 s   1.4 GB
+    plan   ds h200 chips=4096         842     50,690     > 60 s  > 18 GB (killed at 60 s)
     simulate l8 dp=256 req=20000 (1c)   1        256         5 s   1.0 GB
     simulate l8 dp=512 req=20000 (1c)   1        512        11 s   1.8 GB
     simulate l8 dp=100000 req=1000      1    100,000       2.8 s   0.59 GB
@@ -196,9 +200,11 @@ def weigh(question: str, dep, wl, **own) -> Work | None:
         allow_pp = (not dep.speculating) if plan else bool(own.get("allow_pp")) and not dep.speculating
         attn = _attention(dep, "any" if plan else "heads")
         lays = searched(m, hw, n, allow_pp=allow_pp, attention=attn, max_tp=not plan)
-        if plan:       # the best layout and the runner-ups are traced: at most the largest groups each
-            k = 1 + int(own.get("runner_ups", 5) or 0)
-            units = sum(sorted((int(t[2]) * int(t[3]) for t in lays), reverse=True)[:k]) if traced else 0
+        if plan:       # the best layout and the runner-ups traced (at most the largest groups each), then the
+            k = 1 + int(own.get("runner_ups", 5) or 0)      # continuous search over every layout, dp folded (ep groups)
+            folded = {(int(t[0]), int(t[1]), int(t[2])) + tuple(t[4:]) for t in lays}
+            units = (sum(sorted((int(t[2]) * int(t[3]) for t in lays), reverse=True)[:k])
+                     + sum(int(t[2]) for t in folded)) if traced else 0
         else:          # every layout traced (the web's count: faces/web/budget.py)
             units = pareto_units(m, hw, n, allow_pp, attn)[0] if traced else 0
         field, where = "chips", f"{n:,} chips"

@@ -42,6 +42,26 @@ def field_option(f: Field, default=None):
                         help=_help(f) + (f" (default: {shown})" if shown is not None else ""))
 
 
+OWN_WEIGHED = ("allow_pp", "max_chips", "requests", "concurrency", "runner_ups")   # own options the estimate reads
+
+
+def announce(question: str, dep, wl, kw: dict) -> None:
+    """A question estimated to run over 10 s says so on stderr before it starts, with its estimate (the progress
+    rules: a terminal or TOKENMATH_PROGRESS=1, never with --quiet or --json); the heartbeat then shows it working."""
+    from tokenmath.faces.progress import reporter
+    say = None if kw.get("as_json") else reporter(bool(kw.get("quiet")))
+    if say is None:
+        return
+    from tokenmath.analyses.serving.work import weigh
+    from tokenmath.base.errors import InputError
+    try:
+        w = weigh(question, dep, wl, **{k: kw[k] for k in OWN_WEIGHED if kw.get(k) is not None})
+    except InputError:
+        return                  # the question refuses it itself
+    if w is not None and w.seconds > 10:
+        say(f"tokenmath {question}: {w.what}; estimated at most ~{w.seconds:,.0f} s and {w.peak_bytes / 1e9:,.1f} GB")
+
+
 def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dict | None = None):
     """Decorator: every Deployment and Workload field as an option (minus `skip`, which the command declares its own
     way), and the command called with deployment= and workload= instead of them. defaults: a question's own default
@@ -77,6 +97,8 @@ def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dic
                 return run_guarded(lambda: run_vary(vary, raw, options, build, call, as_json,
                                                     bool(kw.get("explain"))), as_json)
             dep, wl = run_guarded(lambda: build(raw), as_json)
+            if question in WEIGHED:
+                announce(question, dep, wl, kw)
             result = fn(*args, deployment=dep, workload=wl, **kw)
             if dep.what_if and not as_json and result is not None:
                 click.echo("what-if hardware (not a catalog chip): " + what_if_text(result.to_dict().get("what_if")
