@@ -28,6 +28,7 @@ shared 2-core machine unless marked 1 core; deepseek-v3 "ds", llama-3.1-8b "l8")
     simulate l8 dp=256 req=20000 (1c)   1        256         5 s   1.0 GB
     simulate l8 dp=512 req=20000 (1c)   1        512        11 s   1.8 GB
     simulate l8 dp=100000 req=1000      1    100,000       2.8 s   0.59 GB
+    simulate l8 dp=100000 req=20000     1    100,000     > 39 s  > 9.7 GB (MemoryError at a 10 GB cap; 25.6 M tokens)
     fleet  ds h200 max_chips=4096     193      1,716     > 60 s   2.7 GB (killed at 60 s; the same as 512)
     price  ds h200 max_chips=4096     193      1,716     > 60 s   2.7 GB (killed at 60 s)
     slowmode ds h200 max_chips=4096   193          0       1.0 s   0.08 GB (static search only)
@@ -37,7 +38,7 @@ of ~0.3 GB (python, numpy, the catalogs) and ~3 s. A simulation's tables hold on
 groups (vLLM: 8,192 per group), but never more than its requests hold in all (requests x (input + output)): so
 simulate --dp 100000 with its default 1,000 requests of 1,280 tokens is 1.3 M tokens, 2.8 s and 0.59 GB (measured),
 while dp=256 at 20,000 requests is 2.1 M tokens, 1.0 GB and 5 s, dp=512 4.2 M, 1.8 GB and 11 s: ~400 B and ~2.6 us
-a table token.
+a table token, and over 380 B at 25.6 M tokens (the 20,000-request row below): the estimate takes 600 B.
 The estimate takes those upper figures (an over-estimate of 1-3x for deepseek-v3 is the safe side): it is a gate,
 not a prediction to print as an answer. No physics here: a count of layouts and degrees.
 """
@@ -51,7 +52,7 @@ BASE_BYTES = 0.3e9          # python, numpy and the catalogs loaded
 BASE_S = 3.0
 UNIT_BYTES = 2.0e6          # per replica group of a traced layout's step tables (pareto, plan, fleet, price)
 UNIT_S = 0.016
-SIM_TOKEN_BYTES = 450.0     # per token of a simulated replica's step tables (simulate)
+SIM_TOKEN_BYTES = 600.0     # per token of a simulated replica's step tables (simulate)
 SIM_TOKEN_S = 3.0e-6
 TOKEN_BYTES = 1.4e3         # per table token under an engine that prefills a prompt whole
 STATIC_POINT_BYTES = 2.0e4  # per (layout, batch) point of the static search (one engine call)
