@@ -38,7 +38,7 @@ of ~0.3 GB (python, numpy, the catalogs) and ~3 s. A simulation's tables hold on
 groups (vLLM: 8,192 per group), but never more than its requests hold in all (requests x (input + output)): so
 simulate --dp 100000 with its default 1,000 requests of 1,280 tokens is 1.3 M tokens, 2.8 s and 0.59 GB (measured),
 while dp=256 at 20,000 requests is 2.1 M tokens, 1.0 GB and 5 s, dp=512 4.2 M, 1.8 GB and 11 s: ~400 B and ~2.6 us
-a table token, and over 380 B at 25.6 M tokens (the 20,000-request row below): the estimate takes 600 B.
+a table token, and over 380 B at 25.6 M tokens (the dp=100000, 20,000-request row): the estimate takes 600 B.
 The estimate takes those upper figures (an over-estimate of 1-3x for deepseek-v3 is the safe side): it is a gate,
 not a prediction to print as an answer. No physics here: a count of layouts and degrees.
 """
