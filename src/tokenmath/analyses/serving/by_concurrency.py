@@ -53,11 +53,12 @@ def reaching(axis: tuple[int, ...], top: int) -> tuple[int, ...]:
     return tuple(cs)
 
 
-def layout_replica(su: Setup, t, inp, out, max_concurrency: int, draft=None):
+def layout_replica(su: Setup, t, inp, out, max_concurrency: int, draft=None, cached: int = 0):
     """(name, replica, step cost tables, refusal) of layout t = (tp, pp, ep, dp[, attention sharding code]) on setup
     `su`, for closed loops of up to `max_concurrency` users with lengths inp / out (parsed workload lengths):
     replica and tables None when the replica does not model the layout or its KV cache holds no whole request;
-    refusal: the problem when the step tables are refused (InputError from the replica's cost), else None."""
+    refusal: the problem when the step tables are refused (InputError from the replica's cost), else None.
+    cached: tokens cached before every prompt (steady_state.closed_loop's): held and attended too."""
     tp, pp, ep, dp = (int(v) for v in t[:4])
     attn = int(t[4]) if len(t) > 4 else 0
     name = fmt_layout(tp, pp, ep, dp, attn)
@@ -65,10 +66,10 @@ def layout_replica(su: Setup, t, inp, out, max_concurrency: int, draft=None):
         rep = make_replica(replace(su, layout=Layout(tp, pp, ep, dp, attn=attn)), draft)
     except InputError:
         return name, None, None, None
-    if inp.max + out.max + rep.block_tokens > rep.kv_tokens:
+    if inp.max + out.max + cached + rep.block_tokens > rep.kv_tokens:
         return name, None, None, None
     try:
-        cost = rep.cost(int(min(inp.max + out.max, rep.kv_tokens)), max_concurrency + min(rep.budget, 1 << 20))
+        cost = rep.cost(int(min(inp.max + out.max + cached, rep.kv_tokens)), max_concurrency + min(rep.budget, 1 << 20))
     except InputError as e:
         return name, None, None, e.problem
     return name, rep, cost, None

@@ -46,6 +46,7 @@ from tokenmath.mapping.layout import attention_name, with_attention
 from tokenmath.analyses.setup import setup
 from tokenmath.analyses.serving.simulation.replica import make_replica
 from tokenmath.analyses.serving.simulation.scheduler import PrefillFirst, NoEvict
+from tokenmath.analyses.serving.simulation.step_geometry import chunk_geometry
 from tokenmath.analyses.serving.simulation.workload import Lengths, parse_lengths
 from tokenmath.analyses.serving.speculative import resolve_draft
 
@@ -67,6 +68,8 @@ class SteadyPoint:
     tpot_s: float
     e2e_s: float
     chips: int
+    held_tokens: float = 0.0     # KV tokens a running request holds on average (the `per_req` of C_kv)
+    kv_tokens: float = 0.0       # the replica's KV pool, tokens
 
     @property
     def output_tokens_per_s_per_chip(self) -> float:
@@ -176,9 +179,14 @@ def balance_wait_steps(cost, r: float) -> float:
     return min((cost.coupled - 1) / (2.0 * rate), ADP_TIMEOUT_STEPS)
 
 
-def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> SteadyPoint:
-    """The steady state of `concurrency` users on replica `rep` (simulation.replica) with step costs `cost`."""
+def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths, cached: float = 0.0) -> SteadyPoint:
+    """The steady state of `concurrency` users on replica `rep` (simulation.replica) with step costs `cost`.
+    cached: tokens of every prompt already in the KV cache before it (prefix caching: an agent's earlier turns),
+    beyond the `inp` tokens it computes: its decodes attend them, it holds them, and its prefill chunks read them
+    and attend to them (engine/prefix_cache.py's model: new tokens x cached pairs, one read per chunk; sliding layers
+    within their window, step_geometry.chunk_geometry); the token budget counts the computed tokens only."""
     C = int(concurrency)
+    c0 = float(cached)
     i1, i2 = inp.moments()
     o1, o2 = out.moments()
     dec = max(o1 - 1.0, 0.0)                    # tokens of a request that decode steps generate
@@ -188,9 +196,9 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
     k1 = ahead + 1                              # tokens of the budget each decode takes
     ds = decode_steps(out, A)                   # decode steps of a request
     per_token = ds / dec if dec > 1e-9 else 1.0        # TPOT = step x per_token
-    keys = i1 + ((o2 - o1) / (2 * dec) + (1 - A) / 2 if dec > 1e-9 else 0.0)
+    keys = i1 + c0 + ((o2 - o1) / (2 * dec) + (1 - A) / 2 if dec > 1e-9 else 0.0)
     policy = type(rep.policy())
-    per_req = (i1 + o1 if policy is NoEvict else keys + ahead) + (rep.block_tokens - 1) / 2
+    per_req = (i1 + c0 + o1 if policy is NoEvict else keys + ahead) + (rep.block_tokens - 1) / 2
     c_kv = rep.kv_tokens / per_req
     c_run = float(min(C, rep.max_running, c_kv))
     limit = "users" if c_run == C else ("max_running" if c_run == rep.max_running else "kv")
@@ -206,7 +214,13 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
         pairs, read, j = _prompt_terms(i1, i2, max(B - n_d, 1.0))
         frac = t_p / i1 if i1 else 0.0
         chunks = (frac if count is None else count) * j if t_p > 0 else 0.0
-        return cost.step_s(n_d, n_d * keys, t_p, chunks, frac * pairs, frac * pairs, frac * read, frac * read)
+        pairs_sl, read_sl = pairs, read
+        if c0 > 0:                  # the cached prefix: attended by every new token, read by every chunk
+            win = int(getattr(cost, "window", 0) or 0)
+            pairs_sl = chunk_geometry(c0, i1, win)[1] if win else pairs + i1 * c0
+            read_sl = read + j * (min(c0, win) if win else c0)
+            pairs, read = pairs + i1 * c0, read + j * c0
+        return cost.step_s(n_d, n_d * keys, t_p, chunks, frac * pairs, frac * pairs_sl, frac * read, frac * read_sl)
 
     def tau_m(n_d, m, room=math.inf):
         """tau's mean over the whole prompt tokens of m prompts (prompt_totals), at most `room` of them this step
@@ -276,7 +290,7 @@ def closed_loop(rep, cost, concurrency: int, inp: Lengths, out: Lengths) -> Stea
     wait = (C - c_run) / rate if rate > 0 and C > c_run else 0.0
     out_tps = r * o1 / cycle if cycle > 0 else 0.0
     return SteadyPoint(C, c_run, C - c_run, limit, regime, r, n_d, cycle, out_tps, r * (i1 + o1) / cycle,
-                       ttft + wait, tpot, ttft + wait + dec * tpot, chips)
+                       ttft + wait, tpot, ttft + wait + dec * tpot, chips, per_req, float(rep.kv_tokens))
 
 
 def steady_state(model="llama-3.1-8b", hardware="h100-sxm", *, concurrency=64, chips=None, tp=None, pp=None,
