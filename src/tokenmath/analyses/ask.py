@@ -301,6 +301,22 @@ def moe(dep: Deployment, wl: Workload, **own):
     return with_notes(r, not_applied("moe", dep, wl))
 
 
+def agents(dep: Deployment, wl: Workload, **own):
+    """The agent-capacity table (analyses/serving/agent_capacity.py): sessions at a speed target per GPU, kW, $/hour
+    and system, for each system; own: systems, context_len, prefix_hit, tool_gap_s, offload, pue, layouts. The
+    workload's output_len is a turn's (default 150, AgentPerf's median), its speed target 20 tokens/s."""
+    from tokenmath.analyses.serving.agent_capacity import agents as run
+    from tokenmath.specs.question.workload import field
+    # a turn's output and cached share: the question's own keywords, else the workload's when set away from its default
+    for name in ("output_len", "prefix_hit"):
+        v = getattr(wl, name)
+        if own.get(name) is None and v != field(name).default:
+            own[name] = v
+    r = run(dep.model, own.pop("systems", None), min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0),
+            ttft_ms=wl.ttft_ms, **own, **knobs(dep))
+    return with_notes(r, not_applied("agents", dep, wl))
+
+
 def _no_tp_group(dep: Deployment, tp) -> list[str]:
     """Attention sharding acts inside a tensor-parallel group: with tp = 1 there is none, and the answer says so."""
     if dep.attention_sharding in ("batch", "dp") and int(tp) == 1:
@@ -322,7 +338,8 @@ def _or(v, default):
 
 QUESTIONS = {"infer": infer, "simulate": simulate, "hyperbola": hyperbola, "context": context, "fleet": fleet,
              "price": price, "plan": plan, "pareto": pareto, "slowmode": slowmode, "prices": prices,
-             "sensitivity": sensitivity, "moe": moe}
+             "sensitivity": sensitivity, "moe": moe,
+             "agents": agents}
 
 
 def ask(question: str, deployment: Deployment | None = None, workload: Workload | None = None, **own):

@@ -36,6 +36,7 @@ COMMANDS = {
     "train": ("tokenmath.faces.commands.train:train", "Training step time, MFU, memory per chip, run cost; --search ranks layouts."),
     "measure": ("tokenmath.faces.commands.local:measure", "Measure this machine: memory bandwidth, matmul FLOP/s, overhead -> hardware file."),
     "verify": ("tokenmath.faces.commands.local:verify", "Run a real transformers model here; measured vs predicted decode step per batch."),
+    "agents": ("tokenmath.faces.commands.agents:agents", "Concurrent agent sessions per GPU, kW, $/h and system at a speed target; binding constraint; KV offload what-if."),
     "kvcache": ("tokenmath.faces.commands.kvcache:kvcache", "A trace's prefix-cache hit rate by capacity and KV tier (HBM, DRAM, SSD), reload load, cost of a hit."),
     "schema": ("tokenmath.faces.commands.schema:schema", "JSON Schema of a question's Deployment and Workload (bounds, units, defaults)."),
     "calibrate": ("tokenmath.faces.commands.calibrate:calibrate", "Fit a profile to your vllm bench serve / SGLang bench_serving results; held-out error."),

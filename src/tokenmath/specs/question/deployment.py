@@ -22,11 +22,11 @@ DEFAULT_ENGINE = "vllm"            # the one default serving engine: Python, the
 
 # the serving questions (commands); the training and inverse questions take their own inputs
 SERVING = ("infer", "simulate", "hyperbola", "pareto", "plan", "fleet", "price", "prices", "slowmode", "context",
-           "moe", "sensitivity")
+           "moe", "sensitivity", "agents")
 ONE_LAYOUT = ("infer", "simulate", "hyperbola", "prices", "context", "sensitivity")   # the layout is given
 SEARCHED = ("pareto", "plan", "fleet", "price", "slowmode", "moe")                     # the layout is searched
 STEP = tuple(q for q in SERVING if q != "context")        # questions that price a step (context: bytes only)
-CONTINUOUS = ("infer", "simulate", "pareto", "plan", "fleet", "price")                 # run under continuous batching
+CONTINUOUS = ("infer", "simulate", "pareto", "plan", "fleet", "price", "agents")                 # run under continuous batching
 
 LAYOUT_WHY = "this question searches the layout itself (its answer names the layout it chose)"
 
@@ -34,7 +34,8 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
     Field("model", "text", DEFAULT_MODEL, "catalog id (tokenmath models) or a config.json path", questions=SERVING,
           short="-m"),
     Field("hardware", "text", DEFAULT_HARDWARE, "chip catalog id (tokenmath hardware), system id (tokenmath systems) "
-          "or a hardware file (.toml/.json)", questions=SERVING, short="-H"),
+          "or a hardware file (.toml/.json)", questions=tuple(q for q in SERVING if q != "agents"), short="-H",
+          why_not="it compares the systems of --systems"),
     Field("chips", "int", None, "total chips = tp x pp x ep x dp x cp (left out with dp: the fewest that fit)", 1, MAX_LAYOUT, unit="chips",
           questions=ONE_LAYOUT + ("plan", "moe", "pareto"), why_not="it sizes replicas itself: --max-chips bounds one"),
     Field("tp", "int", None, "tensor-parallel degree (default: the chips the others leave)", 1, MAX_LAYOUT,

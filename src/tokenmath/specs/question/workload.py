@@ -22,7 +22,7 @@ LENGTH_HELP = 'prompt tokens per request: a count, "uniform:LO-HI", "lognormal:M
 
 WORKLOAD_FIELDS: tuple[Field, ...] = (
     Field("input_len", "length", 1024, LENGTH_HELP, 1, MAX_TOKENS, unit="tokens",
-          questions=tuple(q for q in SERVING if q not in ("hyperbola", "context", "prices", "moe")),
+          questions=tuple(q for q in SERVING if q not in ("hyperbola", "context", "prices", "moe", "agents")),
           why_not="it sweeps or sets the context itself (--context / --contexts)"),
     Field("output_len", "length", 256, "generated tokens per request (as input_len)", 1, MAX_TOKENS, unit="tokens",
           questions=tuple(q for q in SERVING if q not in ("hyperbola", "context")),
@@ -39,12 +39,12 @@ WORKLOAD_FIELDS: tuple[Field, ...] = (
           unit="requests/s", questions=LOAD, why_not="it prices a static batch (infer --arrival-rate serves under load)"),
     Field("prefix_hit", "float", 0.0, "prefix caching: the share of every prompt already cached (0-1); its prefill "
           "is skipped, the rest attends to it", 0.0, 1.0, unit="fraction",
-          questions=("infer", "simulate", "plan", "fleet"),
+          questions=("infer", "simulate", "plan", "fleet", "agents"),
           why_not="prefix caching is modelled by infer, simulate, plan and fleet's disaggregated pools"),
     Field("ttft_ms", "float", None, "target time to first token", 1e-3, 1e9, unit="ms",
-          questions=("plan", "simulate"), why_not="it has no time-to-first-token target"),
+          questions=("plan", "simulate", "agents"), why_not="it has no time-to-first-token target"),
     Field("min_tokens_per_s_per_user", "float", None, "target: each user's decode speed at least this", 0.0, 1e9,
-          unit="tokens/s", questions=("infer", "plan", "fleet", "price", "prices"),
+          unit="tokens/s", questions=("infer", "plan", "fleet", "price", "prices", "agents"),
           why_not="it has no per-user speed target"),
 )
 _BY_NAME = {f.name: f for f in WORKLOAD_FIELDS}

@@ -1,0 +1,42 @@
+"""`tokenmath agents`: the most concurrent agent sessions each system keeps at a speed target, per GPU, kW, $/hour
+and system, with the binding constraint and the offload what-if (HBM only, + host DRAM, + NVMe)."""
+import click
+
+from tokenmath.faces.commands.common import emit_json, guarded, number, count, output_options, positive_float
+from tokenmath.faces.commands.question_options import question_options
+
+# analyses/serving/agents.DEFAULTS, repeated so --help needs no numpy (tests/test_agents.py holds them equal)
+TURN_DEFAULTS = {"context_len": 27_000, "output_len": "150", "prefix_hit": "0.86", "tool_gap_s": 3.0}
+
+
+@click.command()
+@question_options("agents", defaults={"min_tokens_per_s_per_user": "20", "output_len": TURN_DEFAULTS["output_len"],
+                                      "prefix_hit": TURN_DEFAULTS["prefix_hit"]})
+@click.option("--systems", default="hgx-h100,hgx-h200,hgx-b200,gb200-nvl72,mi355x", show_default=True,
+              help="Systems to compare, comma-separated (tokenmath systems; a chip id: that chip in its usual node).")
+@click.option("--context-len", type=count(2, 10_000_000, "tokens"), default=TURN_DEFAULTS["context_len"],
+              show_default=True, help="Prompt tokens of one agent turn, cached and new (AA-AgentPerf: mean ~27K).")
+@click.option("--tool-gap-s", type=number(0.0, 86_400.0, "s"), default=TURN_DEFAULTS["tool_gap_s"], show_default=True,
+              help="Seconds of tool time between a turn's last token and the next prompt (an ASSUMPTION: no public "
+                   "figure found).")
+@click.option("--offload", type=click.Choice(["hbm", "dram", "nvme"]), default="hbm", show_default=True,
+              help="Where idle sessions' prefixes may wait for the headline figures: HBM only, + host DRAM, "
+                   "+ host DRAM + NVMe (every row also shows all three).")
+@click.option("--pue", type=number(0.5, 5.0), default=1.0, show_default=True, callback=positive_float,
+              help="Facility power / IT power: kW = node kW x PUE.")
+@click.option("--layouts", type=count(1, 64), default=5, show_default=True,
+              help="Most replica layouts traced per system (the best-bounded of each TP degree first).")
+@output_options
+@guarded
+def agents(deployment, workload, systems, context_len, tool_gap_s, offload, pue, layouts, as_json, explain):
+    """Concurrent agent sessions per GPU, per kW, per $/hour and per system at a speed target, the binding constraint,
+    and the offload what-if."""
+    from tokenmath.analyses.ask import agents as run
+    from tokenmath.faces.tables_agents import agents_text, explain_agents
+    r = run(deployment, workload, systems=systems, context_len=context_len, tool_gap_s=tool_gap_s, offload=offload,
+            pue=pue, layouts=layouts)
+    if as_json:
+        emit_json(r.to_dict())
+    else:
+        click.echo(explain_agents(r) if explain else agents_text(r))
+    return r
