@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from tokenmath.base.errors import InputError, closest, unknown_name
 from tokenmath.faces.web.budget import check
 from tokenmath.faces.web.catalogs import hardware_json, models_json
+from tokenmath.faces.web.agents import agents_table
 from tokenmath.faces.web.endpoints import Endpoint, endpoint_table, fit_names
 from tokenmath.faces.web.serving_fields import dtype_choices
 from tokenmath.faces.names import named
@@ -41,7 +42,8 @@ class Api:
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, bytes] = OrderedDict()
         self.uploads = UploadedModels()
-        self.endpoints: dict[str, Endpoint] = {**endpoint_table(self.model), **sensitivity_table(self.model)}
+        self.endpoints: dict[str, Endpoint] = {**endpoint_table(self.model), **sensitivity_table(self.model),
+                                               **agents_table(self.model)}
         self.weight_dtypes, self.kv_dtypes = dtype_choices()
 
     def names(self) -> list[str]:

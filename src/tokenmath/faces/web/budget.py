@@ -33,9 +33,10 @@ PARETO_UNITS_MAX = 1536        # sum over the searched layouts of chips / tp (de
 # sequence's tokens, about 1.4 kB each (llama-3.1-8b: a 1,000,000-token simulate 1.4 GB, pareto on 8 chips at 400,000
 # tokens 0.7 GB): tokens x layouts searched, at most
 TABLE_TOKENS_MAX = 600_000
+AGENT_TRACES_MAX = 30         # agents: systems x layouts traced (each 0.1-3 s: a deepseek-v3 EP replica ~2 s)
 SIM_GROUPS_MAX = 128           # replica groups (dp x ep) of one simulated layout (about 0.5 GB at 20,000 requests)
 # the questions a request may ask only in a worker process (faces/web/workers.py): each can run for seconds
-HEAVY = frozenset({"pareto", "simulate", "simulate_sweep", "overtrain", "train", "sensitivity", "deduce"})
+HEAVY = frozenset({"agents", "pareto", "simulate", "simulate_sweep", "overtrain", "train", "sensitivity", "deduce"})
 # what to ask instead when a question ran past its time or memory: (the field that sizes it, the cheaper question)
 CHEAPER = {
     "pareto": ("chips", "fewer chips (one scale-up domain), or `tokenmath pareto` on your own machine"),
@@ -47,6 +48,7 @@ CHEAPER = {
     "train": ("chips", "fewer chips, or give the layout (tp, pp, dp) instead of searching"),
     "sensitivity": ("chips", "fewer chips or a smaller batch"),
     "deduce": ("samples", "fewer samples"),
+    "agents": ("systems", "fewer systems or layouts, or `tokenmath agents` on your own machine"),
 }
 
 
@@ -89,6 +91,14 @@ def _check_tokens(name: str, a: dict, layouts: int) -> None:
 def check(name: str, a: dict, model_of) -> None:
     """Refuse (InputError, answered 422) a request whose estimated work is over the budget; model_of: a model id ->
     Model. A request the estimate cannot weigh (an unknown model, a bad what-if) passes: its question refuses it."""
+    if name == "agents":
+        # replicas traced: systems x layouts (faces/web/agents.py bounds each; their product is bounded here)
+        from tokenmath.faces.web.agents import system_ids
+        n = len(system_ids(a.get("systems") or "x")) * int(a.get("layouts") or 5)
+        if n > AGENT_TRACES_MAX:
+            raise InputError("layouts", f"{n} replica traces (systems x layouts), over the {AGENT_TRACES_MAX} one "
+                             "web request may", "fewer systems or layouts, or `tokenmath agents` on your own machine")
+        return
     if name == "pareto":
         from tokenmath.faces.web.overrides import chip
         from tokenmath.specs.hardware import get_hardware

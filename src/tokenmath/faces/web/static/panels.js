@@ -12,9 +12,10 @@ import { panel as prices } from "./view_prices.js";
 import { panel as sensitivity } from "./view_sensitivity.js";
 import { panel as deduce } from "./view_deduce.js";
 import { panel as train } from "./view_train.js";
+import { panel as agents } from "./view_agents.js";
 
 const main = () => $("#main");
-export const PANELS = { overview, hyperbola, pareto, simulate, context, prices, sensitivity, deduce, train };
+export const PANELS = { overview, hyperbola, pareto, simulate, context, prices, sensitivity, deduce, train, agents };
 
 export const last = {};      // endpoint -> the request key of its newest answer
 export const cache = {};     // endpoint -> {key, data, pre}: the newest answer, to redraw without asking again

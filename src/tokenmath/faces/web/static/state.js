@@ -21,8 +21,9 @@ export const DEFAULTS = {
   sp_mode: "", sp_draft: "llama-3.2-1b", sp_k: "", sp_acceptance: "",
   sn_metric: "cost_per_mtok_output_usd", sn_delta: "0.2",
   h_context: "2048", p_batch: "", p_speed: "", api_model: "",
+  a_systems: "hgx-h100,hgx-h200,hgx-b200,gb200-nvl72,mi355x", a_speed: "20", a_gap: "3", a_context: "27000",
 };
-export const TABS = ["overview", "hyperbola", "pareto", "simulate", "context", "prices", "sensitivity", "deduce", "train"];
+export const TABS = ["overview", "hyperbola", "pareto", "simulate", "context", "prices", "sensitivity", "deduce", "train", "agents"];
 export const state = Object.assign({}, DEFAULTS);
 export const catalog = { models: [], hardware: [], meta: null };
 export const uploads = {};
