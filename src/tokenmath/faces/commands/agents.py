@@ -6,11 +6,14 @@ from tokenmath.faces.commands.common import emit_json, guarded, number, count, o
 from tokenmath.faces.commands.question_options import question_options
 
 # analyses/serving/agents.DEFAULTS, repeated so --help needs no numpy (tests/test_agents.py holds them equal)
+# fields the question has no use for (it searches the layout and compares --systems): no option at all
+UNUSED = ("hardware", "chips", "tp", "pp", "ep", "dp", "cp", "attention_sharding", "input_len", "batch", "concurrency",
+          "arrival_rate", "draft", "spec_k", "acceptance", "mtp")
 TURN_DEFAULTS = {"context_len": 27_000, "output_len": "150", "prefix_hit": "0.86", "tool_gap_s": 3.0}
 
 
 @click.command()
-@question_options("agents", defaults={"min_tokens_per_s_per_user": "20", "output_len": TURN_DEFAULTS["output_len"],
+@question_options("agents", skip=UNUSED, defaults={"min_tokens_per_s_per_user": "20", "output_len": TURN_DEFAULTS["output_len"],
                                       "prefix_hit": TURN_DEFAULTS["prefix_hit"]})
 @click.option("--systems", default="hgx-h100,hgx-h200,hgx-b200,gb200-nvl72,mi355x", show_default=True,
               help="Systems to compare, comma-separated (tokenmath systems; a chip id: that chip in its usual node).")
