@@ -141,6 +141,6 @@ def test_units_counted_by_hand_for_a_small_case():
 
 def test_without_a_meminfo_the_limit_is_a_fixed_cap(monkeypatch):
     monkeypatch.undo()
-    monkeypatch.setattr("tokenmath.local.machine.meminfo", lambda: {})
+    monkeypatch.setattr("tokenmath.base.meminfo.meminfo", lambda: {})
     limit, why = work_budget.memory_limit()
     assert limit == work_budget.FIXED_MEMORY_BYTES and "does not say" in why

@@ -1,4 +1,4 @@
-"""The Python keyword form asks what the command line asks (analyses.ask.public with specs/question/defaults.py):
+"""The Python keyword form asks what the command line asks (analyses.python_api.public with specs/question/defaults.py):
 the same engine and the same question's own defaults. Before, tokenmath.price("llama-3.1-70b", "h100-sxm") went
 straight to the analysis with no serving engine and answered $0.478 per Mtok output where `tokenmath price` said
 $0.679 (vLLM's engine)."""

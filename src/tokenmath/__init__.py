@@ -8,17 +8,17 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "infer": "tokenmath.analyses.ask:infer_api",
+    "infer": "tokenmath.analyses.python_api:infer_api",
     "ask": "tokenmath.analyses.ask:ask",
     "Deployment": "tokenmath.specs.question.deployment:Deployment",
     "Workload": "tokenmath.specs.question.workload:Workload",
     "question_schema": "tokenmath.specs.question.schema:question_schema",
     "sweep": "tokenmath.analyses.serving.sweep:sweep",
-    "hyperbola": "tokenmath.analyses.ask:hyperbola_api",
-    "pareto": "tokenmath.analyses.ask:pareto_api",
-    "price": "tokenmath.analyses.ask:price_api",
-    "fleet": "tokenmath.analyses.ask:fleet_api",
-    "plan": "tokenmath.analyses.ask:plan_api",
+    "hyperbola": "tokenmath.analyses.python_api:hyperbola_api",
+    "pareto": "tokenmath.analyses.python_api:pareto_api",
+    "price": "tokenmath.analyses.python_api:price_api",
+    "fleet": "tokenmath.analyses.python_api:fleet_api",
+    "plan": "tokenmath.analyses.python_api:plan_api",
     "simulate": "tokenmath.analyses.serving.simulation.simulate:simulate",
     "steady_state": "tokenmath.analyses.serving.steady_state:steady_state",
     "train": "tokenmath.analyses.training.train:train",

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmath.base.errors import InputError
+from tokenmath.base.meminfo import meminfo  # noqa: F401 (its home is base; measure reads it here)
 
 DEVICES = ("cpu", "cuda")
 
@@ -22,20 +23,6 @@ def check_device(device: str) -> str:
     if device not in DEVICES:
         raise InputError("device", f"unknown device {device!r}", "cpu or cuda")
     return device
-
-
-def meminfo() -> dict[str, int]:
-    """/proc/meminfo in bytes (empty where there is none)."""
-    out = {}
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            k, _, rest = line.partition(":")
-            parts = rest.split()
-            if parts and parts[0].isdigit():
-                out[k.strip()] = int(parts[0]) * (1024 if len(parts) > 1 and parts[1] == "kB" else 1)
-    except OSError:
-        pass
-    return out
 
 
 def _parse_size(s: str) -> int | None:

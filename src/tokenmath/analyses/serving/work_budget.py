@@ -7,7 +7,7 @@ chips=4096)` as surely as the CLI is (before: over 14 GB in its first minute, ki
 requests to its own, smaller limits first (faces/web/budget.py), over the same estimate (analyses/serving/work.py).
 
 The limits:
-- memory: MEMORY_SHARE of MemAvailable (/proc/meminfo, local.machine.meminfo) at the time of asking, or
+- memory: MEMORY_SHARE of MemAvailable (/proc/meminfo, base.meminfo) at the time of asking, or
   FIXED_MEMORY_BYTES where the machine does not say;
 - time: TIME_LIMIT_S (10 minutes) of estimated work.
 
@@ -44,7 +44,7 @@ def unbounded() -> Iterator[None]:
 
 def memory_limit() -> tuple[float, str]:
     """(bytes a question may plan to take, where that figure comes from)."""
-    from tokenmath.local.machine import meminfo
+    from tokenmath.base.meminfo import meminfo
     free = meminfo().get("MemAvailable")
     if not free:
         return FIXED_MEMORY_BYTES, f"a fixed {FIXED_MEMORY_BYTES / 1e9:g} GB (this machine does not say what it has free)"

@@ -1,6 +1,6 @@
 """A question's own defaults for Deployment and Workload fields, where they differ from the fields' declared ones:
 one table that the command line (faces/commands/question_options) and the Python keyword form
-(analyses/ask.public) both apply, so `tokenmath price` and `tokenmath.price(model, hardware)` ask the same
+(analyses/python_api.public) both apply, so `tokenmath price` and `tokenmath.price(model, hardware)` ask the same
 question. Values are written as on the command line (Deployment.of / Workload.of read them)."""
 from __future__ import annotations
 

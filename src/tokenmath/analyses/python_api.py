@@ -1,0 +1,68 @@
+"""The Python API's form of every serving question: `tokenmath.infer(deployment, workload)` or the keyword form
+`tokenmath.infer("llama-3.1-70b", "h100-sxm", chips=8, batch=16)`, both validated into a Deployment and a Workload
+and answered by analyses.ask, the function the command line and the web page call, with each question's own
+defaults (specs/question/defaults.py) applied as the command line applies them."""
+from __future__ import annotations
+
+from tokenmath.analyses.ask import QUESTIONS, ask, split
+from tokenmath.specs.question.deployment import Deployment
+from tokenmath.specs.question.workload import Workload
+
+AXIS_QUESTIONS = ("pareto", "plan")       # questions whose `concurrency` can be a list: an axis of users
+
+
+def public(question: str):
+    """The Python API's form of a question: `tokenmath.infer(deployment, workload)` or the keyword form
+    `tokenmath.infer("llama-3.1-70b", "h100-sxm", chips=8, batch=16)`: both are validated into a Deployment and a
+    Workload (the one set of defaults, vLLM's engine included) and answered by the same function as the CLI."""
+    def call(*args, **kw):
+        if args and isinstance(args[0], Deployment):
+            dep = args[0]
+            wl = args[1] if len(args) > 1 else kw.pop("workload", None) or Workload()
+            return ask(question, dep, wl, **kw)
+        # pareto's and plan's concurrency may be an axis (a list of users, () for none): the question's own keyword
+        axis = ({"concurrency": kw.pop("concurrency")} if question in AXIS_QUESTIONS
+                and isinstance(kw.get("concurrency"), (list, tuple)) else {})
+        # the question's own defaults, as the command line applies them (specs/question/defaults.py); a model or
+        # hardware given by position is given
+        from tokenmath.specs.question.defaults import question_defaults
+        positional = ("model", "hardware")[:len(args)]
+        own_defaults = {k: v for k, v in question_defaults(question).items() if k not in kw and k not in positional}
+        dep, wl, own = split(*args, **own_defaults, **kw)
+        return ask(question, dep, wl, **own, **axis)
+    call.__name__ = question
+    call.__doc__ = (QUESTIONS[question].__doc__ or "") + "\n\n" + (public.__doc__ or "")
+    return call
+
+
+def infer_api(*args, **kw):
+    """tokenmath.infer(deployment, workload) or tokenmath.infer(model, hardware, **fields): see `public`."""
+    return public("infer")(*args, **kw)
+
+
+def hyperbola_api(*args, **kw):
+    """tokenmath.hyperbola(deployment, workload, context=...) or the keyword form: see `public`."""
+    return public("hyperbola")(*args, **kw)
+
+
+def price_api(*args, **kw):
+    """tokenmath.price(deployment, workload, margin=..., utilization=..., max_chips=...) or the keyword form: see
+    `public`."""
+    return public("price")(*args, **kw)
+
+
+def pareto_api(*args, **kw):
+    """tokenmath.pareto(deployment, workload, allow_pp=..., concurrency=[...]) or the keyword form: see `public`."""
+    return public("pareto")(*args, **kw)
+
+
+def fleet_api(*args, **kw):
+    """tokenmath.fleet(deployment, workload, demand=..., max_chips=..., pue=...) or the keyword form: see
+    `public`."""
+    return public("fleet")(*args, **kw)
+
+
+def plan_api(*args, **kw):
+    """tokenmath.plan(deployment, workload, disaggregated=..., concurrency=[...]) or the keyword form: see
+    `public`."""
+    return public("plan")(*args, **kw)
