@@ -19,7 +19,7 @@ def test_napkin_agrees_with_the_engine(mid):
     p = count_params(m)
     hw = tm.get_hardware("b200")
     for b, ctx in ((1, 512), (64, 2048), (512, 1024)):
-        r = tm.infer(m, hw, batch=b, input_len=ctx, output_len=1, efficiency=PEAK)
+        r = tm.infer(m, hw, chips=1, batch=b, input_len=ctx, output_len=1, efficiency=PEAK)
         if not r.fits:
             continue
         eng = r.decode_step_s / b

@@ -13,7 +13,9 @@ def test_sweep_equals_infer_elementwise():
         if not c["valid"][i]:
             assert c["tp"][i] == 3 and np.isnan(c["decode_step_s"][i])
             continue
-        r = tm.infer("mixtral-8x7b", "h100-sxm", tp=int(c["tp"][i]), ep=int(c["ep"][i]), batch=int(c["batch"][i]),
+        # chips named: the sweep's tp x ep (left out, infer would take the fewest that hold the batch)
+        r = tm.infer("mixtral-8x7b", "h100-sxm", chips=int(c["tp"][i] * c["ep"][i]), tp=int(c["tp"][i]),
+                     ep=int(c["ep"][i]), batch=int(c["batch"][i]),
                      input_len=int(c["input_len"][i]), output_len=int(c["output_len"][i]), engine="none")
         d = r.to_dict()
         assert bool(c["fits"][i]) == d["fits"]
