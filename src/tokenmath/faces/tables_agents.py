@@ -18,6 +18,17 @@ def _title(d: dict) -> str:
             f"tool gap; idle prefixes: {d['offload']}")
 
 
+def _short_layout(layout: str) -> str:
+    """'tp=2 pp=1 ep=32 dp=1' -> 'tp2 ep32' (the degrees above 1; 'tp1' when none): the table fits 100 columns."""
+    parts = [p.replace("=", "") for p in layout.split() if not p.endswith("=1")]
+    return " ".join(parts) or "tp1"
+
+
+# the binding constraint in a word or two (the JSON and --explain keep analyses/serving/agents.failing's words)
+_BINDS = {"KV memory (idle sessions)": "idle-KV", "KV memory (turns in flight)": "KV", "decode speed": "speed",
+          "engine max_running": "max-running", "interconnect (decode step's communication)": "interconnect"}
+
+
 def agents_text(r) -> str:
     d = r.to_dict()
     rows = []
@@ -27,13 +38,16 @@ def agents_text(r) -> str:
             rows.append([s["system"], "-", "-", "-", "-", "-", "-", "-", s.get("why", "does not fit"), "-", "-"])
             continue
         wi = s["what_if"]
-        rows.append([s["system"], b["layout"], _n(b["sessions_per_gpu"]), _n(b["sessions_per_kw"], 2),
+        rows.append([s["system"], _short_layout(b["layout"]), _n(b["sessions_per_gpu"]), _n(b["sessions_per_kw"], 2),
                      _n(b["sessions_per_usd_hour"], 2), _n(b["sessions_per_system"], 0), f"{s['system_chips']}",
-                     _n(b["tokens_per_s_per_user"]), b["binding"], _n(wi["dram"]["sessions_per_system"], 0),
+                     _n(b["tokens_per_s_per_user"]), _BINDS.get(b["binding"], b["binding"]),
+                     _n(wi["dram"]["sessions_per_system"], 0),
                      _n(wi["nvme"]["sessions_per_system"], 0)])
-    head = ["system", "replica", "per GPU", "per kW", "per $/h", "per system", "GPUs", "tok/s/user", "binds",
-            "+DRAM", "+NVMe"]
-    out = [box_table(_title(d), head, rows, right=(2, 3, 4, 5, 6, 7, 9, 10))]
+    head = ["system", "replica", "/GPU", "/kW", "/($/h)", "/system", "GPUs", "tok/s/user", "binds", "+DRAM",
+            "+NVMe"]
+    out = [wrapped("", _title(d)), box_table("", head, rows, right=(2, 3, 4, 5, 6, 7, 9, 10)),
+           wrapped("  ", "sessions per GPU, per kW (whole nodes x PUE), per $/h of chips, per system; binds: what "
+                   "stops one more turn in flight")]
     for s in d["systems"]:
         p = s["power"]
         if p.get("basis") != "node":
