@@ -170,8 +170,11 @@ def test_cost_per_output_token_under_the_kernel_model(model, hw, kw):
     if g > 1:     # whole rounds (every group holds the same): only the tile steps
         even = (B % g) == 0
         assert list(tile_steps.violations(c[even], state[even], inflation[:, even])) == []
-        # 1,032: 129 tokens per group pad to 256 rows (the 64-row tile's step at 520 stays under the memory time)
-        assert list(B[even][tile_steps.rises(c[even]) + 1]) == [1032]
+        # 520: 65 tokens per group leave the 64-row tile; 1,032: 129 tokens per group pad to 256 rows. Both are tile
+        # steps (no violation above); whether 520's shows depends on the fitted bandwidth (at x0.8 it stayed under
+        # the memory time, at the shipped x0.9 it does not)
+        up = set(B[even][tile_steps.rises(c[even]) + 1].astype(int))
+        assert up <= {520, 1032} and 1032 in up
     else:
         assert list(rises) == expect
 

@@ -361,11 +361,11 @@ def test_tabs_answer_arrow_keys_and_name_their_panels(page):
     wait(page, "!document.querySelector('#tab-hyperbola').hidden")
     assert page.evaluate("document.activeElement.dataset.tab") == "hyperbola"
     assert page.get_attribute(".tabs button[data-tab='hyperbola']", "aria-selected") == "true"
-    page.keyboard.press("End")
-    wait(page, "!document.querySelector('#tab-train').hidden")
+    page.keyboard.press("End")        # the last tab
+    wait(page, "!document.querySelector('#tab-agents').hidden")
     page.keyboard.press("ArrowRight")    # wraps around
     wait(page, "!document.querySelector('#tab-overview').hidden")
-    assert [page.get_attribute(f".tabs button[data-tab='{t}']", "tabindex") for t in ("overview", "train")] == ["0", "-1"]
+    assert [page.get_attribute(f".tabs button[data-tab='{t}']", "tabindex") for t in ("overview", "agents")] == ["0", "-1"]
 
 
 def test_derivation_buttons_have_names_of_their_own(page):

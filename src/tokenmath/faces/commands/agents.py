@@ -13,8 +13,7 @@ TURN_DEFAULTS = {"context_len": 27_000, "output_len": "150", "prefix_hit": "0.86
 
 
 @click.command()
-@question_options("agents", skip=UNUSED, defaults={"min_tokens_per_s_per_user": "20", "output_len": TURN_DEFAULTS["output_len"],
-                                      "prefix_hit": TURN_DEFAULTS["prefix_hit"]})
+@question_options("agents", skip=UNUSED)    # its own defaults: specs/question/defaults.py
 @click.option("--systems", default="hgx-h100,hgx-h200,hgx-b200,gb200-nvl72,mi355x", show_default=True,
               help="Systems to compare, comma-separated (tokenmath systems; a chip id: that chip in its usual node).")
 @click.option("--context-len", type=count(2, 10_000_000, "tokens"), default=TURN_DEFAULTS["context_len"],

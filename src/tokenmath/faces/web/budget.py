@@ -36,6 +36,9 @@ TABLE_TOKENS_MAX = 600_000
 AGENT_TRACES_MAX = 30         # agents: systems x layouts traced (each 0.1-3 s: a deepseek-v3 EP replica ~2 s)
 SIM_GROUPS_MAX = 128           # replica groups (dp x ep) of one simulated layout (about 0.5 GB at 20,000 requests)
 # the questions a request may ask only in a worker process (faces/web/workers.py): each can run for seconds
+# agents with an engine that caps no running sequences (sglang's profile): a GB200 NVL72 replica traces to every turn
+# its KV holds, ~1.2 GB for one system at 5 layouts; 3 layouts x 5 systems stay under the worker's 1 GiB
+AGENT_TRACES_UNCAPPED_MAX = 15
 HEAVY = frozenset({"agents", "pareto", "simulate", "simulate_sweep", "overtrain", "train", "sensitivity", "deduce"})
 # what to ask instead when a question ran past its time or memory: (the field that sizes it, the cheaper question)
 CHEAPER = {
@@ -76,6 +79,19 @@ def unchunked(a: dict) -> bool:
     return work.unchunked(a.get("engine"))
 
 
+def _uncapped(a: dict) -> bool:
+    """Whether the request's serving engine runs every sequence its KV holds (no running-sequence cap)."""
+    from tokenmath.specs.serving_engines import resolve_engine
+    e = a.get("engine")
+    if e is None or e == "none":
+        return False
+    try:
+        eng = resolve_engine(e)
+    except InputError:
+        return False
+    return eng is not None and not eng.max_running
+
+
 def _check_tokens(name: str, a: dict, layouts: int) -> None:
     if not unchunked(a):
         return
@@ -95,9 +111,13 @@ def check(name: str, a: dict, model_of) -> None:
         # replicas traced: systems x layouts (faces/web/agents.py bounds each; their product is bounded here)
         from tokenmath.faces.web.agents import system_ids
         n = len(system_ids(a.get("systems") or "x")) * int(a.get("layouts") or 5)
-        if n > AGENT_TRACES_MAX:
-            raise InputError("layouts", f"{n} replica traces (systems x layouts), over the {AGENT_TRACES_MAX} one "
-                             "web request may", "fewer systems or layouts, or `tokenmath agents` on your own machine")
+        most, why = AGENT_TRACES_MAX, ""
+        if _uncapped(a):
+            most, why = AGENT_TRACES_UNCAPPED_MAX, (f" with {a['engine']}, whose scheduler has no running-sequence cap "
+                                                    "(its traces run to every sequence the KV holds)")
+        if n > most:
+            raise InputError("layouts", f"{n} replica traces (systems x layouts){why}, over the {most} one web "
+                             "request may", "fewer systems or layouts, or `tokenmath agents` on your own machine")
         return
     if name == "pareto":
         from tokenmath.faces.web.overrides import chip
