@@ -51,6 +51,8 @@ SLOW = {
     "tests/test_measure_verify.py::test_verify_python_api_measures_when_no_hardware_is_given":
         "a real transformers model and a quick measure (needs the verify extra: torch, transformers)",
     # large searches
+    "tests/test_guide_outputs.py::test_the_guide_quotes_what_the_command_prints":
+        "every command the guide quotes, run again (~2 min); test_the_guide_has_blocks_to_check stays fast-run",
     "tests/test_mlperf_server.py::test_held_out_server_accuracy_as_documented":
         "every MLPerf Server run predicted (~40 s); one run's check stays fast-run",
     "tests/test_golden.py::test_output_unchanged[plan --model deepseek-v3 --system hgx-h200 --chips 16 "
