@@ -35,7 +35,7 @@ def agents_text(r) -> str:
     for s in d["systems"]:
         b = s["best"]
         if b is None:
-            rows.append([s["system"], "-", "-", "-", "-", "-", "-", "-", s.get("why", "does not fit"), "-", "-"])
+            rows.append([s["system"], "-", "-", "-", "-", "-", "-", "-", "no fit", "-", "-"])
             continue
         wi = s["what_if"]
         rows.append([s["system"], _short_layout(b["layout"]), _n(b["sessions_per_gpu"]), _n(b["sessions_per_kw"], 2),
@@ -49,6 +49,8 @@ def agents_text(r) -> str:
            wrapped("  ", "sessions per GPU, per kW (whole nodes x PUE), per $/h of chips, per system; binds: what "
                    "stops one more turn in flight")]
     for s in d["systems"]:
+        if s["best"] is None:
+            out.append(wrapped("  note: ", f"{s['system']}: {s.get('why', 'does not fit')}"))
         p = s["power"]
         if p.get("basis") != "node":
             out.append(wrapped("  note: ", f"{s['system']}: {p.get('why')}"))
