@@ -43,11 +43,12 @@ def test_installed_from_a_checkout(monkeypatch, tmp_path):
     repo.mkdir()
     (repo / "pyproject.toml").write_text('[project]\nname = "tokenmath"\n')
     monkeypatch.setattr(install, "PACKAGE", site)
-
-    class Dist:
-        def read_text(self, name):
-            return json.dumps({"url": repo.as_uri(), "dir_info": {}}) if name == "direct_url.json" else None
-    monkeypatch.setattr("importlib.metadata.distribution", lambda name: Dist())
+    info = site.parent / "tokenmath-0.1.0.dist-info"          # what pip writes beside the package (PEP 610)
+    info.mkdir()
+    (info / "direct_url.json").write_text(json.dumps({"url": repo.as_uri(), "dir_info": {}}))
+    assert source_checkout() == (repo, False)
+    # another "tokenmath" metadata earlier on sys.path (a checkout's src/ egg-info) is not the one imported
+    monkeypatch.setattr("importlib.metadata.distribution", lambda name: (_ for _ in ()).throw(AssertionError))
     assert source_checkout() == (repo, False)
     assert install_hint("cluster") == f"cd '{repo}' && pip install '.[cluster]'"     # the space: quoted
 
@@ -55,11 +56,10 @@ def test_installed_from_a_checkout(monkeypatch, tmp_path):
 @pytest.mark.parametrize("url", [None, "https://example.com/tokenmath.tar.gz", "file:///no/such/folder"])
 def test_no_checkout_names_the_package(monkeypatch, tmp_path, url):
     monkeypatch.setattr(install, "PACKAGE", tmp_path / "site-packages" / "tokenmath")
-
-    class Dist:
-        def read_text(self, name):
-            return None if url is None else json.dumps({"url": url})
-    monkeypatch.setattr("importlib.metadata.distribution", lambda name: Dist())
+    info = tmp_path / "site-packages" / "tokenmath-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    if url is not None:
+        (info / "direct_url.json").write_text(json.dumps({"url": url}))
     assert source_checkout() == (None, False)
     assert install_hint("plot") == "pip install 'tokenmath[plot]'"
 

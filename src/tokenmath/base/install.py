@@ -37,11 +37,16 @@ def source_checkout() -> tuple[Path | None, bool]:
     here = PACKAGE.parents[1]       # src/tokenmath -> the checkout
     if _is_checkout(here):
         return here, True
-    try:
-        from importlib.metadata import distribution
-        url = json.loads(distribution("tokenmath").read_text("direct_url.json") or "{}").get("url", "")
-    except Exception:   # no metadata, unreadable or not JSON: no checkout known
-        return None, False
+    # the metadata installed beside the package imported, not importlib.metadata's first "tokenmath" on sys.path:
+    # a path added later (a checkout's src/ holding the egg-info that `pip install .` leaves) would answer instead
+    url = ""
+    for info in sorted(PACKAGE.parent.glob("tokenmath-*.dist-info")):
+        try:
+            url = json.loads((info / "direct_url.json").read_text(encoding="utf-8") or "{}").get("url", "")
+        except (OSError, ValueError, AttributeError):   # no record, unreadable or not JSON: no checkout known
+            continue
+        if url:
+            break
     if url.startswith("file://"):
         from urllib.parse import unquote, urlparse
         folder = Path(unquote(urlparse(url).path))
