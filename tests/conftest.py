@@ -38,6 +38,9 @@ SLOW = {
     "tests/test_cli_contract.py::test_json_output_is_strict_json[validate]": "one validate run (33 s)",
     "tests/test_golden.py::test_output_unchanged[validate]": "one validate run (27 s)",
     "tests/test_mlperf.py::test_validate_json_has_the_section": "one validate run (24 s)",
+    "tests/test_validate.py::test_write_calibration_keeps_what_specs_efficiency_reads":
+        "validate --write-calibration into a file and read back (8 s); test_shipped_physics_values_are_this_fit "
+        "keeps the shipped fit checked fast-run",
     "tests/test_safe_file_writes.py::test_write_calibration_checked_first_and_never_over_a_user_file":
         "validate --write-calibration twice (49 s); the --plot and --out file rules stay fast-run",
     "tests/test_safe_file_writes.py::test_measure_out_replaces_its_own_file": "a real measure --quick (8 s)",
