@@ -17,18 +17,7 @@ from tokenmath.faces.cli import cli, main
 from tokenmath.local import bandwidth, noise
 from tokenmath.local.measure import measure
 from tokenmath.specs.hardware import get_hardware, noise_caveats
-
-
-def run_main(args):
-    """The console entry point in-process: (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    with runner.isolation() as (out, err, _):
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        return code, out.getvalue().decode(), err.getvalue().decode()
+from tests.test_measure_verify import run_main
 
 
 # ---- tables as the kernels return them, with a chosen spread (median repetition = best x (1 + s)) -------------------
