@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import tokenmath.local.measure as M
 from tokenmath.base.errors import InputError
-from tokenmath.faces.cli import cli, main
+from tokenmath.faces.cli import cli
 from tokenmath.local import bandwidth, noise
 from tokenmath.local.measure import measure
 from tokenmath.specs.hardware import get_hardware, noise_caveats
