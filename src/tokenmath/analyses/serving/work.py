@@ -121,18 +121,30 @@ def longest(input_len, output_len) -> tuple[int, str]:
     return n["input_len"] + n["output_len"], max(n, key=n.get)
 
 
-def unchunked(engine) -> bool:
-    """Whether the serving engine prefills a prompt whole (its step tables then cover one sequence)."""
+def _profile(engine):
+    """The serving-engine profile a question names (an id or a profile), None for none or an unknown id (its
+    question refuses that itself)."""
     from tokenmath.specs.serving_engines import resolve_engine
     if engine is None or engine == "none":
-        return False
+        return None
     if not isinstance(engine, str):
-        return not getattr(engine, "chunked_prefill", True)
+        return engine
     try:
-        eng = resolve_engine(engine)
+        return resolve_engine(engine)
     except InputError:
-        return False
-    return eng is not None and not eng.chunked_prefill
+        return None
+
+
+def unchunked(engine) -> bool:
+    """Whether the serving engine prefills a prompt whole (its step tables then cover one sequence)."""
+    eng = _profile(engine)
+    return eng is not None and not getattr(eng, "chunked_prefill", True)
+
+
+def uncapped(engine) -> bool:
+    """Whether the serving engine runs every sequence its KV holds (no running-sequence cap)."""
+    eng = _profile(engine)
+    return eng is not None and not getattr(eng, "max_running", 1)
 
 
 def sim_tokens(engine, hardware, groups: int, requests: int, need: int) -> int:

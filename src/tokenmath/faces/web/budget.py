@@ -81,15 +81,7 @@ def unchunked(a: dict) -> bool:
 
 def _uncapped(a: dict) -> bool:
     """Whether the request's serving engine runs every sequence its KV holds (no running-sequence cap)."""
-    from tokenmath.specs.serving_engines import resolve_engine
-    e = a.get("engine")
-    if e is None or e == "none":
-        return False
-    try:
-        eng = resolve_engine(e)
-    except InputError:
-        return False
-    return eng is not None and not eng.max_running
+    return work.uncapped(a.get("engine"))
 
 
 def _check_tokens(name: str, a: dict, layouts: int) -> None:
