@@ -126,6 +126,15 @@ print(f["layout"], f["chips"], "chips;", f["continuously_batched"]["chips"], "co
         """p = tokenmath.plan("llama-3.1-70b", "hgx-h100", chips=8).to_dict()
 print(p["best"]["layout"], f"{p['best']['output_tokens_per_s_per_chip']:.0f} tok/s/chip")""",
     ),
+    "export": (
+        "The commands that run an answer: a plan or fleet result (or its saved JSON) or infer's question, as each "
+        "pool's engine launch command (vLLM, SGLang, TensorRT-LLM), an optional Dynamo or llm-d manifest validated "
+        "against its schema, the `vllm bench serve` command and the figures it should print (`tokenmath export`).",
+        "`expected`: output tokens/s, mean TTFT and TPOT in seconds, requests in flight; `stack`: dynamo or llm-d; "
+        "`disaggregated`: a fleet's prefill and decode pools instead of its continuously batched servers.",
+        """e = tokenmath.export(tokenmath.plan("llama-3.1-70b", "hgx-h100", chips=8))
+print(e["serve_line"][:60], round(e["expected"]["output_tokens_per_s"]))""",
+    ),
     "simulate": (
         "A serving engine's scheduler run request by request on one replica: throughput, time-to-first-token and "
         "inter-token latency percentiles, goodput against targets.",
@@ -219,7 +228,7 @@ print(e.flops, e.memory_bw, e.layer_overhead_s)""",
     ),
 }
 
-ORDER = ["Deployment", "Workload", "question_schema", "ask", "infer", "hyperbola", "sweep", "pareto", "price", "fleet", "plan",
+ORDER = ["Deployment", "Workload", "question_schema", "ask", "infer", "hyperbola", "sweep", "pareto", "price", "fleet", "plan", "export",
          "simulate",
          "steady_state", "train", "chinchilla", "overtrain", "deduce", "validate", "get_model", "model_ids",
          "get_hardware", "hardware_ids", "InputError", "Efficiency"]

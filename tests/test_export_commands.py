@@ -1,5 +1,6 @@
-"""`tokenmath export`: the vllm serve / vllm bench serve commands for infer's layout, every flag one of those read off
-vLLM's own argument parsers at a pinned commit (data/engine_flags.toml), and the figures the benchmark should print."""
+"""`tokenmath export` of infer's answer: the engine's launch command (vLLM, SGLang, TensorRT-LLM, as the answer assumed)
+and the vllm bench serve command, every flag one of those read off the tools' own argument parsers at a pinned commit
+(data/engine_flags.toml), and the figures the benchmark should print."""
 import json
 import re
 
@@ -7,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from tokenmath.analyses.ask import infer, split
-from tokenmath.analyses.benchmarks.export import export, flags_of
+from tokenmath.analyses.benchmarks.bench_command import flags_of
+from tokenmath.analyses.benchmarks.export import export
 from tokenmath.base.errors import InputError
 from tokenmath.faces.cli import cli
 
@@ -28,7 +30,8 @@ def _value(argv, flag):
                          ids=["llama-70b-8xh100", "deepseek-v3-ep16-2xh200-nodes", "llama-70b-draft"])
 def test_every_flag_written_is_in_the_pinned_parsers(kw):
     e = export(*split(**kw)[:2])
-    assert set(_flags(e["serve"])) <= set(flags_of("vllm serve")["flags"])
+    serve_flags = {f for t in e["sources"] if t.startswith("vllm serve") for f in flags_of(t).get("flags", [])}
+    assert set(_flags(e["serve"])) <= serve_flags
     assert set(_flags(e["bench"])) <= set(flags_of("vllm bench serve")["flags"])
     assert e["serve"][:2] == ["vllm", "serve"] and e["bench"][:3] == ["vllm", "bench", "serve"]
 
@@ -59,7 +62,9 @@ def test_deepseek_v3_on_two_h200_nodes_uses_expert_parallel_and_says_it_spans_no
     assert s[2] == "deepseek-ai/DeepSeek-V3"
     assert _value(s, "--data-parallel-size") == "16" and "--enable-expert-parallel" in s
     assert _value(s, "--tensor-parallel-size") == "1" and _value(s, "--kv-cache-dtype") == "fp8"
-    assert any("spans 2 nodes" in n for n in e["notes"])
+    assert e["pools"][0]["nodes_per_server"] == 2
+    # the head node runs 8 of the 16 data-parallel ranks; the other node's command is in the notes
+    assert _value(s, "--data-parallel-size-local") == "8" and any("--headless" in n for n in e["notes"])
 
 
 def test_a_draft_model_becomes_the_speculative_config_json():
@@ -75,9 +80,15 @@ def test_an_arrival_rate_is_benchmarked_at_that_rate_and_a_static_batch_as_a_clo
     assert _value(s["bench"], "--max-concurrency") == "8" and any("closed loop of 8" in n for n in s["notes"])
 
 
-def test_other_engines_are_refused_naming_what_is_written():
-    with pytest.raises(InputError, match="export writes vllm commands"):
+def test_the_engine_the_answer_assumed_is_the_one_written():
+    e = export(*split(**{**LLAMA, "engine": "sglang"})[:2])
+    assert e["serve"][:3] == ["python", "-m", "sglang.launch_server"] and _value(e["serve"], "--tp-size") == "8"
+    t = export(*split(**{**LLAMA, "engine": "tensorrt-llm"})[:2])
+    assert t["serve"][0] == "trtllm-serve" and _value(t["serve"], "--tp_size") == "8"
+    with pytest.raises(InputError, match="assumed vllm, not sglang"):
         export(*split(**LLAMA)[:2], engine="sglang")
+    with pytest.raises(InputError, match="llama.cpp"):
+        export(*split(**{**LLAMA, "engine": "llama.cpp"})[:2])
 
 
 def test_cli_prints_serve_bench_expected_and_the_calibrate_step():
@@ -88,5 +99,5 @@ def test_cli_prints_serve_bench_expected_and_the_calibrate_step():
     assert any(line.startswith("vllm serve meta-llama/Meta-Llama-3.1-70B --tensor-parallel-size 8") for line in lines)
     assert any(line.startswith("vllm bench serve ") for line in lines)
     assert "Mean TPOT (ms)" in res.output and "tokenmath calibrate tokenmath-check.json --hardware h100-sxm" in res.output
-    bad = CliRunner().invoke(cli, ["export", "--engine", "sglang"])
-    assert bad.exit_code == 2
+    bad = CliRunner().invoke(cli, ["export", "--engine", "sglangg"])
+    assert bad.exit_code == 2 and "sglang" in bad.output

@@ -48,10 +48,12 @@ def test_heads_is_bit_identical_to_before():
     users after the fewest-chips and budget work re-ordered a sum (simulation/replica.py); and when the residuals
     were re-fitted after the large-scale EP physics (NVIDIA datacenter bandwidth x0.8 -> x0.9: 77.6 -> 82.7 tok/s)."""
     ss = steady_state("llama-3.1-70b", "h100-sxm", chips=8, concurrency=[1, 16, 128])
-    assert [(p.output_tokens_per_s, p.ttft_s, p.tpot_s) for p in ss.points] == [
-        (82.70238012277724, 0.05252653864157774, 0.01193279976670706),
-        (1040.6158918643287, 0.0618143654537413, 0.015193396791655774),
-        (3217.2611612345604, 0.08660518849283465, 0.03960178623496529)]
+    # to 1e-12 relative: a numpy release that sums in another order moves the last bit (0.03960178623496529 vs
+    # ...9653 at 128 users), nothing else; heads against the default below stays bit-identical
+    got = [float(x) for p in ss.points for x in (p.output_tokens_per_s, p.ttft_s, p.tpot_s)]
+    assert got == pytest.approx([82.70238012277724, 0.05252653864157774, 0.01193279976670706,
+                                 1040.6158918643287, 0.0618143654537413, 0.015193396791655774,
+                                 3217.2611612345604, 0.08660518849283465, 0.03960178623496529], rel=1e-12)
     heads = steady_state("llama-3.1-70b", "h100-sxm", chips=8, concurrency=[1, 16, 128], attention_sharding="heads")
     assert heads.to_dict() == ss.to_dict()
     ss = steady_state("deepseek-v3", "h200", chips=8, tp=8, concurrency=[1, 64], weight_dtype="fp8")

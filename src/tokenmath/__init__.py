@@ -19,6 +19,7 @@ _PUBLIC = {
     "price": "tokenmath.analyses.python_api:price_api",
     "fleet": "tokenmath.analyses.python_api:fleet_api",
     "plan": "tokenmath.analyses.python_api:plan_api",
+    "export": "tokenmath.analyses.python_api:export_api",
     "simulate": "tokenmath.analyses.serving.simulation.simulate:simulate",
     "steady_state": "tokenmath.analyses.serving.steady_state:steady_state",
     "train": "tokenmath.analyses.training.train:train",

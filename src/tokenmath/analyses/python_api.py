@@ -66,3 +66,37 @@ def plan_api(*args, **kw):
     """tokenmath.plan(deployment, workload, disaggregated=..., concurrency=[...]) or the keyword form: see
     `public`."""
     return public("plan")(*args, **kw)
+
+
+def export_api(answer=None, *args, disaggregated=None, stack=None, image=None, gpus_per_node=None, **kw):
+    """tokenmath.export(plan_or_fleet_result) deploys a plan or fleet answer (the result, or its to_dict() / saved
+    JSON); tokenmath.export(deployment, workload) or tokenmath.export(model, hardware, **fields) deploys infer's answer,
+    as `tokenmath export` does: the engine launch commands, the Kubernetes manifest for `stack` (dynamo, llm-d), the
+    `vllm bench serve` command and the figures it should print."""
+    from tokenmath.analyses.benchmarks.export import export, export_answer
+    opts = {"stack": stack, "image": image, "gpus_per_node": gpus_per_node}
+    if hasattr(answer, "to_dict") and not isinstance(answer, Deployment):
+        answer = answer.to_dict()
+    if isinstance(answer, dict):
+        if args or kw:
+            from tokenmath.base.errors import InputError
+            raise InputError("answer", "a plan or fleet answer already holds its deployment and workload, so "
+                             f"{', '.join(list(kw) or ['the positional arguments'])} would be ignored",
+                             "export the answer alone, or ask the question again with them")
+        return export_answer(answer, disaggregated=disaggregated, **opts)
+    if disaggregated is not None:
+        from tokenmath.base.errors import InputError
+        raise InputError("disaggregated", "chooses between a plan or fleet answer's pools", "pass that answer")
+    if isinstance(answer, Deployment):
+        wl = args[0] if args else kw.pop("workload", None) or Workload()
+        return export(answer, wl, **opts)
+    from tokenmath.specs.question.defaults import question_defaults
+    pos = ((answer,) if answer is not None else ()) + args
+    own_defaults = {k: v for k, v in question_defaults("infer").items() if k not in kw
+                    and k not in ("model", "hardware")[:len(pos)]}
+    dep, wl, own = split(*pos, **own_defaults, **kw)
+    if own:
+        from tokenmath.base.errors import InputError
+        raise InputError(next(iter(own)), "is not a field of a deployment or a workload, and export takes no other",
+                         "the fields tokenmath.Deployment and tokenmath.Workload declare")
+    return export(dep, wl, **opts)

@@ -1,67 +1,45 @@
-"""From tokenmath's answer to what runs it: the `vllm serve` command for infer's layout, the `vllm bench serve` command
-that measures it, and the numbers tokenmath expects that benchmark to print, so the user can check the prediction
-(and feed the result file back to `tokenmath calibrate`).
+"""From tokenmath's answer to what runs it: the engine launch command of each server pool (vLLM, SGLang or
+TensorRT-LLM, as the answer assumed), a Kubernetes manifest for the NVIDIA Dynamo or llm-d stack when asked, the
+`vllm bench serve` command that measures the deployment and the numbers tokenmath expects it to print, so the user
+can check the prediction (and feed the result file back to `tokenmath calibrate`).
 
-Every flag written is one of data/engine_flags.toml's, each read off the engine's own argument parser at a pinned
-commit (vllm-project/vllm @ 99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b vllm/engine/arg_utils.py for `vllm serve`;
-@ def9ce85ba1079af970a58ed3d42dd861ae35d58 vllm/benchmarks/serve.py for `vllm bench serve`).
-
-Layout mapping (tokenmath -> vLLM): tp -> --tensor-parallel-size; pp -> --pipeline-parallel-size; a MoE's ep groups
-(attention data-parallel, experts sharded over all ep x tp ranks) -> --data-parallel-size ep
---enable-expert-parallel; dp independent replicas of a dense model -> --data-parallel-size dp (vLLM balances requests
-over them); with both ep and dp, dp copies of the ep server behind a load balancer.
+Two ways in, one way out (a Deployed: answer_pools.py):
+- export(dep, wl): infer's answer to a question (one layout under one load);
+- export_answer(answer): a `plan` or `fleet` answer, read from its JSON, so the deployment is exactly the one the
+  user saw: its continuously batched servers, or its prefill and decode pools.
+Every flag written is one of data/engine_flags.toml's, each list read off the engine's own parser at a pinned commit
+(launch_commands.py); every manifest is validated against its published schema before it is returned
+(k8s_manifests.py).
 """
 from __future__ import annotations
 
-import json
 import math
-import re
 import shlex
+from dataclasses import replace
 
+from tokenmath.analyses.benchmarks import bench_command as bc
+from tokenmath.analyses.benchmarks.answer_pools import ENGINE_IDS, Deployed, PoolPlan, pools_of
 from tokenmath.base.errors import InputError
 
-ENGINES = ("vllm",)
-_HF = re.compile(r"huggingface\.co/([\w.-]+/[\w.-]+)")
-_AIC = re.compile(r"model_configs/([\w.-]+?)--([\w.-]+?)_config\.json")    # aiconfigurator's org--name copies
-KV_DTYPE = {"bf16": "auto", "fp16": "auto", "fp8": "fp8"}
-WEIGHT_QUANT = {"fp8": "fp8"}          # an fp8 deployment of a 16-bit checkpoint: vLLM quantizes at load
-
-
-def flags_of(tool: str) -> dict:
-    from tokenmath.specs.catalog import shipped
-    return shipped("engine_flags.toml")[tool]
+STACKS = ("dynamo", "llm-d")
+SCHEMA_OF = {"dynamo": "dynamographdeployment", "llm-d": "llm-d-modelservice"}     # data/schemas/SOURCES.toml
 
 
 def hf_id(model) -> str | None:
     """The Hugging Face repository a catalog model's source names (None: it names none)."""
+    import re
     src = getattr(model, "source", "") or ""
-    m = _HF.search(src)
+    m = re.search(r"huggingface\.co/([\w.-]+/[\w.-]+)", src)
     if m:
         return m.group(1)
-    m = _AIC.search(src)
+    m = re.search(r"model_configs/([\w.-]+?)--([\w.-]+?)_config\.json", src)     # aiconfigurator's org--name copies
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
-def _cmd(head: list[str], args: list[tuple[str, object]], tool: str) -> list[str]:
-    known = set(flags_of(tool)["flags"])
-    out = list(head)
-    for flag, value in args:
-        if flag not in known:
-            raise AssertionError(f"{flag} is not in data/engine_flags.toml [{tool}]")
-        out.append(flag)
-        if value is not None:
-            out.append(str(value))
-    return out
-
-
-def export(dep, wl, engine: str = "vllm") -> dict:
-    """The launch and benchmark commands for infer's answer to (dep, wl), with the figures it expects."""
-    from dataclasses import replace
-
+def export(dep, wl, engine: str | None = None, *, stack: str | None = None, image: str | None = None,
+           gpus_per_node: int | None = None) -> dict:
+    """The commands (and manifest) for infer's answer to (dep, wl), with the figures its benchmark should print."""
     from tokenmath.analyses.ask import infer
-    if engine not in ENGINES:
-        raise InputError("engine", f"export writes {', '.join(ENGINES)} commands, not {engine!r}",
-                         ", ".join(ENGINES) + " (SGLang and TensorRT-LLM launch commands are not written yet)")
     notes = []
     if wl.concurrency is None and wl.arrival_rate is None:
         n = wl.batch if isinstance(wl.batch, int) else 1
@@ -71,77 +49,202 @@ def export(dep, wl, engine: str = "vllm") -> dict:
     if not r.fits:
         raise InputError("batch", "this deployment does not fit: nothing to export", "; ".join(r.advice[:1]) or
                          "more chips or a smaller batch")
-    if dep.draft is None and dep.mtp is not None:
-        raise InputError("mtp", "MTP speculation is not exported yet", "leave --mtp out, or use --draft")
-    model = r.model
-    name = hf_id(model)
-    if name is None:
-        name = getattr(model, "id", str(dep.model))
-        notes.append(f"{name} names no Hugging Face repository in the catalog: replace it with your checkpoint")
+    eng = r.engine
+    eid = ENGINE_IDS.get(getattr(eng, "id", None) or "")
+    if eid is None:
+        raise InputError("engine", f"the answer assumed {getattr(eng, 'id', 'no serving engine')}, and export writes "
+                         "launch commands for vllm, sglang and tensorrt-llm", "--engine vllm, sglang or tensorrt-llm")
+    if engine is not None and ENGINE_IDS.get(engine, engine) != eid:
+        raise InputError("engine", f"the answer assumed {eng.id}, not {engine}", f"--engine {engine} on the question")
     lay = r.layout
     tp, pp, ep, dp = int(lay.tp), int(lay.pp), int(lay.ep), int(lay.dp)
-    args: list[tuple[str, object]] = [("--tensor-parallel-size", tp)]
-    if pp > 1:
-        args.append(("--pipeline-parallel-size", pp))
-    if ep > 1:
-        args += [("--data-parallel-size", ep), ("--enable-expert-parallel", None)]
-        if dp > 1:
-            notes.append(f"run {dp} copies of this server (one per {tp * pp * ep} chips) behind a load balancer")
-    elif dp > 1:
-        args.append(("--data-parallel-size", dp))
-    dom = int(getattr(r.hardware, "scaleup_domain", 0) or 0)
-    server_chips = tp * pp * (ep if ep > 1 else dp)
-    if dom and server_chips > dom:
-        notes.append(f"one server spans {math.ceil(server_chips / dom)} nodes of {dom} chips: start it on each node "
-                     "with --data-parallel-size-local, --data-parallel-start-rank and --data-parallel-address "
-                     "(vLLM's multi-node data-parallel launch), or with Ray")
-    eng = r.engine
-    if eng is None or eng.id != engine:
-        raise InputError("engine", f"the answer assumed {getattr(eng, 'id', 'no engine')}, and export writes "
-                         f"{engine} commands", f"--engine {engine}")
-    # what tokenmath assumed the engine runs with, written out so the server runs the same: vLLM's defaults for this
-    # chip's memory (specs/serving_engines.py limits_for), or the user's --max-running
-    max_running, max_tokens = eng.limits_for(r.hardware.memory_bytes)
-    max_running = dep.max_running or r.running_cap or max_running
-    if max_running:
-        args.append(("--max-num-seqs", int(max_running)))
-    if max_tokens:
-        args.append(("--max-num-batched-tokens", int(max_tokens)))
-    kv = r.precision.kv.name
-    args.append(("--kv-cache-dtype", KV_DTYPE.get(kv, kv)))
-    wq = r.precision.weight.name
-    if dep.weight_dtype is not None and wq in WEIGHT_QUANT:
-        args.append(("--quantization", WEIGHT_QUANT[wq]))
-    elif dep.weight_dtype is not None and wq not in ("bf16", "fp16"):
-        notes.append(f"{wq} weights: serve a checkpoint already quantized to {wq} (vLLM reads its quantization)")
-    ctx = int(r.input_len) + int(r.output_len)
-    args.append(("--max-model-len", 1 << math.ceil(math.log2(max(ctx, 256)))))
+    ld = r.load
+    attn = _attn_name(lay)
+    running = dep.max_running or r.running_cap
+    pool = PoolPlan("both", tp, pp, ep, dp, None if running is None else max(1, math.ceil(running / dp)), attn)
+    if ld.arrival_rate is not None:
+        load = {"arrival_rate": float(ld.arrival_rate) / dp}
+    else:
+        load = {"concurrency": max(1, math.ceil(int(ld.concurrency) / dp))}
+    d = Deployed(question="infer", model=r.model.id, hardware=getattr(r.hardware, "id", str(dep.hardware)),
+                 engine=eid, weight_dtype=r.precision.weight.name if dep.weight_dtype is not None else None,
+                 kv_dtype=r.precision.kv.name, input_len=int(r.input_len), output_len=int(r.output_len),
+                 pools=(pool,), unit="one server",
+                 expected={**load, "output_tokens_per_s": float(ld.output_tokens_per_s) / dp,
+                           "ttft_s": float(ld.ttft_s), "tpot_s": float(ld.tpot_s), "in_flight": float(ld.running) / dp},
+                 notes=tuple(notes))
+    draft = None
     if dep.draft is not None:
         from tokenmath.specs.model_catalog import get_model
-        draft = get_model(dep.draft)
-        spec = {"model": hf_id(draft) or getattr(draft, "id", dep.draft), "num_speculative_tokens": dep.spec_k or 4}
-        args.append(("--speculative-config", json.dumps(spec, separators=(",", ":"))))
-    serve = _cmd(["vllm", "serve", name], args, "vllm serve")
-    ld = r.load
-    bench_args: list[tuple[str, object]] = [("--model", name), ("--dataset-name", "random"),
-                                            ("--input-len", int(r.input_len)), ("--output-len", int(r.output_len))]
-    if ld.arrival_rate is not None:
-        n = max(200, int(math.ceil(float(ld.arrival_rate) * 120)))
-        bench_args += [("--request-rate", f"{float(ld.arrival_rate):g}"), ("--num-prompts", n)]
+        dm = get_model(dep.draft)
+        draft = (hf_id(dm) or getattr(dm, "id", dep.draft), dep.spec_k or 4)
+    out = write(d, stack=stack, image=image, gpus_per_node=gpus_per_node, draft=draft,
+                mtp=dep.mtp if dep.draft is None else None)
+    out["infer"] = r.to_dict()
+    return out
+
+
+def export_answer(answer: dict, *, disaggregated: bool | None = None, stack: str | None = None,
+                  image: str | None = None, gpus_per_node: int | None = None) -> dict:
+    """The commands (and manifest) for a plan or fleet answer (its JSON as a dict)."""
+    return write(pools_of(answer, disaggregated), stack=stack, image=image, gpus_per_node=gpus_per_node)
+
+
+def _attn_name(lay) -> str:
+    from tokenmath.mapping.layout import attention_name
+    return attention_name(lay)
+
+
+def _node_chips(hardware: str, gpus_per_node: int | None) -> int:
+    """GPUs in one Kubernetes node: the user's, else the catalog system's node or scale-up domain when it is a
+    server of at most 8 (a rack-scale domain such as NVL72 is many nodes, whose size the catalog does not hold)."""
+    if gpus_per_node is not None:
+        return int(gpus_per_node)
+    from tokenmath.specs.systems import get_system
+    s = get_system(hardware)
+    for n in (s.node_chips, s.scaleup_domain):
+        if n and n <= 8:
+            return int(n)
+    raise InputError("gpus_per_node", f"{s.id}'s scale-up domain of {s.scaleup_domain} chips spans several "
+                     "Kubernetes nodes, whose size the catalog does not hold", "--gpus-per-node N (GPUs per node)")
+
+
+def _weight_quant(d: Deployed, model, notes: list[str]) -> str | None:
+    native = getattr(model, "native_dtype", "bf16")
+    if d.weight_dtype is None or d.weight_dtype == native:
+        return None
+    if d.weight_dtype == "fp8" and native in ("bf16", "fp16"):
+        return "fp8"
+    notes.append(f"{d.weight_dtype} weights: serve a checkpoint already quantized to {d.weight_dtype} (the engine "
+                 "reads its quantization)")
+    return None
+
+
+def _spec_of(d: Deployed, p: PoolPlan, model_name: str, hw, limits, weight_quant, draft, mtp, nodes: int,
+             notes: list[str]):
+    from tokenmath.analyses.benchmarks.launch_base import ServerSpec
+    tp, ep = p.tp, p.ep
+    if p.attention == "dp" and tp > 1:
+        if ep == 1:
+            raise InputError("attention_sharding", "data-parallel attention inside a tensor-parallel group of a dense "
+                             "model has no launch flag in the engines export writes", "ask with --attention-sharding "
+                             "heads")
+        notes.append(f"{p.role} servers: attention data-parallel over all {tp * ep} ranks (the engines' DP attention, "
+                     f"tp 1 x ep {tp * ep}); tokenmath split the dense layers {tp} ways, the engines replicate them")
+        tp, ep = 1, tp * ep
+    max_running, max_tokens = (int(v) if v else None for v in limits)     # 0: the engine sets no cap
+    if p.max_running:
+        # the answer's sequences per server, spread over its data-parallel (attention) ranks: the engines count
+        # --max-num-seqs per rank (launch_base.ServerSpec)
+        max_running = max(1, math.ceil(p.max_running / ep))
+    ctx = d.input_len + d.output_len
+    return ServerSpec(model=model_name, tp=tp, pp=p.pp, ep=ep, dp=1, max_running=max_running,
+                      max_batched_tokens=max_tokens, kv_dtype=d.kv_dtype, weight_quant=weight_quant,
+                      max_model_len=1 << math.ceil(math.log2(max(ctx, 256))),
+                      draft_model=None if draft is None else draft[0], spec_tokens=None if draft is None else draft[1],
+                      mtp_tokens=mtp, role=p.role, nodes=nodes)
+
+
+def _weight_bytes(model, d: Deployed) -> float:
+    """The checkpoint's bytes as served (engine/memory.weight_bytes_total at the deployment's weight formats)."""
+    from tokenmath.analyses.setup import resolve_precision
+    from tokenmath.engine.memory import weight_bytes_total
+    prec = resolve_precision(model, d.weight_dtype, d.kv_dtype)
+    return float(weight_bytes_total(model, prec.weight.bytes, prec.expert.bytes))
+
+
+def write(d: Deployed, *, stack: str | None = None, image: str | None = None, gpus_per_node: int | None = None,
+          draft=None, mtp=None) -> dict:
+    """Every command and file of deployment `d`. draft: (Hugging Face id, tokens per step) of a draft model."""
+    from tokenmath.analyses.benchmarks.launch_commands import launch
+    from tokenmath.specs.model_catalog import get_model
+    from tokenmath.specs.serving_engines import resolve_engine
+    from tokenmath.specs.systems import get_system
+    if stack is not None and stack not in STACKS:
+        import difflib
+        close = difflib.get_close_matches(str(stack), STACKS, 1)
+        raise InputError("stack", f"{stack!r} is not a serving stack export writes",
+                         (f"did you mean {close[0]}? " if close else "") + " or ".join(STACKS))
+    notes = list(d.notes)
+    model = get_model(d.model)
+    name = hf_id(model)
+    if name is None:
+        name = d.model
+        notes.append(f"{name} names no Hugging Face repository in the catalog: replace it with your checkpoint")
+    hw = get_system(d.hardware)
+    node = _node_chips(d.hardware, gpus_per_node) if (stack or any(p.chips_per_server > 8 for p in d.pools)) \
+        else int(hw.scaleup_domain or 8)
+    eng = resolve_engine({"trtllm": "tensorrt-llm"}.get(d.engine, d.engine))
+    limits = eng.limits_for(hw.memory_bytes)
+    wq = _weight_quant(d, model, notes)
+    pools, srcs = [], {}
+    for p in d.pools:
+        nodes = max(1, math.ceil(p.chips_per_server / node))
+        spec = _spec_of(d, p, name, hw, limits, wq, draft, mtp, nodes, notes)
+        lc = launch(d.engine, spec)
+        srcs.update(lc.sources)
+        notes += [n for n in lc.notes if n not in notes]
+        pools.append({"role": p.role, "replicas": p.replicas, "chips_per_server": p.chips_per_server,
+                      "nodes_per_server": nodes, "tp": p.tp, "pp": p.pp, "ep": p.ep, "attention_sharding": p.attention,
+                      "max_running": p.max_running, "max_running_per_rank": spec.max_running,
+                      "ranks": spec.replicas, "serve": lc.argv, "serve_line": shlex.join(lc.argv),
+                      "files": dict(lc.files), "_spec": spec})
+    x = d.expected
+    in_flight = x.get("in_flight", x.get("concurrency", 0))
+    bench = bc.bench(name, d.input_len, d.output_len, concurrency=x.get("concurrency"),
+                     arrival_rate=x.get("arrival_rate"))
+    first = d.pools[0]
+    if len(d.pools) == 1 and first.replicas > 1:
+        notes.append(f"run {first.replicas} servers of {first.chips_per_server} chips behind a load balancer; the "
+                     "benchmark measures one")
+    out = {"question": d.question, "engine": d.engine, "model": d.model, "hardware": d.hardware,
+           "disaggregated": d.disaggregated, "chips": d.chips,
+           "serve": pools[0]["serve"], "serve_line": pools[0]["serve_line"],
+           "bench": bench, "bench_line": shlex.join(bench), "benchmarked_unit": d.unit,
+           "expected": bc.expected(x["output_tokens_per_s"], x["ttft_s"], x["tpot_s"], in_flight),
+           "calibrate_line": (None if d.disaggregated else
+                              bc.calibrate_line(d.hardware, first.chips_per_server, first.tp, first.pp, first.ep, 1,
+                                                d.engine)),
+           "sources": {**srcs, **bc.sources("vllm bench serve")},
+           "layout": {"chips": first.chips_per_server, "tp": first.tp, "pp": first.pp, "ep": first.ep,
+                      "dp": first.replicas},
+           "pools": [{k: v for k, v in q.items() if k != "_spec"} for q in pools],
+           "manifest": None, "notes": notes}
+    if d.disaggregated:
+        notes.append("tokenmath calibrate fits a colocated server; a disaggregated deployment's result is checked "
+                     "against the expected figures only")
+    if stack is not None:
+        out["manifest"] = _manifest(stack, d, name, pools, image, node, _weight_bytes(model, d))
+        if d.disaggregated:     # the stack's frontend is the router the bare commands lack
+            notes[:] = [n for n in notes if not ("router" in n and "is not written" in n)]
+            notes.append(f"the {stack} frontend routes each request to a prefill and then a decode worker")
+        notes.append(f"benchmark the {stack} frontend's service (e.g. kubectl port-forward to it on port 8000, or "
+                     "add --base-url http://SERVICE:8000 to the benchmark)")
+    return out
+
+
+def _manifest(stack: str, d: Deployed, name: str, pools: list[dict], image: str | None, node: int,
+              model_bytes: float) -> dict:
+    from tokenmath.analyses.benchmarks import k8s_manifests as k8s
+    from tokenmath.analyses.benchmarks.launch_commands import engine_args
+    kp = [k8s.Pool(role=q["role"], replicas=q["replicas"], chips_per_replica=q["chips_per_server"],
+                   nodes_per_replica=q["nodes_per_server"], engine_args=engine_args(d.engine, q["_spec"]))
+          for q in pools]
+    base = f"{d.model}-{d.engine}".replace(".", "-").lower()[:40].strip("-")
+    if stack == "dynamo":
+        if d.engine == "trtllm":
+            # dynamo.trtllm takes flags of its own (--tensor-parallel-size, --expert-parallel-size, ...), not
+            # trtllm-serve's, and no pinned table maps one onto the other yet
+            raise InputError("stack", "Dynamo's TensorRT-LLM worker takes its own flags, not trtllm-serve's, and "
+                             "export does not map them yet", "ask with --engine vllm or sglang for Dynamo")
+        doc, schema = k8s.dynamo_graph_deployment(base, name, d.engine, kp, image=image), "dynamo"
     else:
-        c = int(ld.concurrency)
-        bench_args += [("--max-concurrency", c), ("--num-prompts", max(10 * c, 100))]
-    bench_args += [("--ignore-eos", None), ("--percentile-metrics", "ttft,tpot,itl,e2el"),
-                   ("--save-result", None), ("--result-filename", "tokenmath-check.json")]
-    bench = _cmd(["vllm", "bench", "serve"], bench_args, "vllm bench serve")
-    expected = {"output_tokens_per_s": float(ld.output_tokens_per_s), "mean_ttft_s": float(ld.ttft_s),
-                "mean_tpot_s": float(ld.tpot_s), "requests_in_flight": float(ld.running)}
-    hw = getattr(r.hardware, "id", str(dep.hardware))
-    check = ["tokenmath", "calibrate", "tokenmath-check.json", "--hardware", hw, "--chips", str(int(r.chips)),
-             "--tp", str(tp), "--pp", str(pp), "--ep", str(ep), "--dp", str(dp)]
-    return {"engine": engine, "serve": serve, "serve_line": shlex.join(serve), "bench": bench,
-            "bench_line": shlex.join(bench), "expected": expected, "calibrate_line": shlex.join(check),
-            "sources": {t: {k: flags_of(t)[k] for k in ("repo", "commit", "path")}
-                        for t in ("vllm serve", "vllm bench serve")},
-            "layout": {"chips": int(r.chips), "tp": tp, "pp": pp, "ep": ep, "dp": dp},
-            "notes": notes, "infer": r.to_dict()}
+        if d.engine != "vllm":
+            raise InputError("stack", f"llm-d's modelservice chart runs vLLM, and the answer assumed {d.engine}",
+                             "ask with --engine vllm for llm-d, or use --stack dynamo")
+        # the model volume holds the weights (an emptyDir they download into), sized to them with a GiB to spare
+        gib = math.ceil(model_bytes / 2 ** 30) + 1
+        doc, schema = k8s.llmd_modelservice_values(base, name, kp, image=image, model_gib=gib), "llm-d"
+    k8s.validate(doc, SCHEMA_OF[schema])
+    return {"stack": stack, "schema": SCHEMA_OF[schema], "schema_source": k8s.sources()[SCHEMA_OF[schema]],
+            "document": doc, "yaml": k8s.to_yaml(doc), "gpus_per_node": node}

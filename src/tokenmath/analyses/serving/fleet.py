@@ -80,6 +80,7 @@ def fleet(model, hardware, *, demand, min_tokens_per_s_per_user=20.0, input_len=
     ttft = finite(g.ttft_s[li, bi])
     batch = int(g.batch[li, bi])
     res = {"model": su.model.id, "hardware": hw.id, "engine": su.engine_dict,
+           "weight_dtype": su.precision.weight.name, "kv_dtype": su.precision.kv.name,
            "notes": [su.engine_note, *speculation_notes(dr)],
            **({} if dr is None else {"speculation": dr.to_dict()}),
            "demand_output_tokens_per_s": demand,
