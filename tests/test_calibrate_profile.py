@@ -95,6 +95,27 @@ def test_cli_saves_a_profile_that_infer_applies_beside_the_default(synthetic, tm
     assert wrong.exit_code == 2 and "fitted on l40s" in wrong.output
 
 
+def test_every_serving_question_takes_the_profile_the_same_way_on_the_cli_and_in_python(synthetic, tmp_path,
+                                                                                         monkeypatch):
+    monkeypatch.setenv("TOKENMATH_CACHE_DIR", str(tmp_path / "cache"))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["calibrate", synthetic, "--hardware", "l40s", "--chips", "4", "--dp", "4",
+                               "--profile", "mine"]).exit_code == 0
+    args = ["fleet", "-m", "llama-3.2-3b", "-H", "l40s", "--demand", "2000", "--max-chips", "4", "--json"]
+    plain = json.loads(runner.invoke(cli, args).output)
+    res = runner.invoke(cli, args + ["--profile", "mine"])
+    assert res.exit_code == 0, res.output
+    mine = json.loads(res.output)
+    # the profile's 0.7 of the compute and 0.8 of the bandwidth ceilings (the synthetic runs' truth) in place of the
+    # shipped calibration: the fleet's answer moves
+    assert mine["cost_per_mtok_output_request_usd"] != pytest.approx(plain["cost_per_mtok_output_request_usd"])
+    import tokenmath
+    py = tokenmath.fleet("llama-3.2-3b", "l40s", demand=2000, max_chips=4, profile="mine").to_dict()
+    assert py["cost_per_mtok_output_request_usd"] == pytest.approx(mine["cost_per_mtok_output_request_usd"])
+    wrong = runner.invoke(cli, ["plan", "-m", "llama-3.2-3b", "--system", "hgx-h100", "--profile", "mine"])
+    assert wrong.exit_code == 2 and "fitted on l40s" in wrong.output
+
+
 def test_cli_refuses_and_saves_nothing_when_the_fit_is_at_a_bound(tmp_path, monkeypatch):
     monkeypatch.setenv("TOKENMATH_CACHE_DIR", str(tmp_path / "cache"))
     res = CliRunner().invoke(cli, ["calibrate", REAL, "--hardware", "l40s", "--chips", "4", "--dp", "4",

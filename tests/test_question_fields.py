@@ -49,6 +49,7 @@ CHANGE = {
     "engine": {"engine": "sglang"},
     "max_running": {"max_running": 4},
     "efficiency": {"efficiency": "peak"},
+    "profile": {"profile": "walk-h200"},            # written by the profile_on_h200 fixture below
     "what_if": {"what_if": ("memory_bw_tbs=2x", "memory_gb=2x")},
     "price_usd_per_hour": {"price_usd_per_hour": 9.0},
     "draft": {"draft": "deepseek-v2", "acceptance": 0.5},
@@ -82,6 +83,20 @@ REFUSED = {
 SLOW = ("plan", "fleet", "price", "simulate", "pareto", "slowmode", "sensitivity")          # a few seconds per answer: the walk of these runs in the slow set
 WALKED = [pytest.param(q, marks=pytest.mark.slow) if q in SLOW else q for q in BASE if q in QUESTIONS]
 FIELDS = [f.name for f in DEPLOYMENT_FIELDS + WORKLOAD_FIELDS]
+
+
+@pytest.fixture(autouse=True)
+def profile_on_h200(tmp_path_factory, monkeypatch):
+    """A calibration profile for vLLM on H200 (as tokenmath calibrate writes it) in a cache folder of the test's own:
+    compute at 0.5 and bandwidth at 0.6 of the kernel ceilings, 2 ms of CPU per step, so every step-priced answer
+    moves."""
+    base = tmp_path_factory.getbasetemp() / "profile-cache"
+    (base / "profiles").mkdir(parents=True, exist_ok=True)
+    (base / "profiles" / "walk-h200.toml").write_text(
+        '# tokenmath calibration profile written by `tokenmath calibrate`\nname = "walk-h200"\nfitted = "2026-12-07"\n'
+        'runs = 4\nhardware = "h200"\nengine = "vllm"\n\n[values]\ncompute_scale = 0.5\nbw_scale = 0.6\n'
+        'step_cpu_s = 0.002\nlayer_overhead_s = 0.0\nstep_cpu_per_seq_s = 0.0\n')
+    monkeypatch.setenv("TOKENMATH_CACHE_DIR", str(base))
 
 
 def _changed(question: str, name: str):

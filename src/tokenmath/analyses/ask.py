@@ -32,7 +32,14 @@ def split(model=None, hardware=None, **kw) -> tuple[Deployment, Workload, dict]:
 
 
 def efficiency_of(dep: Deployment):
-    """The Efficiency object the deployment names (None: the calibrated default for the chip and engine)."""
+    """The Efficiency object the deployment names (None: the calibrated default for the chip and engine); a
+    calibration profile (analyses/benchmarks/profiles.py) replaces the shipped calibration."""
+    if dep.profile is not None:
+        if dep.efficiency != "calibrated":
+            raise InputError("profile", f"is a calibration, and efficiency {dep.efficiency!r} asks for another",
+                             "one of the two")
+        from tokenmath.analyses.benchmarks.profiles import efficiency_of as of_profile, load_profile
+        return of_profile(load_profile(dep.profile), dep.hardware, dep.engine)
     if not isinstance(dep.efficiency, str):
         return dep.efficiency           # an Efficiency object from Python
     if dep.efficiency == "calibrated":
@@ -51,8 +58,10 @@ def speculation_of(dep: Deployment):
 
 def knobs(dep: Deployment) -> dict:
     """The setup-level keywords every serving analysis takes (analyses.setup.setup / with_deployment_knobs)."""
-    return dict(weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, efficiency=efficiency_of(dep),
-                engine=dep.engine, ep_comm=dep.ep_comm, ep_overlap=dep.ep_overlap, ep_imbalance=dep.ep_imbalance,
+    eff = efficiency_of(dep)
+    # a profile's engine carries the CPU time it fitted: passed as the object, not re-resolved from its name
+    return dict(weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, efficiency=eff,
+                engine=eff.engine if dep.profile is not None else dep.engine, ep_comm=dep.ep_comm, ep_overlap=dep.ep_overlap, ep_imbalance=dep.ep_imbalance,
                 max_running=dep.max_running, price_usd_per_hour=dep.price_usd_per_hour, adp_balance=dep.adp_balance,
                 what_if=dep.what_if)
 

@@ -112,7 +112,7 @@ def efficiency_of(prof: dict, hardware, engine):
     from tokenmath.specs.efficiency import physics_calibrated
     from tokenmath.specs.serving_engines import resolve_engine
     hw_id = getattr(hardware, "id", hardware)
-    if str(hw_id) != prof["hardware"]:
+    if str(hw_id) != prof["hardware"] and _chip_of(hardware) != prof["hardware"]:
         raise InputError("profile", f"{prof['name']!r} was fitted on {prof['hardware']}, not {hw_id}",
                          f"--hardware {prof['hardware']}, or calibrate on runs of {hw_id}")
     eng = resolve_engine(engine if engine is not None else prof["engine"])
@@ -127,8 +127,10 @@ def efficiency_of(prof: dict, hardware, engine):
                    f"{prof.get('runs')} runs, fitted {prof.get('fitted')})")
 
 
-def with_profile(deployment, name: str):
-    """The deployment with profile `name`'s efficiency (and its engine, whose CPU time the profile fitted)."""
-    prof = load_profile(name)
-    eff = efficiency_of(prof, deployment.hardware, deployment.engine)
-    return replace(deployment, efficiency=eff, engine=eff.engine)
+def _chip_of(hardware) -> str | None:
+    """The chip of a system (hgx-h100 -> h100-sxm), so a profile fitted on a chip serves the systems built of it."""
+    from tokenmath.specs.systems import get_system
+    try:
+        return get_system(hardware).chip or None
+    except InputError:
+        return None

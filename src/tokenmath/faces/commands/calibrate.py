@@ -1,6 +1,6 @@
 """`tokenmath calibrate RESULT_FILES... [--profile NAME]`: read benchmark result files (vllm bench serve, SGLang
 bench_serving), fit the few bounded residuals on half of the runs, show the held-out error before and after, and save
-the fit as a named profile that `tokenmath infer --profile NAME` applies. Formatting only: the work is in
+the fit as a named profile that every serving question applies with `--profile NAME`. Formatting only: the work is in
 analyses/benchmarks."""
 from __future__ import annotations
 
@@ -108,8 +108,8 @@ def _text(r: dict, profile, saved) -> None:
     if r["refused"]:
         click.echo(wrapped("refused: ", r["refused"] + ("; no profile saved" if profile else "")))
     elif saved:
-        click.echo(f"profile {profile!r} saved to {saved}; use it with: tokenmath infer --profile {profile} "
-                   f"--hardware {d['hardware']} ...")
+        click.echo(f"profile {profile!r} saved to {saved}; every serving question takes it: tokenmath infer "
+                   f"--profile {profile} --hardware {d['hardware']} ... (or plan, fleet, price, simulate, ...)")
     else:
         click.echo("not saved (give --profile NAME to keep it)")
 

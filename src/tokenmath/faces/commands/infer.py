@@ -10,27 +10,23 @@ from tokenmath.faces.commands.question_options import question_options
               "peak; with --engine none: the pure roofline, no engine limits or costs).")
 @click.option("--uncalibrated", is_flag=True, help="Kernel-microbenchmark efficiencies instead of the ones calibrated on "
               "published measurements (= --efficiency kernels; see tokenmath validate).")
-@click.option("--profile", "profile", metavar="NAME", default=None, help="A calibration profile fitted on your own "
-              "benchmark runs (tokenmath calibrate ... --profile NAME): answered with it, beside the uncalibrated answer.")
 @output_options
 @guarded
-def infer(deployment, workload, peak, uncalibrated, as_json, explain, profile=None):
+def infer(deployment, workload, peak, uncalibrated, as_json, explain):
     """How fast and how expensive: prefill (TTFT), decode step, throughput, $/Mtok, memory, bottleneck."""
     from dataclasses import replace
 
     from tokenmath.analyses.ask import infer as run
     from tokenmath.faces.commands.common import emit_json
+    profile = deployment.profile
     if peak or uncalibrated:
         if profile:
             from tokenmath.base.errors import InputError
             raise InputError("profile", "is a calibration, and --peak / --uncalibrated ask for none", "one of them")
         deployment = replace(deployment, efficiency="peak" if peak else "kernels")
-    r0 = None
-    if profile:
-        from tokenmath.analyses.benchmarks.profiles import with_profile
-        r0 = run(deployment, workload)
-        deployment = with_profile(deployment, profile)
     r = run(deployment, workload)
+    # a profile's answer beside the shipped calibration's (the same question without it)
+    r0 = run(replace(deployment, profile=None), workload) if profile else None
     if r0 is not None and as_json:
         emit_json({**r.to_dict(), "profile": profile, "uncalibrated": r0.to_dict()})
         return r

@@ -69,6 +69,9 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
     Field("efficiency", "choice", "calibrated", "achievable fractions of peak: calibrated (fitted on published "
           "measurements), kernels (kernel microbenchmarks) or peak (100% of every peak)",
           choices=("calibrated", "kernels", "peak"), questions=SERVING),
+    Field("profile", "text", None, "a calibration profile fitted on your own benchmark runs (tokenmath calibrate "
+          "FILES --profile NAME): its fitted efficiencies and engine CPU time instead of the shipped calibration, for "
+          "the chip and engine it was fitted on", questions=SERVING),
     Field("what_if", "overrides", (), "what-if hardware: override a chip/system figure (hardware-file field names, "
           "humane units: memory_bw_tbs=6.7, memory_gb=288, tflops.fp8=5000, scaleup_domain=576, scaleup_gbs, "
           "scaleout_gbs, tdp_w, price_usd_per_hour; '2x' = twice the catalog figure). Repeatable; the answer's JSON "
@@ -123,6 +126,7 @@ class Deployment:
     engine: object = DEFAULT_ENGINE
     max_running: int | None = None
     efficiency: str = "calibrated"
+    profile: str | None = None
     what_if: tuple[tuple[str, str], ...] = ()      # (hardware field, value text) pairs, applied by analyses/setup.py
     price_usd_per_hour: float | None = None
     draft: str | None = None
