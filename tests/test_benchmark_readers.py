@@ -76,7 +76,7 @@ def test_a_missing_key_and_a_foreign_file_are_refused(tmp_path):
         read_file(str(p))
     q = tmp_path / "other.json"
     q.write_text(json.dumps({"hello": 1}))
-    with pytest.raises(InputError, match="neither a vllm bench serve result, an SGLang"):
+    with pytest.raises(InputError, match="is not a result any supported tool writes"):
         read_file(str(q))
     r = tmp_path / "broken.jsonl"
     r.write_text('{"a": 1}\n{not json\n')

@@ -12,10 +12,15 @@ tokenmath's default (the shipped calibration, what `tokenmath infer` answers) an
 |predicted - measured| / measured are reported for both. A fit whose value sits on a bound of its range is refused:
 the runs want a value physics does not allow, so something in the deployment or the model is not what was assumed.
 
+The deployment: the user's --hardware and layout flags; where a file states its accelerator and layout (llm-d
+reports' scenario.host) and the flags do not, the file's, mapped to the catalog by stated.py and printed as assumed;
+where both do and disagree, the flags win and a note says so.
+
 The workload of a run, from its file: input and output lengths = the file's token totals / completed requests; the
 load = the client's max_concurrency when it set one, else all num_prompts at once when the rate is "inf", else the
 mean requests in flight by Little's law (request throughput x mean end-to-end latency, from the file's own means).
-Rate-limited runs give only latencies (their throughput is the arrival rate, not the hardware's).
+Rate-limited runs give only latencies (their throughput is the arrival rate, not the hardware's), and so do runs
+whose file does not say the client's load (an llm-d report of a harness whose arguments tokenmath does not read).
 """
 from __future__ import annotations
 
@@ -88,20 +93,14 @@ def setup_of(run: BenchmarkRun, given: dict) -> RunSetup:
             raise InputError(f"{run.where}.model_id", f"{run.model_id!r} is not in tokenmath's catalog" if run.model_id
                              else "the file does not name the model", "--model with a catalog id or a config.json")
         assumed.append(f"model {model} (the catalog's, for the file's {run.model_id})")
-    hw = given.get("hardware")
-    if hw is None:
-        raise InputError("hardware", "benchmark result files do not name the chips", "--hardware (e.g. h100-sxm, "
-                         "l40s) and the layout (--chips, --tp, --dp ...)")
-    layout = {k: given.get(k) for k in ("chips", "tp", "pp", "ep", "dp")}
-    if all(v is None for v in layout.values()):
-        assumed.append("one chip (no --chips/--tp/--dp given)")
+    hw, layout = _hardware_and_layout(run, given, assumed)
     engine = given.get("engine")
     if engine is None:
         engine = "sglang" if run.tool.startswith("sglang") or (run.backend or "").startswith("sglang") else "vllm"
         assumed.append(f"served by {engine} (the client's backend is {run.backend!r}; --engine to say otherwise)")
     assumed.append(f"every request {run.input_len:.0f} tokens in, {run.output_len:.0f} out (the file's means)")
     cap = run.num_prompts or run.completed
-    sat = run.max_concurrency is not None or run.request_rate is None
+    sat = run.load_stated and (run.max_concurrency is not None or run.request_rate is None)
     e2e = run.mean_e2e_s
     if e2e is None and run.mean_ttft_s is not None and run.mean_tpot_s is not None:
         e2e = run.mean_ttft_s + run.mean_tpot_s * max(run.output_len - 1, 0)
@@ -118,10 +117,52 @@ def setup_of(run: BenchmarkRun, given: dict) -> RunSetup:
         # so fewer than `cap` run on average
         little = run.request_throughput * e2e
         conc = max(1, round(min(little, cap)))
-        how = "all sent at once" if run.request_rate is None else f"Poisson arrivals at {run.request_rate:g} req/s"
+        how = ("the file does not say the client's load, so its throughput is not fitted" if not run.load_stated
+               else "all sent at once" if run.request_rate is None else
+               f"{'evenly spaced' if run.extra.get('arrivals') == 'constant' else 'Poisson'} arrivals at "
+               f"{run.request_rate:g} req/s")
         assumed.append(f"{conc} requests in flight on average (Little's law: {run.request_throughput:.2f} req/s x "
                        f"{e2e:.2f} s end to end; {how})")
     return RunSetup(run, str(model), str(hw), layout, str(engine), int(conc), sat, tuple(assumed))
+
+
+def _hardware_and_layout(run: BenchmarkRun, given: dict, assumed: list) -> tuple[str, dict]:
+    """The chip and layout: the user's flags where given (they win over the file, with a note where they disagree),
+    else what the file states (llm-d reports' scenario.host), else a refusal naming what is missing."""
+    from tokenmath.analyses.benchmarks.stated import hardware_id, layout_of
+    dep = run.deployment or {}
+    name = dep.get("accelerator")
+    stated_hw = hardware_id(name)
+    hw = given.get("hardware")
+    if hw is None:
+        if stated_hw is None:
+            what = ("benchmark result files do not name the chips" if not dep.get("accelerators") else
+                    f"the file names the accelerator(s) {', '.join(dep['accelerators'])}, which tokenmath cannot map "
+                    "to one catalog chip for sure")
+            raise InputError("hardware", what, "--hardware (e.g. h100-sxm, l40s) and the layout (--chips, --tp, "
+                             "--dp ...)")
+        hw = stated_hw
+        assumed.append(f"hardware {hw} (the file's accelerator {name})")
+    elif stated_hw is not None and stated_hw != _catalog_id(hw):
+        assumed.append(f"hardware {hw} (--hardware; the file says {name}, which is {stated_hw}: the flag wins)")
+    layout = {k: given.get(k) for k in ("chips", "tp", "pp", "ep", "dp")}
+    stated, how = layout_of(dep) if dep else (None, "")
+    if all(v is None for v in layout.values()):
+        if stated is not None:
+            layout = stated
+            assumed.append(f"chips {stated['chips']}, tp {stated['tp']}, pp {stated['pp']}, dp {stated['dp']}: {how}")
+        else:
+            assumed.append("one chip (no --chips/--tp/--dp given" + (f"; not taken from the file: {how})" if dep
+                                                                      else ")"))
+    elif stated is not None and any(layout[k] is not None and layout[k] != stated[k] for k in layout):
+        assumed.append("the layout flags win over the file's (" + ", ".join(f"{k} {v}" for k, v in stated.items()
+                                                                          if v is not None) + ")")
+    return str(hw), layout
+
+
+def _catalog_id(hw) -> str | None:
+    from tokenmath.specs.hardware import SHORT_NAMES
+    return SHORT_NAMES.get(hw.lower(), hw.lower()) if isinstance(hw, str) else None
 
 
 def rows_of(s: RunSetup) -> list[dict]:
@@ -133,7 +174,7 @@ def rows_of(s: RunSetup) -> list[dict]:
     base = {"model": s.model, "hardware": s.hardware, **{k: v for k, v in s.layout.items() if v is not None},
             "batch": s.concurrency, "load": "concurrency", "concurrency": s.concurrency,
             "input_len": max(1, round(r.input_len)), "output_len": max(1, round(r.output_len)),
-            "engine": s.engine, "date": r.date or "9999-12-31", "source": f"{r.file}#{r.line}"}
+            "engine": s.engine, "date": r.date or "9999-12-31", "source": f"{r.file}#{r.part or r.line}"}
     return [{**base, "id": f"{r.where}:{m}", "metric": m, "value": v} for m, v in metrics.items() if v]
 
 

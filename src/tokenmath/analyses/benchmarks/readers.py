@@ -1,5 +1,6 @@
 """Reading the result files of the serving benchmarks people run: the boundary where outside files come in, so every
-value is checked here and a bad one is refused naming the file, the line and the key.
+value is checked here (run.py's checks) and a bad one is refused naming the file, the line (or the run's place in a
+report) and the key.
 
 Formats, each parsed by the keys its own writer puts in the file:
 - `vllm bench serve --save-result` (and benchmarks/benchmark_serving.py before it): one JSON object, or one per
@@ -19,7 +20,10 @@ Formats, each parsed by the keys its own writer puts in the file:
   benchmark_duration), and input_config = the user config's set fields (endpoint.model_names, loadgen.concurrency,
   loadgen.request_rate). GenAI-Perf's export has the same metric objects (JsonExportData says it mimics them); its
   input_config is read where it has the same keys.
+- GuideLLM reports (one report, many runs) and llm-d benchmark reports (v0.1): readers_guidellm.py and
+  readers_llmd.py, each with its writer quoted.
 Keys a run adds with --metadata (vLLM) are free text, not the schema: they are kept in `extra` and never read.
+A file is JSON (one object, a list of objects, or one object per line) or YAML (GuideLLM and llm-d write both).
 """
 from __future__ import annotations
 
@@ -27,78 +31,34 @@ import json
 import math
 import os
 import stat
-from dataclasses import dataclass, field
 
+from tokenmath.analyses.benchmarks.readers_guidellm import parse_report, report_runs
+from tokenmath.analyses.benchmarks.readers_llmd import parse_llmd
+from tokenmath.analyses.benchmarks.run import (AIPERF, GUIDELLM, LLMD, SGLANG, TIME_UNITS, VLLM, BenchmarkRun,
+                                               millis, number, text)
 from tokenmath.base.errors import InputError
 
+__all__ = ["AIPERF", "GUIDELLM", "LLMD", "SGLANG", "VLLM", "BenchmarkRun", "detect", "parse_run", "read_file",
+           "read_files"]
 MAX_RESULT_BYTES = 16_000_000       # a result file without --save-detailed is a few kB per run
 MAX_RUNS = 10_000
-VLLM = "vllm bench serve"
-SGLANG = "sglang bench_serving"
-AIPERF = "aiperf"
-_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
-
-
-@dataclass(frozen=True)
-class BenchmarkRun:
-    """One benchmark run as its file states it (SI units: seconds, tokens, tokens/s)."""
-    tool: str                       # VLLM or SGLANG
-    file: str
-    line: int                       # 1-based line of the object (1 for a single-object file)
-    model_id: str | None            # as the client named it (a Hugging Face id or a path); SGLang files omit it
-    backend: str | None             # the client's backend (which API it spoke to), not necessarily the server
-    date: str | None                # YYYY-MM-DD when the file says
-    request_rate: float | None      # requests/s; None: "inf" (all requests sent at once)
-    max_concurrency: int | None     # the client's cap on requests in flight (None: no cap)
-    num_prompts: int | None
-    completed: int
-    duration_s: float
-    input_len: float                # mean prompt tokens per completed request (total_input_tokens / completed)
-    output_len: float               # mean generated tokens per completed request
-    request_throughput: float       # completed requests/s
-    output_tokens_per_s: float
-    mean_ttft_s: float | None
-    mean_tpot_s: float | None
-    mean_itl_s: float | None
-    mean_e2e_s: float | None
-    extra: dict = field(default_factory=dict, compare=False)
-
-    @property
-    def where(self) -> str:
-        return f"{self.file}:{self.line}"
-
-    def to_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in ("tool", "file", "line", "model_id", "backend", "date", "request_rate",
-                                           "max_concurrency", "num_prompts", "completed", "duration_s", "input_len",
-                                           "output_len", "request_throughput", "output_tokens_per_s", "mean_ttft_s",
-                                           "mean_tpot_s", "mean_itl_s", "mean_e2e_s")}
-        d["request_rate"] = "inf" if self.request_rate is None else self.request_rate
-        return d
+WRITERS = ("a file saved by `vllm bench serve --save-result`, `sglang.bench_serving --output-file`, AIPerf "
+           "(profile_export_aiperf.json), `guidellm benchmark --output-path` or llm-d-benchmark (benchmark report v0.1)")
 
 
 def read_file(path: str) -> list[BenchmarkRun]:
-    """Every run in one result file (a JSON object, a JSON list of objects, or JSON Lines)."""
-    text = _read_text(path)
+    """Every run in one result file: a JSON object, a JSON list of objects, JSON Lines, or a YAML document."""
+    raw = _read_text(path)
     name = os.path.basename(path)
-    objs: list[tuple[int, object]]
-    try:
-        whole = json.loads(text)
-        objs = list(enumerate(whole, 1)) if isinstance(whole, list) else [(1, whole)]
-    except json.JSONDecodeError:
-        objs = []
-        for k, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                objs.append((k, json.loads(line)))
-            except json.JSONDecodeError as e:
-                raise InputError(f"{name}:{k}", f"is not JSON ({e.msg} at column {e.colno})",
-                                 "a vllm bench serve result (.json) or SGLang bench_serving output (.jsonl)") from None
+    objs = _documents(raw, name)
     if not objs:
-        raise InputError(name, "holds no benchmark run", "a result file written by vllm bench serve or bench_serving")
-    if len(objs) > MAX_RUNS:
-        raise InputError(name, f"holds {len(objs):,} runs", f"at most {MAX_RUNS:,} per file")
-    return [parse_run(o, name, k) for k, o in objs]
+        raise InputError(name, "holds no benchmark run", WRITERS)
+    runs: list[BenchmarkRun] = []
+    for k, o in objs:
+        runs += parse_document(o, name, k)
+        if len(runs) > MAX_RUNS:
+            raise InputError(name, f"holds over {MAX_RUNS:,} runs", f"at most {MAX_RUNS:,} per file")
+    return runs
 
 
 def read_files(paths) -> list[BenchmarkRun]:
@@ -106,6 +66,46 @@ def read_files(paths) -> list[BenchmarkRun]:
     for p in paths:
         runs += read_file(p)
     return runs
+
+
+def _documents(raw: str, name: str) -> list[tuple[int, object]]:
+    """(line, object) pairs: the whole text as one JSON value, else one JSON value per line, else one YAML document."""
+    if not raw.strip():
+        return []
+    try:
+        whole = json.loads(raw)
+        return list(enumerate(whole, 1)) if isinstance(whole, list) else [(1, whole)]
+    except json.JSONDecodeError as first:
+        if not raw.lstrip().startswith(("{", "[")):
+            return [(1, _yaml(raw, name, first))]
+    objs = []
+    for k, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            objs.append((k, json.loads(line)))
+        except json.JSONDecodeError as e:
+            raise InputError(f"{name}:{k}", f"is not JSON ({e.msg} at column {e.colno})",
+                             "a vllm bench serve result (.json) or SGLang bench_serving output (.jsonl)") from None
+    return objs
+
+
+def _yaml(raw: str, name: str, json_error: json.JSONDecodeError):
+    """A YAML document (GuideLLM's report.yaml, llm-d's benchmark_report,_*.yaml): safe_load, plain data only."""
+    import yaml
+    try:
+        doc = yaml.safe_load(raw)
+    except yaml.MarkedYAMLError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark is not None else 1
+        raise InputError(f"{name}:{line}", f"is neither JSON ({json_error.msg}) nor YAML ({e.problem})",
+                         "a JSON, JSON Lines or YAML result file") from None
+    except yaml.YAMLError as e:
+        raise InputError(name, f"is neither JSON nor YAML ({str(e)[:80]})", "a JSON, JSON Lines or YAML result file") \
+            from None
+    if not isinstance(doc, (dict, list)):
+        raise InputError(f"{name}:1", f"is not JSON ({json_error.msg} at line {json_error.lineno}) and its YAML is a "
+                         f"{type(doc).__name__}, not an object", "a JSON, JSON Lines or YAML result file")
+    return doc
 
 
 def _read_text(path: str) -> str:
@@ -126,58 +126,73 @@ def _read_text(path: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(name, "is not UTF-8 text", "a JSON or JSON Lines result file") from None
+        raise InputError(name, "is not UTF-8 text", "a JSON, JSON Lines or YAML result file") from None
 
 
 def detect(obj: dict) -> str | None:
-    """Which tool wrote this object (None: neither), from the keys only its writer puts together."""
+    """Which tool wrote this object (None: none of them), from the keys only its writer puts together."""
     if "model_id" in obj and "output_throughput" in obj and ("backend" in obj or "endpoint_type" in obj):
         return VLLM
     if "dataset_name" in obj and "output_throughput" in obj and "random_input_len" in obj:
         return SGLANG
     if all(isinstance(obj.get(k), dict) and "unit" in obj[k] for k in ("request_throughput", "output_token_throughput")):
         return AIPERF
+    if isinstance(obj.get("benchmarks"), list):
+        return GUIDELLM
+    if "version" in obj and isinstance(obj.get("scenario"), dict) and isinstance(obj.get("metrics"), dict):
+        return LLMD
     return None
 
 
+def parse_document(obj, file: str, line: int) -> list[BenchmarkRun]:
+    """The runs of one JSON object or YAML document: a GuideLLM report holds one per benchmark, the others one."""
+    if isinstance(obj, dict) and detect(obj) == GUIDELLM:
+        return report_runs(obj, file, line)
+    return [parse_run(obj, file, line)]
+
+
 def parse_run(obj, file: str, line: int) -> BenchmarkRun:
+    """The one run an object describes (a GuideLLM report's single benchmark included)."""
     where = f"{file}:{line}"
     if not isinstance(obj, dict):
         raise InputError(where, f"is a JSON {type(obj).__name__}, not an object", "one run per JSON object")
     tool = detect(obj)
     if tool is None:
-        raise InputError(where, "is neither a vllm bench serve result, an SGLang bench_serving line nor an AIPerf "
-                         "export (no model_id + output_throughput, no dataset_name + random_input_len + "
-                         "output_throughput, no request_throughput / output_token_throughput metric objects)",
-                         "a file saved by `vllm bench serve --save-result`, `sglang.bench_serving --output-file` "
-                         "or AIPerf (profile_export_aiperf.json)")
+        raise InputError(where, "is not a result any supported tool writes (no model_id + output_throughput, no "
+                         "dataset_name + random_input_len + output_throughput, no request_throughput / "
+                         "output_token_throughput metric objects, no benchmarks list, no version + scenario + "
+                         "metrics)", WRITERS)
     if tool == AIPERF:
         return _parse_aiperf(obj, file, line, where)
-    completed = _num(obj, "completed", where, integer=True, low=1)
-    dur = _num(obj, "duration", where, low=1e-9)
-    tin = _num(obj, "total_input_tokens", where, low=0)
-    tout = _num(obj, "total_output_tokens", where, low=1)
+    if tool == LLMD:
+        return parse_llmd(obj, file, line, where)
+    if tool == GUIDELLM:
+        return parse_report(obj, file, line)
+    completed = number(obj, "completed", where, integer=True, low=1)
+    dur = number(obj, "duration", where, low=1e-9)
+    tin = number(obj, "total_input_tokens", where, low=0)
+    tout = number(obj, "total_output_tokens", where, low=1)
     rate = obj.get("request_rate")
     if rate in ("inf", None) or (isinstance(rate, float) and math.isinf(rate)):
         rate = None
     else:
-        rate = _num(obj, "request_rate", where, low=1e-12)
+        rate = number(obj, "request_rate", where, low=1e-12)
     mc = obj.get("max_concurrency")
-    mc = None if mc is None else _num(obj, "max_concurrency", where, integer=True, low=1)
+    mc = None if mc is None else number(obj, "max_concurrency", where, integer=True, low=1)
     n = obj.get("num_prompts")
-    n = None if n is None else _num(obj, "num_prompts", where, integer=True, low=1)
+    n = None if n is None else number(obj, "num_prompts", where, integer=True, low=1)
     known = set(_KNOWN[tool])
     return BenchmarkRun(
         tool=tool, file=file, line=line,
-        model_id=_text(obj, "model_id", where) if tool == VLLM else None,
-        backend=_text(obj, "backend", where) or _text(obj, "endpoint_type", where),
+        model_id=text(obj, "model_id", where) if tool == VLLM else None,
+        backend=text(obj, "backend", where) or text(obj, "endpoint_type", where),
         date=_date(obj.get("date")), request_rate=rate, max_concurrency=mc, num_prompts=n,
         completed=int(completed), duration_s=dur, input_len=tin / completed, output_len=tout / completed,
-        request_throughput=_num(obj, "request_throughput", where, low=1e-12),
-        output_tokens_per_s=_num(obj, "output_throughput", where, low=1e-12),
-        mean_ttft_s=_ms(obj, "mean_ttft_ms", where), mean_tpot_s=_ms(obj, "mean_tpot_ms", where),
-        mean_itl_s=_ms(obj, "mean_itl_ms", where),
-        mean_e2e_s=_ms(obj, "mean_e2e_latency_ms", where) or _ms(obj, "mean_e2el_ms", where),
+        request_throughput=number(obj, "request_throughput", where, low=1e-12),
+        output_tokens_per_s=number(obj, "output_throughput", where, low=1e-12),
+        mean_ttft_s=millis(obj, "mean_ttft_ms", where), mean_tpot_s=millis(obj, "mean_tpot_ms", where),
+        mean_itl_s=millis(obj, "mean_itl_ms", where),
+        mean_e2e_s=millis(obj, "mean_e2e_latency_ms", where) or millis(obj, "mean_e2el_ms", where),
         extra={k: v for k, v in obj.items() if k not in known})
 
 
@@ -197,36 +212,6 @@ _KNOWN = {
 }
 
 
-def _num(obj: dict, key: str, where: str, integer: bool = False, low: float = 0.0) -> float:
-    if key not in obj:
-        raise InputError(f"{where}.{key}", "is missing", "the key the benchmark tool writes")
-    v = obj[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise InputError(f"{where}.{key}", f"{v!r} is not a finite number", "a number")
-    if integer and int(v) != v:
-        raise InputError(f"{where}.{key}", f"{v!r} is not a whole number", "a count")
-    if v < low:
-        raise InputError(f"{where}.{key}", f"{v!r} is below {low:g}", f"a number >= {low:g}")
-    return float(v)
-
-
-def _ms(obj: dict, key: str, where: str) -> float | None:
-    """A latency in ms as seconds; None when absent or null (a tool that did not measure it)."""
-    if obj.get(key) is None:
-        return None
-    v = _num(obj, key, where, low=0.0)
-    return v / 1e3 if v > 0 else None
-
-
-def _text(obj: dict, key: str, where: str) -> str | None:
-    v = obj.get(key)
-    if v is None:
-        return None
-    if not isinstance(v, str) or len(v) > 500:
-        raise InputError(f"{where}.{key}", f"{str(v)[:60]!r} is not a name", "text under 500 characters")
-    return v
-
-
 def _date(v) -> str | None:
     """vLLM writes YYYYMMDD-HHMMSS; anything else is left out (the date only picks vLLM's V0 / V1 engine)."""
     if isinstance(v, str) and len(v) >= 8 and v[:8].isdigit():
@@ -242,7 +227,7 @@ def _metric(obj: dict, key: str, where: str, required: bool = True) -> tuple[flo
     if not isinstance(m, dict):
         raise InputError(f"{where}.{key}", "is missing" if m is None else f"{str(m)[:40]!r} is not a metric object",
                          "the {unit, avg, ...} object AIPerf writes")
-    v = _num(m, "avg", f"{where}.{key}", low=0.0)
+    v = number(m, "avg", f"{where}.{key}", low=0.0)
     return v, str(m.get("unit", ""))
 
 
@@ -251,9 +236,9 @@ def _seconds(obj: dict, key: str, where: str) -> float | None:
     if got is None:
         return None
     v, unit = got
-    if unit not in _TIME_UNITS:
-        raise InputError(f"{where}.{key}.unit", f"{unit!r} is not a time unit", ", ".join(_TIME_UNITS))
-    return v * _TIME_UNITS[unit] if v > 0 else None
+    if unit not in TIME_UNITS:
+        raise InputError(f"{where}.{key}.unit", f"{unit!r} is not a time unit", ", ".join(TIME_UNITS))
+    return v * TIME_UNITS[unit] if v > 0 else None
 
 
 def _parse_aiperf(obj: dict, file: str, line: int, where: str) -> BenchmarkRun:
@@ -264,9 +249,9 @@ def _parse_aiperf(obj: dict, file: str, line: int, where: str) -> BenchmarkRun:
     model = names[0] if isinstance(names, list) and names else names if isinstance(names, str) else None
     conc = load.get("concurrency")
     conc = conc[0] if isinstance(conc, list) and len(conc) == 1 else conc
-    mc = None if conc is None else _num({"concurrency": conc}, "concurrency", f"{where}.input_config", True, 1)
+    mc = None if conc is None else number({"concurrency": conc}, "concurrency", f"{where}.input_config", True, 1)
     rate = load.get("request_rate")
-    rate = None if rate is None else _num({"request_rate": rate}, "request_rate", f"{where}.input_config", low=1e-12)
+    rate = None if rate is None else number({"request_rate": rate}, "request_rate", f"{where}.input_config", low=1e-12)
     count = _metric(obj, "request_count", where)[0]
     dur = _seconds(obj, "benchmark_duration", where)
     isl = _metric(obj, "input_sequence_length", where)[0]

@@ -1,7 +1,7 @@
 """`tokenmath calibrate RESULT_FILES... [--profile NAME]`: read benchmark result files (vllm bench serve, SGLang
-bench_serving), fit the few bounded residuals on half of the runs, show the held-out error before and after, and save
-the fit as a named profile that every serving question applies with `--profile NAME`. Formatting only: the work is in
-analyses/benchmarks."""
+bench_serving, AIPerf, GuideLLM reports, llm-d benchmark reports), fit the few bounded residuals on half of the runs,
+show the held-out error before and after, and save the fit as a named profile that every serving question applies
+with `--profile NAME`. Formatting only: the work is in analyses/benchmarks."""
 from __future__ import annotations
 
 import click
@@ -51,8 +51,9 @@ def calibrate(result_files, profile, as_json, **raw):
         from tokenmath.analyses.benchmarks.profiles import profile_path
         profile_path(profile)
     if not result_files:
-        raise InputError("RESULT_FILES", "no result files given", "files saved by `vllm bench serve --save-result` "
-                         "or `python -m sglang.bench_serving --output-file`")
+        raise InputError("RESULT_FILES", "no result files given", "files saved by `vllm bench serve --save-result`, "
+                         "`python -m sglang.bench_serving --output-file`, AIPerf, `guidellm benchmark --output-path` "
+                         "or llm-d-benchmark (benchmark report v0.1)")
     runs = read_files(result_files)
     r = run(runs, given)
     saved = None
