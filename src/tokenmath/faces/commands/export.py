@@ -93,8 +93,9 @@ def _print(e: dict) -> None:
         n = p["replicas"]
         running = "" if p["max_running"] is None else f"; {p['max_running']:,} running" + (
             f", {p['max_running_per_rank']:,} per rank" if p["ranks"] > 1 else "")
+        attn = f", attention by {p['attention_sharding']}" if p["tp"] > 1 else ""     # inside a TP group only
         click.echo(f"# {k}. {n} {role}{'s' if n > 1 else ''} of {p['chips_per_server']} chips{where} (tp {p['tp']}, "
-                   f"pp {p['pp']}, ep {p['ep']}, attention by {p['attention_sharding']}{running})")
+                   f"pp {p['pp']}, ep {p['ep']}{attn}{running})")
         for name, text in p["files"].items():
             click.echo(f"cat > {name} <<'EOF'")
             click.echo(text.rstrip("\n"))
