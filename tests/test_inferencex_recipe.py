@@ -39,3 +39,25 @@ def test_runs_predicted_as_run():
         assert p.skipped is None and any("recipe: KV fp8, EP all-to-all deepep" in n for n in p.notes)
         assert not any("recipe" in n for n in q.notes) and p.tput_per_gpu != q.tput_per_gpu
         assert p.limit in ("users", "kv")
+
+
+def test_mtp_draft_length_from_the_recipes():
+    from tokenmath.analyses.calibration.inferencex_recipe import mtp_tokens
+    assert mtp_tokens("sglang", "b200", "fp8", 1024, False)[0] == 2          # SPECULATIVE_NUM_STEPS=2
+    assert mtp_tokens("dynamo-sglang", "h200", "fp8", 8192, False)[0] == 2
+    assert mtp_tokens("dynamo-sglang", "b200", "fp4", 8192, False)[0] is None  # 8k1k files mix 2 and 3
+    assert mtp_tokens("trt", "b200", "fp8", 1024, True)[0] == 1               # MTP=1 with DP attention
+    assert mtp_tokens("trt", "h200", "fp8", 1024, False)[0] == 3
+    assert mtp_tokens("dynamo-trt", "gb200", "fp4", 1024, True)[0] is None    # 1, 2 or 3 by file
+    assert mtp_tokens("sglang", "mi355x", "fp8", 1024, False)[0] is None      # AMD: the default, 3
+
+
+def test_mtp_runs_use_their_draft_length():
+    from tokenmath.engine.speculative import tokens_per_step
+    # hand-computed chain: rates 0.875 and 0.875 x 0.717/0.920 = 0.682 -> E = 1 + 0.875 + 0.875 x 0.682 = 2.472
+    assert abs(tokens_per_step(0.875, 2, mtp=True) - 2.472) < 2e-3
+    runs = [r for r in load_runs() if r.row["framework"] == "sglang" and r.row["hardware"] == "b200" and r.mtp][:1]
+    assert runs and recipe(runs[0], "aggregated").mtp_tokens == 2
+    p = predict_runs(runs)[0]
+    assert p.skipped is None and any("MTP 2 draft tokens" in n for n in p.notes)
+    assert recipe(runs[0], "prefill").mtp_tokens is None                     # a prefill worker drafts nothing

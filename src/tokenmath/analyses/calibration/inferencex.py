@@ -41,8 +41,10 @@ CHIPS = {"b200": "b200", "b300": "b300", "gb200": "gb200", "gb300": "gb300", "h1
 WEIGHT_DTYPES = {"fp8": "fp8", "fp4": "fp4", "bf16": "bf16"}
 PROFILES = {"sglang": "sglang", "trt": "tensorrt-llm", "vllm": "vllm"}      # engine -> tokenmath engine profile
 FALLBACK_PROFILE = "vllm"
-# InferenceX's DeepSeek-R1 MTP recipes draft 3 tokens a step ("--speculative-num-steps 3",
-# benchmarks/single_node/fixed_seq_len/dsr1_fp8_b200_mtp.sh at github.com/SemiAnalysisAI/InferenceX 843c6254)
+# InferenceX's DeepSeek-R1 MTP recipes on AMD draft 3 tokens a step ("--speculative-num-steps 3",
+# benchmarks/single_node/fixed_seq_len/dsr1_fp8_mi355x_mtp.sh at github.com/SemiAnalysisAI/InferenceX 843c6254;
+# ATOM's dsr1_fp8_mi355x_atom_mtp.sh --num-speculative-tokens 3): the default; the NVIDIA recipes' own lengths
+# (SGLang 2, TensorRT-LLM 1 or 3) are read per run by inferencex_recipe.mtp_tokens
 MTP_TOKENS = 3
 NUMBERS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu", "median_intvty", "median_ttft",
            "median_tpot", "median_e2el", "p99_ttft")

@@ -15,7 +15,8 @@ run's own configuration: chips, layout, engine profile, concurrency, lengths, MT
   "DP attention + EP" layout; EP without DP attention (EP inside a TP attention group) has no tokenmath layout and
   is read as TP over every GPU (the same weight bytes per GPU; the MoE's communication differs: said on the row);
   DP attention without EP is TP with attention sharding "dp".
-- MTP: the model's own MTP head drafting inferencex.MTP_TOKENS tokens, tokenmath's default acceptance by position.
+- MTP: the model's own MTP head drafting the tokens its recipe sets (inferencex_recipe.mtp_tokens; else
+  inferencex.MTP_TOKENS), tokenmath's default acceptance by position.
 - As run: each engine instance at the KV-cache dtype and the expert-parallel transport its recipe sets
   (inferencex_recipe.py: FP8 KV on every engine but SGLang on Hopper; DeepEP on SGLang's NVL72 wide EP;
   TensorRT-LLM's low-precision all-to-all), said on every row; `recipes=False` runs every row at BF16 KV and the
@@ -116,11 +117,12 @@ def _setup(model: str, chip: str, wdtype: str, profile: str, basis: str, kv: str
     return su
 
 
-def _draft(su, mtp: bool):
+def _draft(su, mtp: bool, k: int | None = None):
+    """The run's MTP draft: its recipe's k tokens a step (None: MTP_TOKENS); None without MTP."""
     if not mtp:
         return None
     from tokenmath.analyses.serving.speculative import resolve_draft, speculation
-    return resolve_draft(speculation(mtp=MTP_TOKENS), su.model, su.precision)
+    return resolve_draft(speculation(mtp=k or MTP_TOKENS), su.model, su.precision)
 
 
 def _setup_key(run: Run) -> tuple:
@@ -153,14 +155,14 @@ def _aggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
         x = r.row
         lay, note = layout_of(x["decode_tp"], x["decode_ep"], x["decode_dp_attention"], x["gpus"])
         rc = how(r, "aggregated")
-        groups.setdefault(_setup_key(r) + (rc.kv_dtype, rc.ep_comm, rc.mem_fraction, lay, r.mtp,
+        groups.setdefault(_setup_key(r) + (rc.kv_dtype, rc.ep_comm, rc.mem_fraction, lay, r.mtp, rc.mtp_tokens,
                                            (note, rc.note if rc.sources else None)), []).append(r)
-    for (mid, chip, wd, prof, kv, comm, frac, lay, mtp, notes), rs in groups.items():
+    for (mid, chip, wd, prof, kv, comm, frac, lay, mtp, k, notes), rs in groups.items():
         name = fmt_layout(*lay)
         notes = tuple(n for n in notes if n)
         try:
             su = _setup(mid, chip, wd, prof, basis, kv, comm, frac)
-            draft = _draft(su, mtp)
+            draft = _draft(su, mtp, k)
             inp = parse_lengths(max(r.row["isl"] for r in rs), "input_len")
             outl = parse_lengths(max(r.row["osl"] for r in rs), "output_len")
             _, rep, cost, problem = layout_replica(su, lay, inp, outl, max(r.row["conc"] for r in rs), draft)
@@ -220,14 +222,14 @@ def _disaggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
         dr, pr = how(r, "decode"), how(r, "prefill")
         notes = tuple(f"{w}: {n}" for w, n in (("decode", dnote), ("prefill", pnote)) if n)
         notes += tuple(f"{w} {n.note}" for w, n in (("decode", dr), ("prefill", pr)) if n.sources)
-        key = (dr.kv_dtype, dr.ep_comm, dr.mem_fraction, pr.kv_dtype, pr.ep_comm, pr.mem_fraction)
+        key = (dr.kv_dtype, dr.ep_comm, dr.mem_fraction, pr.kv_dtype, pr.ep_comm, pr.mem_fraction, dr.mtp_tokens)
         groups.setdefault(_setup_key(r) + key + (dlay, play, r.mtp, x["isl"], x["osl"], notes), []).append(r)
-    for (mid, chip, wd, prof, dkv, dcomm, dfrac, pkv, pcomm, pfrac, dlay, play, mtp, isl, osl, notes), rs in \
+    for (mid, chip, wd, prof, dkv, dcomm, dfrac, pkv, pcomm, pfrac, k, dlay, play, mtp, isl, osl, notes), rs in \
             groups.items():
         name = f"prefill {fmt_layout(*play)} / decode {fmt_layout(*dlay)}"
         try:
             su = _setup(mid, chip, wd, prof, basis, dkv, dcomm, dfrac)
-            draft = _draft(su, mtp)
+            draft = _draft(su, mtp, k)
             ttft1, prompts_per_s, pterm = _prefill_pool(mid, chip, wd, prof, basis, play, isl, pkv, pcomm, pfrac)
             b = [r.row["conc"] / r.row["decode_num_workers"] for r in rs]
             step, dterm, fits, _, run_b = _terms(su, dlay, b, isl, osl, draft)

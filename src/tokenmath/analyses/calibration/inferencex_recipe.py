@@ -42,6 +42,14 @@ What the recipes set, and what tokenmath reads from it (RULES, first match wins)
   mem-fraction-static: 0.95). tokenmath's SGLang profile holds 0.83 (derived on an H100 80GB, data/engines.toml),
   which leaves those GPUs no room for one request: the 28 runs it refused as "does not fit" ran at 0.95 (14 now
   fit). Elsewhere the recipes' fractions (0.6-0.95, per file) are not read: the row does not say which file ran.
+- MTP draft length (tokens the MTP head drafts a step), where every recipe of the row's engine, chip and layout
+  sets the same: SGLang on NVIDIA drafts 2 (--speculative-num-steps 2 in dsr1_fp8_b200_mtp.sh, dsr1_fp4_b200_mtp.sh,
+  dsr1_fp8_b300_mtp.sh, dsr1_fp8_h200_mtp.sh; speculative-num-steps: 2 in every srt-slurm sglang .../disagg/mtp
+  recipe at 792d8aa4 and in b200-fp4/1k1k at 843c6254; b200-fp4/8k1k mixes 2 and 3: the default); TensorRT-LLM
+  single node drafts 1 with attention DP and 3 without (MTP=1 / MTP=3 in dsr1_fp8_b200_trt_mtp.sh,
+  dsr1_fp4_b200_trt_mtp.sh, dsr1_fp8_h200_trt_mtp.sh); Dynamo's TensorRT-LLM decode without attention DP drafts 3
+  (num_nextn_predict_layers: 3 in 58 of the 59 such srt-slurm trtllm mtp files at 792d8aa4; with attention DP the
+  files set 1, 2 or 3: the default). Elsewhere inferencex.MTP_TOKENS (3: the AMD SGLang and ATOM recipes).
 - Routing skew: the NVIDIA recipes hold 32 redundant experts (ep-num-redundant-experts, eplb-algorithm deepseek)
   but load no expert-location statistics, and the rows do not say which file ran: ep_imbalance stays the default.
 """
@@ -76,12 +84,14 @@ class Recipe:
     ep_comm: str                # engine/expert_parallel.EP_COMM
     sources: tuple[str, ...]
     mem_fraction: float | None = None   # the engine's static memory fraction (None: its profile's)
+    mtp_tokens: int | None = None       # tokens the MTP head drafts a step (None: inferencex.MTP_TOKENS)
 
     @property
     def note(self) -> str:
         parts = [f"KV {self.kv_dtype or 'bf16'}"] + ([f"EP all-to-all {self.ep_comm}"] if self.ep_comm != "bf16"
                                                    else [])
         parts += [f"memory fraction {self.mem_fraction:g}"] if self.mem_fraction else []
+        parts += [f"MTP {self.mtp_tokens} draft tokens"] if self.mtp_tokens else []
         return "recipe: " + ", ".join(parts)
 
 
@@ -118,6 +128,27 @@ def mem_fraction(framework: str, hardware: str, precision: str, gpus: int) -> tu
     return None, ""
 
 
+NVIDIA = ("b200", "b300", "gb200", "gb300", "h100", "h200")
+
+
+def mtp_tokens(framework: str, hardware: str, precision: str, isl: int, dp_attention: bool) -> tuple[int | None, str]:
+    """(tokens the MTP head drafts a step, source) of an engine instance's recipe (module docstring); (None, "")
+    where the recipes do not agree or do not say: the default."""
+    if hardware not in NVIDIA:
+        return None, ""
+    if framework == "sglang":
+        return 2, f"{SINGLE}/dsr1_{precision}_{hardware}_mtp.sh: SPECULATIVE_NUM_STEPS=2"
+    if framework == "dynamo-sglang" and not (hardware == "b200" and precision == "fp4" and isl >= 8192):
+        return 2, f"{MULTI}/sglang/{hardware}-{precision}/*/disagg/mtp: speculative-num-steps: 2"
+    if framework == "trt":
+        return (1 if dp_attention else 3), (f"{SINGLE}/dsr1_{precision}_{hardware}_trt_mtp.sh: MTP="
+                                            f"{1 if dp_attention else 3} {'with' if dp_attention else 'without'} "
+                                            "DP attention")
+    if framework == "dynamo-trt" and not dp_attention:
+        return 3, f"{MULTI}/trtllm/{hardware}-{precision}/*/disagg/mtp: num_nextn_predict_layers: 3"
+    return None, ""
+
+
 def recipe(run, role: str) -> Recipe:
     """The recipe of `run` (inferencex.Run) for its engine instance `role`: "aggregated" (one engine, the decode
     columns name its layout), "prefill" or "decode"."""
@@ -132,7 +163,9 @@ def recipe(run, role: str) -> Recipe:
         workers = max(r[f"{side}_num_workers"], 1)
         gpus = r[f"num_{side}_gpu"] // workers
     frac, msrc = mem_fraction(r["framework"], r["hardware"], r["precision"], gpus)
-    return Recipe(kv, comm, tuple(s for s in (ksrc, csrc, msrc) if s), frac)
+    k, tsrc = (mtp_tokens(r["framework"], r["hardware"], r["precision"], r["isl"], r[f"{side}_dp_attention"])
+               if run.mtp and role != "prefill" else (None, ""))
+    return Recipe(kv, comm, tuple(s for s in (ksrc, csrc, msrc, tsrc) if s), frac, k)
 
 
 PLAIN = Recipe(None, "bf16", ())
