@@ -4,6 +4,8 @@ B sequences over dp x ep attention groups: only the groups that hold sequences r
 one replica's MoE layer are its ceil(B / dp) sequences' tokens, not ceil(B / (dp ep)) x ep (the old engine filled
 every EP group with the busiest group's sequences). Idle groups cost nothing extra, and the experts a step reads
 follow E (1 - (1 - k/E)^B)."""
+import math
+
 import numpy as np
 import pytest
 
@@ -34,15 +36,42 @@ def test_experts_touched_follow_the_tokens_not_the_groups():
     assert t[9] == pytest.approx(256 * (1 - (31 / 32) ** 9), rel=1e-12)      # 63.6, not 102 (16 tokens)
 
 
+def _busiest_of(ranks: int, n: int, p: float) -> float:
+    """E[max] of `ranks` independent Binomial(n, p) counts: sum over x < n of 1 - F(x)^ranks (F the binomial CDF),
+    written out with math.comb, independently of the engine's vectorized form."""
+    F = total = 0.0
+    for x in range(n):
+        F += math.comb(n, x) * p ** x * (1 - p) ** (n - x)
+        total += 1 - F ** ranks
+    return total
+
+
 def test_expert_weight_bytes_at_batch_one_by_hand():
-    # per EP rank and MoE layer, the experts read: touched x (3 x 7,168 x 2,048 params) x fp8 bytes x share
-    #   share = ceil(256 / 8) / 256 = 1/8; fp8 = 1 B + one 4-byte scale per 16,384 values = 1.000244140625 B
-    #   B = 1: 8 x 44,040,192 x 1.000244140625 / 8 = 44,050,944 B (one expert's worth per rank on average)
+    # per MoE layer, the busiest EP rank reads its touched experts x (3 x 7,168 x 2,048 params) x fp8 bytes
+    #   fp8 = 1 B + one 4-byte scale per 16,384 values = 1.000244140625 B
+    #   B = 1: one token picks 8 of 256 experts; each rank holds 32, each touched with p = 8/256 = 1/32, so a rank
+    #   reads Binomial(32, 1/32) experts: 1 on average, but the step waits for the busiest of the 8 ranks,
+    #   E[max] = 2.5445 experts (the sum below): 2.5445 x 44,040,192 x 1.000244140625 = 112.09 MB, not the mean's 44.05
     su = _ds_ep8()
     sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, 1, 2048, 1, su.reserve)
     ex = sv.decode.ops["experts"]
-    assert float(ex.weight_bytes) == pytest.approx(8 * 44_040_192 * 1.000244140625 / 8, rel=1e-12)
-    assert float(ex.weight_bytes) == pytest.approx(44_050_944, rel=1e-12)
+    busiest = _busiest_of(8, 32, 1 / 32)
+    assert busiest == pytest.approx(2.5445, abs=1e-4)
+    assert float(ex.weight_bytes) == pytest.approx(busiest * 44_040_192 * 1.000244140625, rel=1e-9)
+
+
+def test_the_busiest_rank_reads_the_mean_once_every_expert_is_touched():
+    # at 2,048 tokens every expert is touched (p = 1 - (31/32)^2048 ~ 1): each rank reads all 32 of its experts
+    from tokenmath.engine.expert_parallel import busiest_rank_experts
+    m = _ds_ep8().model
+    assert float(busiest_rank_experts(m, 2048, 8, 1 / 8)) == pytest.approx(32.0, rel=1e-9)
+    # one rank (ep = 1): the mean, E (1 - (1 - k/E)^T), as before
+    assert float(busiest_rank_experts(m, 4, 1, 1.0)) == pytest.approx(256 * (1 - (31 / 32) ** 4), rel=1e-12)
+    # never below the mean, and the spread shrinks as the batch grows
+    t = np.array([1.0, 4.0, 16.0, 64.0, 256.0])
+    got = busiest_rank_experts(m, t, 8, 1 / 8)
+    mean = 32 * (1 - (31 / 32) ** t)
+    assert np.all(got >= mean - 1e-9) and np.all(np.diff(got / mean) < 0)
 
 
 def test_step_grows_with_the_batch_below_the_group_count():
@@ -58,11 +87,12 @@ def test_step_grows_with_the_batch_below_the_group_count():
                      su.reserve)
     step = np.asarray(sv.decode_step_s)
     assert np.all(np.diff(step) > 0)
-    touched8 = 256 * (1 - (31 / 32) ** 8)
-    weights = 58 * (touched8 - 8) * 44_040_192 * 1.000244140625 / 8
+    # the busiest rank's experts (test above): 10.636 at B = 8, 2.5445 at B = 1
+    busiest8, busiest1 = _busiest_of(8, 32, 1 - (31 / 32) ** 8), _busiest_of(8, 32, 1 / 32)
+    weights = 58 * (busiest8 - busiest1) * 44_040_192 * 1.000244140625
     acts = 58 * 7 * 8 * (2 * 7168 + 2 * 2048) * 2 / 8
     expect = (weights + acts) / 4.8e12
-    assert expect == pytest.approx(3.291e-3, rel=1e-3)
+    assert expect == pytest.approx(4.310e-3, rel=1e-3)
     # the experts op is memory-bound at these batches, so the difference is exactly its extra bytes
     ex = sv.decode.ops["experts"]
     assert np.all(np.asarray(ex.memory_s) > np.asarray(ex.compute_s))
@@ -90,12 +120,14 @@ def test_idle_groups_cost_nothing_extra():
 
 def test_dp_replicas_route_their_own_sequences():
     # dp = 2 replicas of ep = 4: B = 3 puts 2 sequences on the busiest replica (ceil(3/2)), which routes 2 tokens:
-    #   256 x (1 - (31/32)^2) = 15.75 experts, not ceil(3 / 8) x 4 = 4 tokens (30.8 experts)
+    #   256 x (1 - (31/32)^2) = 15.75 experts touched, not ceil(3 / 8) x 4 = 4 tokens' 30.8; each of the 4 ranks
+    #   holds 64 of them, touched with p = 15.75 / 256, and the busiest of the 4 reads E[max of 4 Binomial(64, p)]
     su = setup("deepseek-v3", "h200", chips=8, ep=4, dp=2)
     sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, 3, 2048, 1, su.reserve)
     ex = sv.decode.ops["experts"]
-    share = 64 / 256
-    assert float(ex.weight_bytes) == pytest.approx(15.75 * 44_040_192 * 1.000244140625 * share, rel=1e-12)
+    busiest = _busiest_of(4, 64, 15.75 / 256)
+    assert 15.75 / 4 < busiest < _busiest_of(4, 64, 30.8 / 256)      # above the mean, below 4 tokens' busiest
+    assert float(ex.weight_bytes) == pytest.approx(busiest * 44_040_192 * 1.000244140625, rel=1e-9)
 
 
 def _per_token_s(model, hw, kw, efficiency=None):

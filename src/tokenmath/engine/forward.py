@@ -265,15 +265,18 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
                else f"{float(np.min(imb)):.3g}-{float(np.max(imb)):.3g}")
     if P.n_moe_layers:
         E, k = m.n_experts, m.experts_per_token
-        # the busiest EP rank: imbalance x the mean tokens, and the distinct experts those tokens touch
+        # the busiest EP rank: imbalance x the mean tokens, and the distinct experts it reads: the more of the
+        # largest of ep ranks' binomial counts at the mean tokens (a small batch's spread) and the skewed tokens' share
+        share = lay.expert_share(m)     # 1/ep, or ceil(E/ep)/E on the fullest rank when ep does not divide E
+        rank_touched = xp.busiest_rank_experts(m, Tst, ep, share)
         Tst = Tst * imb
         touched = xp.experts_touched(m, Tst)
+        rank_touched = np.maximum(rank_touched, touched * share)
         eb = prec.expert.bytes
         Fe = m.moe_intermediate
         add("router", P.n_moe_layers, 2 * P.router_per_moe_layer * T, P.router_per_moe_layer * wb + T * d * ab, pk_w,
             note="expert gate (replicated)", weights=P.router_per_moe_layer * wb, kind="gemm", key=wkey, M=T,
             shapes=op_shapes(m, "router", 1))
-        share = lay.expert_share(m)     # 1/ep, or ceil(E/ep)/E on the fullest rank when ep does not divide E
         # router -> top-k -> quantize -> permute -> grouped GEMMs (-> quantize the down input) -> unpermute
         rows = Tst * k * share      # (token, expert) rows this rank's experts receive
         add("topk", P.n_moe_layers, 0.0, aq.topk_bytes(m, T, ab), pk_a, note="router top-k over the logits",
@@ -285,11 +288,12 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         add("moe_permute", P.n_moe_layers, 0.0, aq.permute_bytes(m, rows, qe or ab), pk_a, kind="stream",
             note="gather each expert's tokens (T k rows of d)")
         add("experts", P.n_moe_layers, 2 * Tst * k * P.expert * share / tp,
-            touched * P.expert * eb * share / tp + Tst * k * (2 * d + 2 * Fe / tp) * ab * share, pk_e,
-            note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts"
-            + (f" (busiest EP rank: {imb_txt} x the mean tokens, routing skew)" if skewed else ""),
-            weights=touched * P.expert * eb * share / tp, kind="grouped", key=ekey, M=Tst * k / touched,
-            groups=touched * share, shapes=op_shapes(m, "experts", tp))
+            rank_touched * P.expert * eb / tp + Tst * k * (2 * d + 2 * Fe / tp) * ab * share, pk_e,
+            note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts; the busiest EP rank reads the "
+            "largest of the ranks' counts" + (f" (busiest EP rank: {imb_txt} x the mean tokens, routing skew)"
+                                              if skewed else ""),
+            weights=rank_touched * P.expert * eb / tp, kind="grouped", key=ekey, M=Tst * k / touched,
+            groups=rank_touched, shapes=op_shapes(m, "experts", tp))
         if qe and not aq.down_quant_fused(prec.expert, hw):
             add("moe_down_quant", P.n_moe_layers, 0.0, aq.moe_down_quant_bytes(m, rows, tp, qe), pk_a,
                 kind="stream", note="quantize the experts' down-projection input")
