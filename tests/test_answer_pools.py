@@ -91,3 +91,17 @@ def test_a_real_plan_answer_deploys_its_continuous_point_and_its_pools(tmp_path)
     # the prefill pool holds at least the chips the plan sized, in whole servers
     pre = dd.pools[0]
     assert pre.chips >= r["disaggregated"]["prefill_chips"] - 1e-9
+
+
+@pytest.mark.parametrize("path,value", [(("disaggregated", "decode", "instances"), 1e300),
+                                        (("continuously_batched", "concurrency"), 10 ** 12),
+                                        (("input_len",), 10 ** 12), (("continuously_batched", "replicas"), 10 ** 9),
+                                        (("continuously_batched", "ttft_s"), float("inf"))])
+def test_an_edited_answer_beyond_what_tokenmath_writes_is_refused(path, value):
+    a = _fleet()
+    d = a
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = value
+    with pytest.raises(InputError, match=path[-1]):
+        pools_of(a, disaggregated=path[0] == "disaggregated")

@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass, field
 
 from tokenmath.base.errors import InputError
+from tokenmath.base.validators import MAX_TOKENS
+from tokenmath.specs.question.deployment import MAX_LAYOUT
 
 ROLES = ("both", "prefill", "decode")
 ENGINE_IDS = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm"}
@@ -77,18 +79,27 @@ def _get(d: dict, key: str, where: str):
     return d[key]
 
 
+# the most any answer tokenmath writes holds: a parallel degree (specs/question/deployment.MAX_LAYOUT), servers in a
+# pool, sequences a server runs, tokens in a request (base/validators.MAX_TOKENS); beyond them the file was edited
+_HIGH = {"tp": MAX_LAYOUT, "pp": MAX_LAYOUT, "ep": MAX_LAYOUT, "dp": MAX_LAYOUT, "replicas": 1_000_000,
+         "instances": 1_000_000, "concurrency": 10_000_000, "batch": 10_000_000, "input_len": MAX_TOKENS,
+         "output_len": MAX_TOKENS}
+
+
 def _int(d: dict, key: str, where: str, lo: int = 1) -> int:
     v = _get(d, key, where)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) or v < lo:
-        raise InputError(f"{where}.{key}" if where else key, f"{v!r} is not a whole number >= {lo}",
-                         "the value tokenmath wrote")
+    hi = _HIGH.get(key, 10_000_000)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) or not \
+            lo <= v <= hi:
+        raise InputError(f"{where}.{key}" if where else key, f"{str(v)[:40]} is not a whole number from {lo} to "
+                         f"{hi:,}", "the value tokenmath wrote")
     return int(v)
 
 
 def _pos(d: dict, key: str, where: str) -> float:
     v = _get(d, key, where)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-        raise InputError(f"{where}.{key}" if where else key, f"{v!r} is not a positive number",
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v < 1e15:
+        raise InputError(f"{where}.{key}" if where else key, f"{str(v)[:40]} is not a positive number below 1e15",
                          "the value tokenmath wrote")
     return float(v)
 
@@ -143,6 +154,9 @@ def _disaggregated(d: dict, where: str, output_len: int, input_len: int, fleet: 
         dn = 1
         pchips = _pos(d, "prefill_chips", where)
         pn = math.ceil(pchips / (pt * ppp * pe * pdp) - 1e-9)
+        if pn * pdp > _HIGH["replicas"]:
+            raise InputError(f"{where}.prefill_chips", f"{pchips:,.0f} chips are over {_HIGH['replicas']:,} servers",
+                             "the value tokenmath wrote")
         dec_tps = _pos(dec, "decode_output_tokens_per_s", f"{where}.decode")
         pre_tps = _pos(pre, "prompt_tokens_per_s_per_chip", f"{where}.prefill") * pn * pt * ppp * pe * pdp
         user_tps = _pos(dec, "output_tokens_per_s_per_user", f"{where}.decode")
