@@ -142,3 +142,18 @@ def test_the_web_refuses_a_path_and_too_much_work(api):
     res = CliRunner().invoke(__import__("tokenmath.faces.cli", fromlist=["cli"]).cli,
                              ["agents", "--pue", "9", "--systems", "hgx-h100"])
     assert res.exit_code == 2 and "pue" in res.output.lower()
+
+
+def test_explain_of_a_system_where_not_one_turn_fits_names_what_binds(api):
+    """A turn so long and a tool gap so long that the idle prefixes fill HBM before one turn runs: the answer is 0
+    sessions, and its --explain (the web's `explain` too) says which constraint fails at C = 1 instead of formatting
+    the speed of a turn that never runs (a TypeError: exit 1 on the command line, HTTP 500 on the page; issue 40's
+    web fuzz)."""
+    from tokenmath.faces.cli import cli as main
+    args = dict(context_len=683_834, min_tokens_per_s_per_user=1e-9, tool_gap_s=45_351)
+    res = CliRunner().invoke(main, ["agents", "--model", "gpt-oss-120b", "--systems", "hgx-h100", "--layouts", "1",
+                                    "--context-len", "683834", "--tool-gap-s", "45351", "--explain"])
+    assert res.exit_code == 0, res.output
+    assert "C = 0: one turn in flight already fails: KV memory (idle sessions)" in res.output
+    web = json.loads(api.call("agents", {"systems": "hgx-h100", "layouts": "1", **args}))
+    assert web["systems"][0]["best"]["concurrency"] == 0 and "C = 0" in web["explain"]

@@ -77,6 +77,12 @@ def explain_agents(r) -> str:
             lines += [f"  {s.get('why')}", ""]
             continue
         C, T, R = b["concurrency"], b["turn_s"], b["reload_s"]
+        if not C:       # even one turn in flight fails a constraint: no speed or TTFT to show
+            lines += [f"  replica {b['layout']} ({b['replica_chips']} chips; traced: {', '.join(s['layouts_traced'])})",
+                      f"  C = 0: one turn in flight already fails: {b['binding']} (at C = 1: KV pool "
+                      f"{b['kv_pool_tokens']:,.0f} tokens, a running turn holds {b['kv_held_tokens_per_turn']:,.0f}, "
+                      f"idle prefixes {b['idle_prefix_tokens']:,.0f} tokens)", ""]
+            continue
         lines += [
             f"  replica {b['layout']} ({b['replica_chips']} chips; traced: {', '.join(s['layouts_traced'])})",
             f"  C = {C:,} turns in flight (the most meeting every constraint): TPOT {u.seconds(b['tpot_s'])} -> "
