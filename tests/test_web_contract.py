@@ -179,3 +179,41 @@ def test_every_advertised_bound_is_accepted_by_the_analysis(api, name, base):
                 api.call(name, {**base, p.name: repr(float(v)) if p.kind == "float" else str(int(v))})
             except InputError as e:
                 assert e.field != p.name or "out of range" not in e.problem and "not a" not in e.problem, e
+
+
+# ---- found by benchmarks/fuzz_api.py's issue-40 families: nothing sent is silently dropped -----------------------------
+
+@pytest.mark.parametrize("method,path,body,field", [
+    ("GET", "/api/infer?batch=4&batch=5", None, "batch"),                       # http's parsers kept the last
+    ("POST", "/api/infer", b'{"batch": 4, "batch": 5}', "batch"),              # json.loads kept the last
+    ("POST", "/api/infer?batch=9", b'{"batch": 4}', "batch"),                  # the body's replaced the query's
+    ("POST", "/api/infer", b'{"set": {"memory_gb": 1, "memory_gb": 2}}', "set"),   # named as the parameter sent
+])
+def test_a_parameter_given_twice_is_refused_not_one_copy_dropped(server, method, path, body, field):
+    headers = {"Content-Type": "application/json"} if body else {}
+    status, answer = request(server, method, path, body=body, headers=headers)
+    assert status == 422, answer
+    assert answer["error"]["field"] == field and "twice" in answer["error"]["problem"]
+
+
+@pytest.mark.parametrize("path", ["/api?x=1", "/api/?model=llama-3.1-8b", "/api/models?batch=4",
+                                  "/api/hardware?verbose=true"])
+def test_a_route_that_takes_no_parameters_refuses_them(server, path):
+    status, answer = request(server, "GET", path)
+    assert status == 422 and answer["error"]["problem"] == "unknown parameter", answer
+    assert "takes no parameters" in answer["error"]["valid"]
+
+
+def test_a_config_upload_refuses_parameters_other_than_its_name(server):
+    status, answer = request(server, "POST", "/api/model-config?name=a.json&hidden_size=64", body=b"{}",
+                             headers={"Content-Type": "application/json"})
+    assert status == 422 and answer["error"]["field"] == "hidden_size", answer
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
+def test_a_post_a_browser_marks_cross_site_is_refused_403(server, site):
+    """Sec-Fetch-Site is the browser's own word on where a request came from: a POST it marks cross-site is refused
+    as a GET is (before, it was answered: only its Origin and Content-Type were read)."""
+    status, answer = request(server, "POST", "/api/infer", body=b'{"batch": 2}',
+                             headers={"Content-Type": "application/json", "Sec-Fetch-Site": site})
+    assert status == 403 and answer["error"]["field"] == "Sec-Fetch-Site"

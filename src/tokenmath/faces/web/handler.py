@@ -9,11 +9,14 @@ request (and, from connections.py, for a body shorter than its length or an ambi
 does not arrive), 403 for a cross-site POST or computing GET, 503/504 for a heavy question over the memory or time a
 request may use or a full pool (workers.py; refused from its estimate before it runs: 422, budget.py), 500 for a bug
 (logged on the server, never sent to the client as a traceback). An error's field is the parameter sent, its texts
-bounded (Api.error).
+bounded (Api.error). Nothing sent is silently dropped: a parameter given twice (twice in the query string, a JSON key
+twice, or in the query and the body) and a parameter to a route that takes none (/api, /api/models, /api/hardware)
+are refused 422.
 
 Cross-site requests: a POST to /api/* is refused (403) when its Origin (or, without one, its Referer) is not this
-server as the request's Host names it, and when its Content-Type is one a page elsewhere can send without a CORS
-preflight (a form: application/x-www-form-urlencoded, multipart/form-data; text/plain). Other types but JSON: 415.
+server as the request's Host names it, when its Sec-Fetch-Site is not same-origin or none, and when its Content-Type
+is one a page elsewhere can send without a CORS preflight (a form: application/x-www-form-urlencoded,
+multipart/form-data; text/plain). Other types but JSON: 415.
 Clients that send neither header (curl, scripts) are served. A GET or HEAD of /api/<question> (it computes) is
 refused (403) when its Sec-Fetch-Site is not same-origin or none, or its Origin or Referer is another server: an
 <img> tag elsewhere cannot make this server work; the page, /api and the catalogs stay open to links.
@@ -28,7 +31,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from tokenmath.base.errors import InputError, show
 from tokenmath.faces.web.budget import HEAVY
-from tokenmath.faces.web.params import PARAMS_MAX_BYTES, json_object
+from tokenmath.faces.web.params import PARAMS_MAX_BYTES, json_object, merged, query_params
 from tokenmath.faces.web.payload import dumps
 from tokenmath.faces.web.uploads import UPLOAD_MAX_BYTES
 from tokenmath.faces.web.workers import Refusal
@@ -175,7 +178,7 @@ class Handler(BaseHTTPRequestHandler):
                     return self._static(name, method)
                 return self._not_found(path)
             if path == "/api" or path == "/api/":
-                if self._only(method, ("GET", "HEAD")):
+                if self._only(method, ("GET", "HEAD")) and self._no_params(url.query, "/api"):
                     self._send(200, self.server.api.meta(), head_only=method == "HEAD")
                 return
             if path.startswith("/api/"):
@@ -200,6 +203,14 @@ class Handler(BaseHTTPRequestHandler):
                          extra={"Allow": ", ".join(allowed)})
         return False
 
+    def _no_params(self, query: str, path: str) -> bool:
+        """A route that takes no parameters refuses any (422), rather than answering as if they were not sent."""
+        given = parse_qsl(query, keep_blank_values=True)
+        if not given:
+            return True
+        self._json_error(422, given[0][0][:64] or "query", "unknown parameter", f"{path} takes no parameters")
+        return False
+
     def _not_found(self, path):
         self._json_error(404, "path", f"no such route {path[:200]!r}",
                          "/, /api, " + ", ".join(f"/api/{n}" for n in self.server.api.names()))
@@ -220,6 +231,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _same_site(self) -> bool:
         """A POST from a page elsewhere is refused (403; see the module's docstring); False when refused."""
+        site = (self.headers.get("Sec-Fetch-Site") or "").strip().lower()
+        if site and site not in ("same-origin", "none"):
+            return self._refuse(403, "Sec-Fetch-Site", f"{show(site, 40)}: a page elsewhere posted to this server",
+                                "post from this server's own page, or from a client that is not a browser")
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if ctype in SIMPLE_TYPES:
             return self._refuse(403, "Content-Type", f"{ctype} is what a page elsewhere can post here",
@@ -279,7 +294,7 @@ class Handler(BaseHTTPRequestHandler):
     def _api(self, name: str, method: str, query: str):
         api = self.server.api
         if name == "models" or name == "hardware":
-            if not self._only(method, ("GET", "HEAD")):
+            if not self._only(method, ("GET", "HEAD")) or not self._no_params(query, "/api/" + name):
                 return
             return self._send(200, api.models() if name == "models" else api.hardware(), head_only=method == "HEAD")
         if name == "model-config":
@@ -288,8 +303,12 @@ class Handler(BaseHTTPRequestHandler):
             body = self._body(UPLOAD_MAX_BYTES, "config.json")
             if body is None:
                 return
-            fname = self.headers.get("X-Filename") or dict(parse_qsl(query)).get("name")
             try:
+                q = query_params(query)
+                extra = [k for k in q if k != "name"]
+                if extra:
+                    raise InputError(extra[0][:64], "unknown parameter", "model-config takes name (the file's name)")
+                fname = self.headers.get("X-Filename") or q.get("name")
                 return self._send(200, api.upload(body, fname))
             except InputError as e:
                 return self._send(422, dumps(e.to_dict()))
@@ -301,16 +320,14 @@ class Handler(BaseHTTPRequestHandler):
         if method != "POST" and not self._same_origin_get():
             return
         try:
-            raw: dict = {}
-            for k, v in parse_qsl(query, keep_blank_values=True):
-                raw[k] = v
+            raw = query_params(query)
             if method == "POST":
                 if not self._same_site():
                     return
                 body = self._body(PARAMS_MAX_BYTES, "body")
                 if body is None:
                     return
-                raw.update(json_object(body))
+                raw = merged(raw, json_object(body))
             args, key, out = api.prepare(name, raw)
             if out is None:
                 out = self._compute(name, args)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from urllib.parse import parse_qsl
+
 from tokenmath.base.errors import InputError, show, unknown_name
 from tokenmath.specs.question.fields import (BASIC_KINDS, MAX_INT_DIGITS, Field, as_float, as_int, as_list,
                                              as_overrides, blank, coerce_basic)
@@ -20,16 +22,71 @@ def _json_int(s: str):
     return int(s) if len(s) <= MAX_INT_DIGITS else float(s)
 
 
+def _twice(name, where: str) -> InputError:
+    return InputError(name if isinstance(name, str) else show(name, 64), f"is given twice{where}",
+                      "each parameter once (one of the two would be dropped)")
+
+
+def _repeated(obj: dict, dups: dict) -> InputError:
+    """The error naming a key an object of the body repeats (dups: id of an object -> (its repeated key, the object,
+    kept alive so that no id is reused)), as the parameter sent: the key itself at the top, else the top-level
+    parameter holding the object."""
+    if id(obj) in dups:
+        return _twice(dups[id(obj)][0], " in the JSON body")
+    for k, v in obj.items():
+        stack = [v]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, dict):
+                if id(x) in dups:
+                    return InputError(k, f"{show(dups[id(x)][0], 40)} is given twice in it",
+                                      "each key once (one of the two would be dropped)")
+                stack += x.values()
+            elif isinstance(x, list):
+                stack += x
+    return _twice(next(iter(dups.values()))[0], " in the JSON body")     # in an object a repeated key dropped
+
+
+def query_params(query: str) -> dict:
+    """A query string's parameters (name -> text, blanks kept); InputError for a name given twice (http's parsers
+    keep one copy: the other would be silently dropped)."""
+    raw: dict = {}
+    for k, v in parse_qsl(query, keep_blank_values=True):
+        if k in raw:
+            raise _twice(k, " in the query string")
+        raw[k] = v
+    return raw
+
+
+def merged(query: dict, body: dict) -> dict:
+    """A POST's parameters, the query string's and the body's: a name in both is refused (one would be dropped)."""
+    both = [k for k in body if k in query]
+    if both:
+        raise _twice(both[0], " (in the query string and in the body)")
+    return {**query, **body}
+
+
 def json_object(body: bytes, field: str = "body") -> dict:
-    """A request's JSON body of parameters (empty: {}); InputError(field) for anything but a JSON object."""
+    """A request's JSON body of parameters (empty: {}); InputError(field) for anything but a JSON object, and naming
+    a key the object repeats."""
     if not body.strip():
         return {}
+    dups: dict[int, tuple] = {}
+
+    def pairs(kv: list) -> dict:      # json's object_pairs_hook: a repeated key is noted, not read as its last copy
+        d = dict(kv)
+        if len(d) < len(kv):
+            seen: set = set()
+            dups[id(d)] = (next(k for k, _ in kv if k in seen or seen.add(k)), d)
+        return d
     try:
-        obj = json.loads(body.decode("utf-8"), parse_int=_json_int)
+        obj = json.loads(body.decode("utf-8"), parse_int=_json_int, object_pairs_hook=pairs)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise InputError(field, "is not a JSON object", "a JSON object of parameters") from None
     if not isinstance(obj, dict):
         raise InputError(field, "is not a JSON object", "a JSON object of parameters")
+    if dups:
+        raise _repeated(obj, dups)
     return obj
 
 
