@@ -41,6 +41,15 @@ REFUSED = {
     "scenarios cluster without a port (was a ValueError)": (["scenarios", "--cluster", "nan"], "cluster", "8786"),
     "a trace path too long for the file system (was an OSError)": (["simulate", "--trace", BIG], "trace", "CSV"),
     "a scenarios file path too long (was an OSError)": (["scenarios", "--file", BIG], "file", "readable"),
+    # silently ignored before (found by benchmarks/fuzz_cli.py's "ignored" pass): the same answer as without them
+    "simulate burstiness in a closed loop (was ignored)": (["simulate", "--requests", "20", "--burstiness", "0.1"],
+                                                            "burstiness", "arrival_rate"),
+    "scenarios burstiness with no open loop (was ignored)": (["scenarios", "--requests", "20", "--burstiness", "0.5"],
+                                                             "burstiness", "--arrival-rate"),
+    "scenarios steady with a count of requests (was dropped)": (["scenarios", "--method", "steady", "--requests",
+                                                                 "20"], "requests", 'method = "simulate"'),
+    "scenarios steady with a goodput target (was dropped)": (["scenarios", "--method", "steady", "--ttft-ms", "100"],
+                                                             "ttft_ms", 'method = "simulate"'),
 }
 
 
@@ -82,6 +91,17 @@ def test_options_a_trace_sets_are_refused_with_it(trace, opt, value):
     """Before: `simulate --trace t.csv --requests 7 --input-len 99 --burstiness 0.1` ignored all three silently."""
     said = assert_refused(["simulate", "--trace", trace, opt, value], opt[2:], "--trace")
     assert "given with --trace" in said
+
+
+def test_burstiness_shapes_only_the_open_loops_of_a_scenario_sweep():
+    """--burstiness beside --concurrency and --arrival-rate goes to the open-loop workloads only (a closed loop has no
+    arrival gaps: there it was ignored, and is now refused by the simulator)."""
+    code, out, err = run_main(["scenarios", "--concurrency", "4", "--arrival-rate", "2", "--burstiness", "0.5",
+                               "--requests", "20", "--workers", "1", "--json"])
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [r["error"] for r in rows] == [None, None]
+    assert [r["workload"].get("burstiness") for r in rows] == [None, 0.5]
 
 
 def test_a_trace_alone_still_simulates(trace):

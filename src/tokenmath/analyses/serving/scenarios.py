@@ -114,7 +114,11 @@ def _workload(v, field: str, method: str) -> dict:
             if k in d:
                 raise InputError(f"{field}.{k}", "the steady state is a closed loop's",
                                  'method = "simulate" for open loops and traces, or a concurrency')
-        d = {k: d[k] for k in STEADY_KEYS if k in d}
+        extra = [k for k in d if k not in STEADY_KEYS]
+        if extra:           # before, dropped silently
+            raise InputError(f"{field}.{extra[0]}", "the steady state is a closed form: it serves no count of "
+                             "requests, draws no seed, shapes no arrivals and scores no goodput targets",
+                             f'method = "simulate" for {extra[0]}, or leave it out')
         d.setdefault("concurrency", DEFAULTS["workloads"][0]["concurrency"])
     for k in ("concurrency", "requests"):
         if k in d:

@@ -79,11 +79,18 @@ def scenarios(path, method, model, hardware, engine, chips, layouts, concurrency
     if concurrency is not None or arrival_rate is not None:
         spec["workloads"] = ([{"concurrency": c} for c in concurrency or ()]
                              + [{"arrival_rate": r} for r in arrival_rate or ()])
-    given = {"burstiness": burstiness, "requests": requests, "input_len": input_len, "output_len": output_len,
+    given = {"requests": requests, "input_len": input_len, "output_len": output_len,
              "seed": seed, "ttft_ms": ttft_ms, "itl_ms": itl_ms}
     given = {k: v for k, v in given.items() if v is not None}
-    if given:
+    if given or burstiness is not None:
         spec["workloads"] = [{**w, **given} for w in spec.get("workloads", [{"concurrency": 64}])]
+    if burstiness is not None:      # the shape of arrival gaps: the open loops' (a closed loop has none)
+        if not any(isinstance(w, dict) and w.get("arrival_rate") is not None for w in spec["workloads"]):
+            raise InputError("burstiness", "given with no open-loop workload (users in a closed loop send their "
+                             "next request when one completes: no arrival gaps to shape)",
+                             "--arrival-rate (or an arrival_rate workload in --file) with it, or leave it out")
+        spec["workloads"] = [{**w, "burstiness": burstiness} if isinstance(w, dict) and w.get("arrival_rate")
+                             is not None else w for w in spec["workloads"]]
     s = scenario_set(spec, "file" if path else "scenarios")
     if cluster:
         from tokenmath.local.cluster import DaskCluster

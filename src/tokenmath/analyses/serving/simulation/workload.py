@@ -202,6 +202,9 @@ def make_workload(*, concurrency=None, arrival_rate=None, burstiness=1.0, trace=
         if hit:
             raise InputError("prefix_hit", "given with a trace", "the trace's own prefix_id and prefix_tokens columns, "
                              "or a generated workload")
+        if burstiness is not None and burstiness != 1.0:
+            raise InputError("burstiness", f"{show(burstiness)} given with a trace, whose arrival_s column sets the "
+                             "gaps", "leave burstiness out with a trace")
         t = read_trace(trace, "trace")
         return Workload("trace", int(t["arrival_s"].size), trace=str(trace), seed=seed)
     n = int_arg(requests, "requests", 1, MAX_REQUESTS)
@@ -213,6 +216,10 @@ def make_workload(*, concurrency=None, arrival_rate=None, burstiness=1.0, trace=
         k = pos_float(burstiness, "burstiness", 0.0, 1e3)
         return Workload("poisson" if k == 1.0 else "gamma", n, inp, out, rate=rate, burstiness=k, seed=seed,
                         prefix_hit=hit)
+    if burstiness is not None and burstiness != 1.0:      # the gaps between arrivals: a closed loop has none
+        raise InputError("burstiness", f"{show(burstiness)} given with a closed loop (users send their next request "
+                         "when one completes: no arrival gaps to shape)", "an open loop (arrival_rate) with it, or "
+                         "leave burstiness out")
     c = int_arg(64 if concurrency is None else concurrency, "concurrency", 1, 1_000_000)
     return Workload("closed", n, inp, out, concurrency=c, seed=seed, prefix_hit=hit)
 
