@@ -78,12 +78,16 @@ def load_profile(name: str) -> dict:
             if os.path.isdir(os.path.dirname(path)) else []
         raise InputError("profile", f"no profile {name!r} in {os.path.dirname(path)}",
                          ("one of: " + ", ".join(have)) if have else "make one with tokenmath calibrate") from None
+    except OSError as e:            # a folder by that name, a file it may not read, ...
+        raise InputError("profile", f"cannot read {path}: {e.strerror or type(e).__name__}",
+                         "a file tokenmath calibrate wrote") from None
     if len(raw) > MAX_PROFILE_BYTES:
         raise InputError("profile", f"{path} is over {MAX_PROFILE_BYTES:,} bytes", "a file tokenmath calibrate wrote")
     try:
         prof = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise InputError("profile", f"{path} is not a TOML profile: {e}", "a file tokenmath calibrate wrote") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:   # not TOML, a huge integer, nested too deep
+        raise InputError("profile", f"{path} is not a TOML profile: {str(e)[:200]}",
+                         "a file tokenmath calibrate wrote") from None
     vals = prof.get("values")
     if not isinstance(vals, dict) or any(k not in vals for k in VALUE_NAMES):
         raise InputError("profile", f"{path} lacks [values] " + ", ".join(VALUE_NAMES), "a file tokenmath "

@@ -61,6 +61,22 @@ def read_file(path: str) -> list[BenchmarkRun]:
     return runs
 
 
+def _json_int(s: str):
+    """json.loads' parse_int: an integer literal of thousands of digits (Python refuses to parse one over 4,300) is
+    read as a float (inf), which the key's own check then refuses as out of range."""
+    return int(s) if len(s) <= 4000 else float(s)
+
+
+def _json(text: str, name: str, line: int):
+    """json.loads of a file (line 0) or of one line; JSONDecodeError for text that is not JSON, InputError for JSON
+    nested too deep to parse (RecursionError: exit 1 before, found by benchmarks/fuzz_files.py)."""
+    try:
+        return json.loads(text, parse_int=_json_int)
+    except RecursionError:
+        raise InputError(f"{name}:{line or 1}", "is nested too deeply to read",
+                         "a vllm bench serve result (.json) or SGLang bench_serving output (.jsonl)") from None
+
+
 def read_files(paths) -> list[BenchmarkRun]:
     runs = []
     for p in paths:
@@ -73,7 +89,7 @@ def _documents(raw: str, name: str) -> list[tuple[int, object]]:
     if not raw.strip():
         return []
     try:
-        whole = json.loads(raw)
+        whole = _json(raw, name, 0)
         return list(enumerate(whole, 1)) if isinstance(whole, list) else [(1, whole)]
     except json.JSONDecodeError as first:
         if not raw.lstrip().startswith(("{", "[")):
@@ -83,7 +99,7 @@ def _documents(raw: str, name: str) -> list[tuple[int, object]]:
         if not line.strip():
             continue
         try:
-            objs.append((k, json.loads(line)))
+            objs.append((k, _json(line, name, k)))
         except json.JSONDecodeError as e:
             raise InputError(f"{name}:{k}", f"is not JSON ({e.msg} at column {e.colno})",
                              "a vllm bench serve result (.json) or SGLang bench_serving output (.jsonl)") from None
@@ -95,6 +111,9 @@ def _yaml(raw: str, name: str, json_error: json.JSONDecodeError):
     import yaml
     try:
         doc = yaml.safe_load(raw)
+    except RecursionError:
+        raise InputError(f"{name}:1", "is nested too deeply to read", "a JSON, JSON Lines or YAML result file") \
+            from None
     except yaml.MarkedYAMLError as e:
         line = e.problem_mark.line + 1 if e.problem_mark is not None else 1
         raise InputError(f"{name}:{line}", f"is neither JSON ({json_error.msg}) nor YAML ({e.problem})",
