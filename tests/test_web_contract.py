@@ -217,3 +217,11 @@ def test_a_post_a_browser_marks_cross_site_is_refused_403(server, site):
     status, answer = request(server, "POST", "/api/infer", body=b'{"batch": 2}',
                              headers={"Content-Type": "application/json", "Sec-Fetch-Site": site})
     assert status == 403 and answer["error"]["field"] == "Sec-Fetch-Site"
+
+
+@pytest.mark.parametrize("path", ["/api/pareto?=&input_len=1", "/api/infer?=5", "/api?="])
+def test_a_parameter_with_an_empty_name_is_refused_naming_a_field(server, path):
+    """An error's field is never empty (the fuzz's contract for 422): `?=` is a parameter with no name."""
+    status, answer = request(server, "GET", path)
+    assert status == 422 and answer["error"]["field"] == "parameter", answer
+    assert answer["error"]["problem"].startswith("has an empty name")

@@ -58,7 +58,7 @@ class Api:
             near = closest(k, by)
             more = (f" (and {len(unknown) - 1:,} more: {', '.join(bounded(u, MAX_NAME_CHARS) for u in unknown[1:MAX_UNKNOWN])}"
                     + (", ..." if len(unknown) > MAX_UNKNOWN else "") + ")") if len(unknown) > 1 else ""
-            raise InputError(k, "unknown parameter" + more,
+            raise InputError(k or "parameter", ("unknown parameter" if k else "has an empty name") + more,
                              (f"did you mean {', '.join(near)}? " if near else "") + f"{name} takes " + ", ".join(by))
         return {p.name: coerce(p, raw.get(p.name)) for p in params}
 

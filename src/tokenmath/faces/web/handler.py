@@ -208,7 +208,8 @@ class Handler(BaseHTTPRequestHandler):
         given = parse_qsl(query, keep_blank_values=True)
         if not given:
             return True
-        self._json_error(422, given[0][0][:64] or "query", "unknown parameter", f"{path} takes no parameters")
+        self._json_error(422, given[0][0][:64] or "parameter", "unknown parameter" if given[0][0] else
+                         "has an empty name", f"{path} takes no parameters")
         return False
 
     def _not_found(self, path):
