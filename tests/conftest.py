@@ -81,7 +81,7 @@ SLOW = {
                  "granite-4.0-h-small", "gemma-4-26b-a4b")},
     # the web server under abuse: waiting out its timeouts; the other abuse tests stay fast-run
     "tests/test_web_abuse.py::test_slow_head_is_cut": "waits out the server's header timeout (10 s)",
-    "tests/test_web_abuse.py::test_fuzz_malformed_requests_never_5xx": "hundreds of malformed requests (9 s)",
+    "tests/test_web_abuse.py::test_fuzz_malformed_requests_never_5xx": "hundreds of malformed requests (50 s)",
     # the issue's own bound (issue 40): a cached request within 1 s while eight heavy questions run (~30 s, 2 cores);
     # the deadline, memory cap and full-pool answers stay fast-run in tests/test_web_budget.py
     "tests/test_web_budget.py::test_cached_request_within_1s_and_memory_under_2gb_while_eight_heavy_questions_run":

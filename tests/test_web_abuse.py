@@ -383,4 +383,5 @@ def test_fuzz_malformed_requests_never_5xx(server):
     assert report["requests"] == 400
     assert report["5xx"] == 0 and report["transport_errors"] == 0, report["examples"]
     assert report["bad_error_shape"] == 0, report["examples"]
+    assert report["ignored"] == 0 and report["cross_site_served"] == 0, report["examples"]   # nothing dropped
     assert report["statuses"].get("422", 0) > 100, report["statuses"]   # mostly refused, each naming its field
