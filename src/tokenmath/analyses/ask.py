@@ -137,7 +137,8 @@ def infer(dep: Deployment, wl: Workload):
     if dep.adp_balance and r.load is None:
         r = with_notes(r, ["--adp-balance changes nothing for a static batch: its prompts already split evenly over "
                            "the attention groups (it acts under load: --concurrency / --arrival-rate)"])
-    return with_notes(r, chips_note + not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout.tp))
+    return with_notes(r, chips_note + not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout.tp)
+                      + _no_ep_group(dep, r.layout.ep))
 
 
 def _operating_point(r, call, speed) -> dict:
@@ -191,7 +192,8 @@ def simulate(dep: Deployment, wl: Workload, **own):
                ["--adp-balance: each step's prompt chunks split evenly over the ep attention groups; the coordinated "
                 "wait that balances them is not simulated, so TTFT leaves it out (infer --concurrency adds it: "
                 "steady_state.balance_wait_steps)"])
-    return with_notes(r, chips_note + not_applied("simulate", dep, wl) + _no_tp_group(dep, r.layout["tp"]) + balance)
+    return with_notes(r, chips_note + not_applied("simulate", dep, wl) + _no_tp_group(dep, r.layout["tp"]) + balance
+                      + _no_ep_group(dep, r.layout["ep"]))
 
 
 def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):
@@ -203,7 +205,8 @@ def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):
         if (dep.pp or 1) > 1:
             raise InputError("pp", "speculative decoding is modelled without pipeline parallelism", "leave --pp out")
         r = replace(r, speculative=speculative_beside(dep, wl, r))
-    return with_notes(r, chips_note + not_applied("hyperbola", dep, wl) + _no_tp_group(dep, r.setup.layout.tp))
+    return with_notes(r, chips_note + not_applied("hyperbola", dep, wl) + _no_tp_group(dep, r.setup.layout.tp)
+                      + _no_ep_group(dep, r.setup.layout.ep))
 
 
 def context(dep: Deployment, wl: Workload, context=8192):
@@ -223,7 +226,7 @@ def fleet(dep: Deployment, wl: Workload, *, demand, **own):
     r = run(dep.model, dep.hardware, demand=demand, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), prefix_hit=wl.prefix_hit or None, **own, **knobs(dep))
-    return with_notes(r, not_applied("fleet", dep, wl))
+    return with_notes(r, not_applied("fleet", dep, wl) + _no_ep_group(dep))
 
 
 def price(dep: Deployment, wl: Workload, **own):
@@ -234,7 +237,7 @@ def price(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0),
             attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("price", dep, wl))
+    return with_notes(r, not_applied("price", dep, wl) + _no_ep_group(dep))
 
 
 def plan(dep: Deployment, wl: Workload, **own):
@@ -249,7 +252,7 @@ def plan(dep: Deployment, wl: Workload, **own):
             output_len=wl.output_len, prefix_hit=wl.prefix_hit or None, speculation=speculation_of(dep),
             concurrency=cs if cs is not None else wl.concurrency,
             attention_sharding=_attention(dep, SEARCH_ATTENTION), **own, **knobs(dep))
-    return with_notes(r, not_applied("plan", dep, wl))
+    return with_notes(r, not_applied("plan", dep, wl) + _no_ep_group(dep))
 
 
 def pareto(dep: Deployment, wl: Workload, **own):
@@ -262,7 +265,7 @@ def pareto(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, chips=dep.chips, input_len=wl.input_len, output_len=wl.output_len,
             concurrency=cs if cs is not None else wl.concurrency, speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("pareto", dep, wl))
+    return with_notes(r, not_applied("pareto", dep, wl) + _no_ep_group(dep))
 
 
 def slowmode(dep: Deployment, wl: Workload, **own):
@@ -271,7 +274,7 @@ def slowmode(dep: Deployment, wl: Workload, **own):
     from tokenmath.analyses.serving.slowmode import slowmode as run
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             speculation=speculation_of(dep), attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("slowmode", dep, wl))
+    return with_notes(r, not_applied("slowmode", dep, wl) + _no_ep_group(dep))
 
 
 def prices(dep: Deployment, wl: Workload, **own):
@@ -284,7 +287,8 @@ def prices(dep: Deployment, wl: Workload, **own):
             batch=None if wl.batch == "max" else wl.batch,     # None: the largest batch that fits at each context
             min_tokens_per_s_per_user=wl.min_tokens_per_s_per_user, attention_sharding=_attention(dep, None), **own,
             **knobs(dep))
-    return with_notes(r, chips_note + not_applied("prices", dep, wl) + _no_tp_group(dep, _resolved_layout(dep).tp))
+    lay = _resolved_layout(dep)
+    return with_notes(r, chips_note + not_applied("prices", dep, wl) + _no_tp_group(dep, lay.tp) + _no_ep_group(dep, lay.ep))
 
 
 def sensitivity(dep: Deployment, wl: Workload, **own):
@@ -297,7 +301,9 @@ def sensitivity(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, **_layout(dep), batch=wl.batch if wl.batch is not None else "max",
             input_len=wl.input_len, output_len=wl.output_len, efficiency=eff,
             attention_sharding=_attention(dep, None), **own, **k)
-    return with_notes(r, chips_note + not_applied("sensitivity", dep, wl) + _no_tp_group(dep, _resolved_layout(dep).tp))
+    lay = _resolved_layout(dep)
+    return with_notes(r, chips_note + not_applied("sensitivity", dep, wl) + _no_tp_group(dep, lay.tp)
+                      + _no_ep_group(dep, lay.ep))
 
 
 def moe(dep: Deployment, wl: Workload, **own):
@@ -307,7 +313,7 @@ def moe(dep: Deployment, wl: Workload, **own):
         raise InputError("batch", "'max' is not a batch moe compares layouts at", "a number of sequences, or leave it "
                          "out (16 per chip)")
     r = run(dep.model, dep.hardware, chips=dep.chips, batch=wl.batch, output_len=wl.output_len, **own, **knobs(dep))
-    return with_notes(r, not_applied("moe", dep, wl))
+    return with_notes(r, not_applied("moe", dep, wl) + _no_ep_group(dep))
 
 
 def agents(dep: Deployment, wl: Workload, **own):
@@ -323,7 +329,7 @@ def agents(dep: Deployment, wl: Workload, **own):
             own[name] = v
     r = run(dep.model, own.pop("systems", None), min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0),
             ttft_ms=wl.ttft_ms, **own, **knobs(dep))
-    return with_notes(r, not_applied("agents", dep, wl))
+    return with_notes(r, not_applied("agents", dep, wl) + _no_ep_group(dep))
 
 
 def _no_tp_group(dep: Deployment, tp) -> list[str]:
@@ -332,6 +338,28 @@ def _no_tp_group(dep: Deployment, tp) -> list[str]:
         return [f"--attention-sharding {dep.attention_sharding} changes nothing here: it shards attention inside a "
                 "tensor-parallel group, and this layout has tp = 1"]
     return []
+
+
+def _no_ep_group(dep: Deployment, ep=None) -> list[str]:
+    """The expert-parallel transport options (--ep-comm, --overlap-ep, --ep-imbalance) act on the EP all-to-all: a
+    layout with ep = 1 has none, nor has any layout of a dense model (ep None: a search's layouts), and the answer
+    says so (before, the same answer as without them: silently ignored, found by benchmarks/fuzz_cli.py)."""
+    from tokenmath.specs.question.deployment import TRANSPORT_FIELDS, field
+    given = [field(n).option for n in TRANSPORT_FIELDS if getattr(dep, n) != field(n).default]
+    if not given:
+        return []
+    if ep is not None:
+        if int(ep) > 1:
+            return []
+        where = "this layout has ep = 1"
+    else:
+        from tokenmath.specs.model_catalog import get_model
+        m = get_model(dep.model) if isinstance(dep.model, str) else dep.model
+        if m.is_moe:
+            return []
+        where = f"{m.name} is a dense model"
+    return [f"{', '.join(given)} {'changes' if len(given) == 1 else 'change'} nothing here: "
+            f"{'it acts' if len(given) == 1 else 'they act'} on the expert-parallel all-to-all, and {where}"]
 
 
 def _resolved_layout(dep: Deployment):
