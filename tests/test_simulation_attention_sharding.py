@@ -176,3 +176,16 @@ def test_cli_simulate_attention_sharding():
     # fewer than 8x: the replicated attention weights take room)
     assert d["attention_sharding"] == "dp" and "attention_sharding" not in h
     assert h["kv_capacity_tokens"] < d["kv_capacity_tokens"] < 8 * h["kv_capacity_tokens"]
+
+
+def test_the_fullest_rank_never_runs_more_than_all_the_attention():
+    """share(S) = ceil(S / tp) / S, capped at 1: a steady state's sequence counts are fractional, and at tp = 1
+    ceil(4.1) / 4.1 = 1.22 priced a prefill chunk 22% past its tokens, beyond the step tables (price
+    --attention-sharding batch ended in an IndexError, exit 1; found by benchmarks/fuzz_cli.py)."""
+    su, rep = _replica("llama-3.1-8b", "h100-sxm", "batch", chips=1)
+    cost = rep.cost(1280, 64)
+    assert cost.share(4.0955) == 1.0 and cost.share(0.5) == 1.0
+    su8, rep8 = _replica("llama-3.1-8b", "h100-sxm", "batch", chips=8)
+    assert rep8.cost(1280, 64).share(12) == pytest.approx(2 / 12)       # whole sequences: unchanged
+    res = CliRunner().invoke(cli, ["price", "--attention-sharding", "batch", "--json"])
+    assert res.exit_code == 0, res.output[-400:]
