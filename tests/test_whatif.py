@@ -224,3 +224,16 @@ def test_price_and_fleet_take_set_and_vary():
     assert b == pytest.approx(2 * a)
     d = _json("fleet", "-m", "llama-3.1-8b", "-H", "h100-sxm", "--demand", "1e4", "--set", "memory_bw_tbs=2x")
     assert d["what_if"][0]["field"] == "memory_bw_tbs"
+
+
+def test_export_takes_set_and_vary_like_every_serving_command():
+    """export answers with a dict and has no --explain: `export --set memory_bw_tbs=2` escaped an AttributeError and
+    `export --vary batch=1,2` exited 1 (an unexpected keyword 'explain'); found by benchmarks/fuzz_cli.py."""
+    from tests.test_cli_fuzz import run_main
+    code, out, err = run_main(["export", "--set", "memory_bw_tbs=2"])
+    assert code == 0 and "what-if hardware (not a catalog chip): memory_bw_tbs=2" in out, err[-300:]
+    for spec in ("batch=1,2", "memory_bw_tbs=2,3"):
+        code, out, err = run_main(["export", "--vary", spec, "--json"])
+        assert code == 0, err[-300:]
+        d = json.loads(out)
+        assert d["vary"] == spec.split("=")[0] and len(d["results"]) == 2

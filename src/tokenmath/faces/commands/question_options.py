@@ -14,7 +14,7 @@ import click
 
 from tokenmath.analyses.serving.work import WEIGHED
 from tokenmath.faces.commands.common import run_guarded
-from tokenmath.faces.commands.whatif import run_vary, vary_option, what_if_text
+from tokenmath.faces.commands.whatif import as_dict, run_vary, vary_option, what_if_text
 from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
 from tokenmath.specs.question.fields import Field
 from tokenmath.specs.question.workload import WORKLOAD_FIELDS, Workload
@@ -91,8 +91,8 @@ def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dic
             if vary:
                 def call(dep, wl, quiet_json, explain):
                     plot = {"plot_file": None} if "plot_file" in kw else {}
-                    return fn(*args, deployment=dep, workload=wl, **{**kw, "as_json": quiet_json, "explain": explain,
-                                                                      **plot})
+                    shown = {"explain": explain} if "explain" in kw else {}     # export has no --explain
+                    return fn(*args, deployment=dep, workload=wl, **{**kw, "as_json": quiet_json, **shown, **plot})
                 options = {f.name: f.option for f in decl if f.kind != "overrides"}
                 return run_guarded(lambda: run_vary(vary, raw, options, build, call, as_json,
                                                     bool(kw.get("explain"))), as_json)
@@ -101,8 +101,9 @@ def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dic
                 announce(question, dep, wl, kw)
             result = fn(*args, deployment=dep, workload=wl, **kw)
             if dep.what_if and not as_json and result is not None:
-                click.echo("what-if hardware (not a catalog chip): " + what_if_text(result.to_dict().get("what_if")
-                                                                                   or []))
+                what = as_dict(result).get("what_if")      # an answer that does not echo it: as it was asked
+                click.echo("what-if hardware (not a catalog chip): " + (what_if_text(what) if what else
+                                                                       ", ".join(f"{k}={v}" for k, v in dep.what_if)))
             return result
         for f in reversed(decl):
             wrapper = field_option(f, defaults.get(f.name))(wrapper)

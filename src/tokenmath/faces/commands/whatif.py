@@ -93,10 +93,12 @@ def run_vary(spec, raw: dict, options: dict, build, call, as_json: bool, explain
                 click.echo(printed, nl=False)
             click.echo(f"(at {field} = {v})", err=True)
             raise SystemExit(code)
-        d = result.to_dict()
+        d = as_dict(result)
         what = list(d.get("what_if") or [])
-        if kind == "hardware":
-            o = next(o for o in reversed(what) if o["field"] == field)
+        o = next((o for o in reversed(what) if o["field"] == field), None) if kind == "hardware" else None
+        if kind == "hardware" and o is None:        # an answer that does not echo its what-if (export's)
+            shown, unit = v, ""
+        elif kind == "hardware":
             shown, unit = o["value"], o["unit"]
         else:
             shown, unit = _plain(getattr(dep if hasattr(dep, field) else wl, field)), ""
@@ -114,6 +116,11 @@ def run_vary(spec, raw: dict, options: dict, build, call, as_json: bool, explain
         return None
     click.echo(vary_table(field, runs))
     return None
+
+
+def as_dict(result) -> dict:
+    """A command's answer as a dict: its to_dict(), or the dict it already is (export's)."""
+    return result.to_dict() if hasattr(result, "to_dict") else dict(result)
 
 
 def _quietly(fn):
