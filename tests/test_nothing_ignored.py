@@ -40,3 +40,32 @@ def test_the_text_shows_the_notes_that_name_an_unused_option(cmd):
     code, out, err = run_main([*cmd, "--cp", "2"])
     assert code == 0, err[-300:]
     assert "--cp 2 does not apply to" in " ".join(out.split()), out[-500:]
+
+
+@pytest.mark.parametrize("opt", [["--rl-group-size", "8"], ["--rl-prompt-len", "100"], ["--rl-response-len", "100"],
+                                 ["--rl-reward-params", "1e9"], ["--rl-no-reference"]])
+def test_an_rl_recipe_option_without_an_rl_phase_is_refused(opt):
+    """overtrain priced no RL phase without --rl, and answered as if the recipe option had not been given."""
+    code, out, err = run_main(["overtrain", "--flop-only", *opt])
+    assert code == 2 and opt[0] in err and "--rl with --rl-rollout-tokens" in err, (code, err[-300:])
+
+
+def test_training_options_a_layout_does_not_use_are_named():
+    """Llama 3.1 8B on 8 chips (tp 1, pp 1, dp 8): the pipeline, TP-overlap and EP options changed nothing, silently."""
+    code, out, err = run_main(["train", "--json", "--schedule", "zb-h1", "--balanced-stages", "--dualpipe",
+                               "--pp-comm-overlap", "--tp-comm-overlap", "--ep-comm", "fp8", "--overlap-ep",
+                               "--ep-imbalance", "1.5"])
+    assert code == 0, err[-300:]
+    notes = " ".join(json.loads(out)["notes"])
+    for o in ("--schedule zb-h1", "--balanced-stages", "--dualpipe", "--pp-comm-overlap", "--tp-comm-overlap",
+              "--ep-comm", "--overlap-ep", "--ep-imbalance"):
+        assert f"{o} changes nothing here" in notes, o
+    code, out, err = run_main(["train", "--json", "--pp", "2", "--schedule", "interleaved", "--pp-comm-overlap"])
+    assert code == 0 and "changes nothing" not in " ".join(json.loads(out)["notes"]), err[-300:]
+
+
+@pytest.mark.parametrize("cmd", [["fleet", "--demand", "1000"], ["price"], ["hyperbola"]])
+def test_fleet_price_and_hyperbola_text_shows_the_notes_naming_an_unused_option(cmd):
+    code, out, err = run_main([*cmd, "--cp", "2"])
+    assert code == 0, err[-300:]
+    assert "--cp 2 does not apply to" in " ".join(out.split()), out[-500:]

@@ -341,11 +341,12 @@ def _no_tp_group(dep: Deployment, tp) -> list[str]:
 
 
 def _no_ep_group(dep: Deployment, ep=None) -> list[str]:
-    """The expert-parallel transport options (--ep-comm, --overlap-ep, --ep-imbalance) act on the EP all-to-all: a
+    """The expert-parallel options (--ep-comm, --overlap-ep, --ep-imbalance, --adp-balance) act on the EP all-to-all: a
     layout with ep = 1 has none, nor has any layout of a dense model (ep None: a search's layouts), and the answer
     says so (before, the same answer as without them: silently ignored, found by benchmarks/fuzz_cli.py)."""
     from tokenmath.specs.question.deployment import TRANSPORT_FIELDS, field
-    given = [field(n).option for n in TRANSPORT_FIELDS if getattr(dep, n) != field(n).default]
+    # --adp-balance too: it balances the attention groups an EP all-to-all couples (step_cost: ep > 1)
+    given = [field(n).option for n in TRANSPORT_FIELDS + ("adp_balance",) if getattr(dep, n) != field(n).default]
     if not given:
         return []
     if ep is not None:

@@ -201,6 +201,27 @@ def _check_batch(lay: Layout, seq_len: int, micro_batch: int, gbt: int):
                          f"a multiple of {unit:,}, e.g. {lo:,} or {lo + unit:,}")
 
 
+def unused_on_layout(lay: Layout, **given) -> list[str]:
+    """Notes for the options that change nothing on this layout: pipeline ones without a pipeline (or, for the p2p
+    overlap, without an interleaved one), the TP overlap without a TP group, the EP ones without expert parallelism
+    (before, the same answer as without them, silently; issue 40, found by benchmarks/fuzz_cli.py)."""
+    tp, pp, ep = int(lay.tp), int(lay.pp), int(lay.ep)
+    unused = []
+    if pp == 1:
+        unused += [(f"--schedule {given['schedule']}", "pp = 1: no pipeline")] if given["schedule"] != "1f1b" else []
+        unused += [(o, "pp = 1: no pipeline stages") for o, k in (("--balanced-stages", "balanced"),
+                                                                   ("--dualpipe", "dualpipe")) if given[k]]
+    if given["pp_overlap"] and (pp == 1 or given["schedule"] != "interleaved"):
+        unused.append(("--pp-comm-overlap", "it overlaps an interleaved pipeline's hand-offs, and there is none"))
+    if given["tp_overlap"] and tp == 1:
+        unused.append(("--tp-comm-overlap", "tp = 1: no tensor-parallel collectives"))
+    if ep == 1:
+        ep_given = [o for o, on in (("--ep-comm", given["ep_comm"] != "bf16"), ("--overlap-ep", given["ep_overlap"]),
+                                    ("--ep-imbalance", given["ep_imbalance"] != 1.0)) if on]
+        unused += [(o, "ep = 1: no expert all-to-all") for o in ep_given]
+    return [f"{o} changes nothing here: {why}" for o, why in unused]
+
+
 # ---- one layout ----------------------------------------------------------------------------------------------
 def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=None, seq_len=4096,
           global_batch_tokens=4_194_304, micro_batch=1, recompute="selective", zero=1, dtype="bf16", tokens=None,
@@ -258,6 +279,8 @@ def train(model, system, *, chips=None, tp=None, pp=None, dp=None, ep=None, cp=N
                      "cross the scale-out link")
     if tokens is not None and tokens % gbt:
         notes.append(f"{tokens:,.0f} tokens are {tokens / gbt:,.2f} steps of {gbt:,}; the fraction is counted as is")
+    notes += unused_on_layout(lay, schedule=schedule, balanced=balanced, pp_overlap=pp_overlap, dualpipe=dualpipe,
+                              tp_overlap=tp_overlap, ep_comm=ep_comm, ep_overlap=ep_overlap, ep_imbalance=imb)
     kw = dict(seq_len=seq_len, micro_batch=micro_batch, global_batch_tokens=gbt, dtype=dtype, overlap=overlap,
               eff=eff, reserve=reserve, schedule=schedule, virtual_stages=v, balanced=bool(balanced),
               flash=bool(flash), dropout=bool(dropout), tp_overlap=bool(tp_overlap), pp_overlap=bool(pp_overlap),

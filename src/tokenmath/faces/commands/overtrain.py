@@ -4,6 +4,24 @@ from tokenmath.faces.commands.common import (DEFAULT_HARDWARE, MAX_TOKENS, count
                                              nonneg_float, number, positive, with_plot)
 
 
+RECIPE = ("rl_group_size", "rl_prompt_len", "rl_response_len", "rl_reward_params", "rl_no_reference")
+
+
+def _recipe_needs_rl(ctx, rl_phase: bool) -> None:
+    """The RL recipe's options shape only an RL phase (--rl): without it they were silently ignored (issue 40, found by
+    benchmarks/fuzz_cli.py); now refused, naming the option."""
+    from click.core import ParameterSource
+
+    from tokenmath.base.errors import InputError
+    if rl_phase:
+        return
+    for name in RECIPE:
+        if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+            opt = "--" + name.replace("_", "-")
+            raise InputError(name, f"{opt} describes the RL phase's recipe, and no RL phase was asked",
+                             f"--rl with --rl-rollout-tokens N to price the phase, or leave {opt} out")
+
+
 @click.command()
 @click.option("--target-loss", "-l", type=number(None, None), help="Target loss (nats/token, under --fit).")
 @click.option("--compute", "-C", type=number(None, 1e40, "FLOPs"),
@@ -53,6 +71,7 @@ def overtrain(target_loss, compute, inference_tokens, rl_rollout_tokens, rl_phas
     from tokenmath.faces.commands.common import plot_then_json
     from tokenmath.faces.explain_overtrain import explain_overtrain, overtrain_text
     from tokenmath.faces.plots_training import plot_overtrain
+    _recipe_needs_rl(click.get_current_context(), rl_phase)
     rl = None
     if rl_phase:
         from tokenmath.analyses.training.rl_cost import RLRecipe

@@ -8,7 +8,10 @@ value of a hardware figure or of any of these fields (faces/commands/whatif.py),
 function, which returns its result."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
+import sys
 
 import click
 
@@ -40,6 +43,64 @@ def field_option(f: Field, default=None):
     shown = f.default if default is None else default
     return click.option(*names, f.name, type=str, default=None, metavar=_METAVAR.get(f.kind, "|".join(f.choices)),
                         help=_help(f) + (f" (default: {shown})" if shown is not None else ""))
+
+
+class _Tee:
+    """Standard output as it is (a terminal keeps its width and colours), with a copy of what is written."""
+
+    def __init__(self, stream):
+        self._stream, self.copy = stream, io.StringIO()
+
+    def write(self, text):
+        self.copy.write(text)
+        return self._stream.write(text)
+
+    def getvalue(self) -> str:
+        return self.copy.getvalue()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def shown_text():
+    """What a command prints inside, passed on to standard output as it is written and kept (getvalue())."""
+    tee = _Tee(sys.stdout)
+    with contextlib.redirect_stdout(tee):
+        yield tee
+
+
+def _notes_of(result) -> tuple[list, list]:
+    """(an answer's notes, the chips and models its text names them by): a result's notes, a wrapped result's dict's
+    (fleet, price) or a dict answer's (export)."""
+    inner = result if isinstance(result, dict) else getattr(result, "result", None)
+    notes = getattr(result, "notes", None)
+    if notes is None and isinstance(inner, dict):
+        notes = inner.get("notes")
+    su = getattr(result, "setup", None)
+    holder = su if su is not None else (inner if isinstance(inner, dict) else result)
+    get = holder.get if isinstance(holder, dict) else (lambda k: getattr(holder, k, None))
+    return list(notes or ()), [x for x in (get("hardware"), get("model")) if isinstance(x, str) or hasattr(x, "id")]
+
+
+def unshown_notes(result, text: str) -> list[str]:
+    """The answer's notes its text left out, each as a 'note:' line. A field a question does not use is named in the
+    notes: a text that omits them drops the option silently (pareto, slowmode, fleet, price, hyperbola and others
+    printed none or some of theirs; issue 40, found by benchmarks/fuzz_cli.py)."""
+    from tokenmath.faces.names import name_ids
+    from tokenmath.faces.plain_table import wrapped
+    if result is None:
+        return []
+    notes, specs = _notes_of(result)
+    flat = " ".join(text.split())
+    out = []
+    for n in notes:
+        if not isinstance(n, str) or n.startswith("engine: "):      # the engine's defaults: each text shows its
+            continue                                                 # engine its own way (a table row, a line)
+        shown = name_ids(n, *specs)             # as the text names chips and models
+        if " ".join(n.split()) not in flat and " ".join(shown.split()) not in flat:
+            out.append(wrapped("note: ", shown))
+    return out
 
 
 OWN_WEIGHED = ("allow_pp", "max_chips", "requests", "concurrency", "runner_ups")   # own options the estimate reads
@@ -99,7 +160,13 @@ def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dic
             dep, wl = run_guarded(lambda: build(raw), as_json)
             if question in WEIGHED:
                 announce(question, dep, wl, kw)
-            result = fn(*args, deployment=dep, workload=wl, **kw)
+            if as_json:
+                result = fn(*args, deployment=dep, workload=wl, **kw)
+            else:                   # the text, then the answer's notes it left out
+                with shown_text() as text:
+                    result = fn(*args, deployment=dep, workload=wl, **kw)
+                for n in unshown_notes(result, text.getvalue()):
+                    click.echo(n)
             if dep.what_if and not as_json and result is not None:
                 what = as_dict(result).get("what_if")      # an answer that does not echo it: as it was asked
                 click.echo("what-if hardware (not a catalog chip): " + (what_if_text(what) if what else

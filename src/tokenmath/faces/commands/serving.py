@@ -15,29 +15,9 @@ def _out(result, as_json, explain, plot_file, plot_fn, explain_fn, text_fn=None)
     if as_json:
         emit_json(result.to_dict())
     else:
-        text = text_fn(result) if (text_fn and not explain) else explain_fn(result)
-        click.echo(text)
-        for n in unshown_notes(result, text):
-            click.echo(n)
+        click.echo(text_fn(result) if (text_fn and not explain) else explain_fn(result))
         if plot_file:
             click.echo(f"chart written to {plot_file}")
-
-
-def unshown_notes(result, text: str) -> list[str]:
-    """The answer's notes its text left out, each as a 'note:' line (a field the question does not use is named in
-    the notes: a text that omits them drops the option silently; issue 40, found by benchmarks/fuzz_cli.py)."""
-    from tokenmath.faces.names import name_ids
-    from tokenmath.faces.plain_table import wrapped
-    flat = " ".join(text.split())
-    su = getattr(result, "setup", None)
-    out = []
-    for n in getattr(result, "notes", None) or ():
-        if not isinstance(n, str):
-            continue
-        shown = name_ids(n, su.hardware, su.model) if su is not None else n     # as the text names chips and models
-        if " ".join(n.split()) not in flat and " ".join(shown.split()) not in flat:
-            out.append(wrapped("note: ", shown))
-    return out
 
 
 _floats = numbers(float)     # a comma-separated list of finite numbers > 0 (faces/commands/axes.py)
