@@ -69,3 +69,19 @@ def test_fleet_price_and_hyperbola_text_shows_the_notes_naming_an_unused_option(
     code, out, err = run_main([*cmd, "--cp", "2"])
     assert code == 0, err[-300:]
     assert "--cp 2 does not apply to" in " ".join(out.split()), out[-500:]
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--input-price", "0.6", "--output-price", "2.4", "--evidence", "price"], "evidence"),     # api-model only
+    (["--input-price", "0.6", "--output-price", "2.4", "--width-budget"], "width_budget"),
+    (["--input-price", "0.6", "--output-price", "2.4", "--provider", "together"], "provider"),
+    (["--api-model", "gpt-4o", "--input-price", "1"], "input_price"),     # the api model's own evidence is read
+    (["--validate", "--margin", "0.1,0.2"], "margin"),                    # validation draws its own priors
+    (["--validate", "--samples", "200000"], "samples"),                   # was capped to 20,000 silently
+    (["--calibrate", "--seed", "3"], "seed"),
+    (["--dataset", "--api-model", "gpt-4o"], "dataset"),
+])
+def test_deduce_refuses_an_option_its_way_of_asking_does_not_read(args, field):
+    code, out, err = run_main(["deduce", *args, "--json"])
+    assert code == 2, (code, err[-300:])
+    assert json.loads(out)["error"]["field"] == field

@@ -32,6 +32,45 @@ def _curve(value):
         raise InputError("ttft_curve", f"{value!r} is not TOKENS:SECONDS,...", "e.g. 1000:0.45,10000:0.84") from None
 
 
+# what each way of asking reads (the rest was silently ignored: issue 40, found by benchmarks/fuzz_cli.py); output
+# flags (--json, --explain) aside
+EVIDENCE = ("input_price", "output_price", "cached_input_price", "long_context_threshold", "long_input_price",
+            "long_output_price", "output_speed", "ttft", "ttft_prompt_tokens", "batch_discount", "context_window",
+            "ttft_curve")
+PRIORS = ("hardware", "margin", "utilization", "batch", "chip_cost", "noise", "samples", "seed", "uncalibrated")
+MODES = {"calibrate": (), "validate": ("samples",), "table_model": ("provider",) + PRIORS,
+         "api_model": ("provider", "evidence", "width_budget") + PRIORS, "dataset": PRIORS}
+VALIDATE_SAMPLES = 20_000
+
+
+def _options_of_one_mode(ctx, samples: int) -> None:
+    """One way of asking at a time, and only the options it reads: each other option given is refused, naming it."""
+    from click.core import ParameterSource
+
+    from tokenmath.base.errors import InputError
+
+    def given(name):
+        return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+    def opt(name):
+        return "--" + name.replace("_", "-")
+    modes = [m for m in MODES if given(m)]
+    if len(modes) > 1:
+        raise InputError(modes[1], f"{opt(modes[1])} given with {opt(modes[0])}", "one way of asking at a time")
+    mode = modes[0] if modes else None
+    reads = MODES[mode] if mode else EVIDENCE + PRIORS
+    for name in EVIDENCE + PRIORS + ("provider", "evidence", "width_budget"):
+        if given(name) and name not in reads:
+            where = f"with {opt(mode)}" if mode else "without --api-model" if name in ("evidence", "width_budget") \
+                else "without --api-model or --table-model"
+            raise InputError(name, f"{opt(name)} is not read {where}",
+                             f"leave {opt(name)} out" + (f", or ask without {opt(mode)}" if mode else
+                                                         f", or add {'--api-model NAME' if name != 'provider' else '--api-model or --table-model NAME'}"))
+    if mode == "validate" and samples > VALIDATE_SAMPLES:
+        raise InputError("samples", f"{samples:,} with --validate, which runs at most {VALIDATE_SAMPLES:,} per row",
+                         f"at most {VALIDATE_SAMPLES:,} with --validate")
+
+
 @click.command()
 # prices below 1e-6 $/Mtok, speeds below 1e-3 tok/s overflow the likelihood (numpy warnings; no provider's)
 @click.option("--input-price", type=number(1e-6, 1e6, "$/Mtok"), help="$ per million input tokens.")
@@ -83,6 +122,7 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
     from dataclasses import replace
     from tokenmath.analyses.inverse.deduce import Priors, check_priors, deduce as run
     from tokenmath.base.errors import InputError
+    _options_of_one_mode(click.get_current_context(), samples)
     if calibrate:
         from tokenmath.analyses.inverse.calibrate import calibrate_cost_scale
         emit_json(calibrate_cost_scale())
@@ -99,7 +139,7 @@ def deduce(input_price, output_price, cached_input_price, long_context_threshold
     check_priors(pr)   # the physical ranges (also for --dataset), each error naming the prior and its range
     if validate:
         from tokenmath.analyses.inverse.validation import validate as run_validation
-        v = run_validation(samples=min(samples, 20_000))
+        v = run_validation(samples=min(samples, VALIDATE_SAMPLES))
         if as_json:
             emit_json(v.to_dict())
         else:
