@@ -85,3 +85,8 @@ def test_deduce_refuses_an_option_its_way_of_asking_does_not_read(args, field):
     code, out, err = run_main(["deduce", *args, "--json"])
     assert code == 2, (code, err[-300:])
     assert json.loads(out)["error"]["field"] == field
+
+
+def test_agents_names_the_ep_options_when_every_layout_traced_has_ep_1():
+    notes = _notes(["agents", "--systems", "hgx-h100", "--layouts", "1", "--ep-comm", "fp8"])
+    assert "--ep-comm changes nothing here" in notes and "every layout traced has ep = 1" in notes

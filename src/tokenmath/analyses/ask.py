@@ -329,7 +329,10 @@ def agents(dep: Deployment, wl: Workload, **own):
             own[name] = v
     r = run(dep.model, own.pop("systems", None), min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0),
             ttft_ms=wl.ttft_ms, **own, **knobs(dep))
-    return with_notes(r, not_applied("agents", dep, wl) + _no_ep_group(dep))
+    traced = [t for row in r.rows for t in row.get("layouts_traced") or ()]      # "tp=8 pp=1 ep=1 dp=1", ...
+    no_ep = traced and all(" ep=1 " in f" {t} " for t in traced)
+    return with_notes(r, not_applied("agents", dep, wl)
+                      + _no_ep_group(dep, 1 if no_ep else None, "every layout traced has ep = 1"))
 
 
 def _no_tp_group(dep: Deployment, tp) -> list[str]:
@@ -340,7 +343,7 @@ def _no_tp_group(dep: Deployment, tp) -> list[str]:
     return []
 
 
-def _no_ep_group(dep: Deployment, ep=None) -> list[str]:
+def _no_ep_group(dep: Deployment, ep=None, where: str = "this layout has ep = 1") -> list[str]:
     """The expert-parallel options (--ep-comm, --overlap-ep, --ep-imbalance, --adp-balance) act on the EP all-to-all: a
     layout with ep = 1 has none, nor has any layout of a dense model (ep None: a search's layouts), and the answer
     says so (before, the same answer as without them: silently ignored, found by benchmarks/fuzz_cli.py)."""
@@ -352,7 +355,6 @@ def _no_ep_group(dep: Deployment, ep=None) -> list[str]:
     if ep is not None:
         if int(ep) > 1:
             return []
-        where = "this layout has ep = 1"
     else:
         from tokenmath.specs.model_catalog import get_model
         m = get_model(dep.model) if isinstance(dep.model, str) else dep.model
