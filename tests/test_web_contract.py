@@ -225,3 +225,10 @@ def test_a_parameter_with_an_empty_name_is_refused_naming_a_field(server, path):
     status, answer = request(server, "GET", path)
     assert status == 422 and answer["error"]["field"] == "parameter", answer
     assert answer["error"]["problem"].startswith("has an empty name")
+
+
+def test_deduce_refuses_typed_prices_beside_an_api_model(api):
+    """With api_model the catalog's own prices and evidence are deduced from; a typed price beside it was dropped
+    silently (the page never sends both: view_deduce.js)."""
+    err = web_error(api, "deduce", api_model=api.endpoints["deduce"].params[-1].choices[1], input_price=3)
+    assert err["field"] == "input_price" and "api_model" in err["problem"]

@@ -174,6 +174,10 @@ def prices_response(model: ModelLookup, a: dict) -> dict:
     return d
 
 
+DEDUCE_PRICES = ("input_price", "output_price", "cached_input_price", "long_context_threshold", "long_input_price",
+                 "long_output_price", "output_speed")
+
+
 def deduce_response(a: dict) -> dict:
     from tokenmath.analyses.inverse.deduce import Priors, deduce
     from tokenmath.faces.explain_inverse import explain_deduction
@@ -193,6 +197,10 @@ def deduce_response(a: dict) -> dict:
     if not pr.chip_cost_factor[0] > 0:
         raise InputError("chip_cost", f"{pr.chip_cost_factor} starts at or below 0", "e.g. 0.4,1.2")
     if a["api_model"]:
+        typed = [k for k in DEDUCE_PRICES if a.get(k) is not None]
+        if typed:               # the catalog's prices and evidence are read: a typed one was dropped silently before
+            raise InputError(typed[0], "is not read with api_model (its own prices and evidence are)",
+                             "leave it out, or leave api_model out to deduce from typed prices")
         return api_model_response(a["api_model"], pr)
     r = deduce(a["input_price"], a["output_price"], cached_input_price=a["cached_input_price"],
                long_context_threshold=a["long_context_threshold"], long_input_price=a["long_input_price"],
