@@ -170,6 +170,18 @@ def _without(base: list[str], opt: str) -> list[str]:
     return out
 
 
+_BASE: dict[str, list[int]] = {}
+
+
+def _baseline(name: str) -> list[int]:
+    """How many 0 chips / 0 us / nan the command prints on its own question (a dense model's training step prints 0 us
+    of expert all-to-all, rightly): tests/test_cli_fuzz.fuzz_command's baseline."""
+    if name not in _BASE:
+        t = _t()
+        _BASE[name] = t._counts(t.run_main([name, *t.BASE_ARGS.get(name, [])])[1])
+    return _BASE[name]
+
+
 def _one(task) -> dict:
     kind, name, opt, v, args, text, parse_only = task
     t = _t()
@@ -191,7 +203,7 @@ def _one(task) -> dict:
         r["seconds"] = round(time.perf_counter() - t0, 2)
         return r
     if kind == "hostile":
-        r["problems"] = t.problems_of(args, v, text, None)
+        r["problems"] = t.problems_of(args, v, text, _baseline(name))
         code, out, err = t.run_main(args)
     else:
         plot = args[args.index("--plot") + 1] if "--plot" in args else None
@@ -203,12 +215,36 @@ def _one(task) -> dict:
         if code not in (0, 2):
             r["problems"].append(f"exit {code}: {(err.strip().splitlines() or [''])[-1][:200]}")
     r["code"] = code if isinstance(code, int) else 1
-    r["seconds"] = round(time.perf_counter() - t0, 2)
     r["out"] = _normal(out)
     r["err_tail"] = err.strip()[-300:]
     if kind == "hostile":
         r.pop("out")
+    elif r["code"] == 0 and _has_json(name) and "--plot" not in args:   # the JSON answer too: text may leave a
+        jcode, jout, _ = t.run_main(args + ["--json"])                  # used figure out (moe prints no $)
+        r["json"] = _json_key(jout) if jcode == 0 else None
+    r["seconds"] = round(time.perf_counter() - t0, 2)
     return r
+
+
+def _has_json(name: str) -> bool:
+    import click
+    return any(isinstance(p, click.Option) and "--json" in p.opts for p in _t()._command(name).params)
+
+
+def _json_key(text: str) -> str | None:
+    """The JSON answer without what changes between identical runs (a search's own time)."""
+    try:
+        d = json.loads(text)
+    except ValueError:
+        return None
+
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in ("search_s",)}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+    return json.dumps(strip(d), sort_keys=True)
 
 
 def _normal(text: str) -> str:
@@ -239,19 +275,23 @@ def report(results: list[dict]) -> dict:
                 internal.append(f"{' '.join(r['args'])}: {p}")
         if r["kind"] == "valid":
             by_opt[(r["command"], r["option"])].append(r)
-    ignored = []
+    ignored, text_only = [], []
     for (cmd, opt), rs in sorted(by_opt.items()):
         b = base.get(cmd)
         if b is None or b.get("code") != 0:
             continue
         if all(r.get("code") == 0 and r.get("out") == b.get("out") and not _named(r.get("out", ""), opt)
                and not r.get("wrote") for r in rs):
-            ignored.append(f"{cmd} {opt} {' / '.join(str(r['value']) for r in rs)}")
+            line = f"{cmd} {opt} {' / '.join(str(r['value']) for r in rs)}"
+            if any(r.get("json") is not None and r.get("json") != b.get("json") for r in rs):
+                text_only.append(line)      # used: the JSON answer moved; the text does not show what moved
+            else:
+                ignored.append(line)
     hostile = [r for r in results if r["kind"] == "hostile"]
     return {"hostile_cases": len(hostile), "hostile_exit_codes": dict(sorted(codes.items())),
             "valid_cases": sum(len(v) for v in by_opt.values()), "internal_errors": len(internal),
             "problems": len(problems), "ignored_candidates": len(ignored), "unchecked_options": unchecked,
-            "ignored": ignored, "internal": internal[:50], "problem_list": problems[:80],
+            "ignored": ignored, "used_json_only": text_only, "internal": internal[:50], "problem_list": problems[:80],
             "slowest": sorted(((r.get("seconds", 0), " ".join(r["args"])[:120]) for r in results),
                               reverse=True)[:8]}
 
@@ -294,6 +334,8 @@ def main(argv=None) -> int:
             print("  - " + x)
         for x in rep["ignored"]:
             print("  ignored? " + x)
+        for x in rep["used_json_only"]:
+            print("  used (its JSON answer moves; the text does not show it): " + x)
         if rep["unchecked_options"]:
             print("  unchecked: " + ", ".join(rep["unchecked_options"]))
     return 1 if rep["problems"] or rep["ignored_candidates"] else 0

@@ -191,8 +191,7 @@ class StepCost(SpeculativeSteps):
     def share(self, seqs: float) -> float:
         """Share of a kernel's `seqs` sequences whose attention the fullest rank runs: ceil(S / tp) / S under batch
         or dp attention (one sequence's slopes x this x the totals = ceil(S / tp) sequences' work), 1 under heads;
-        never over 1 (a steady state's S is fractional: ceil(4.1 / 1) / 4.1 = 1.22 priced more work than all of it,
-        past the step tables: an IndexError, found by benchmarks/fuzz_cli.py on price --attention-sharding batch)."""
+        at most 1 (a steady state's fractional S: ceil(4.1) / 4.1 = 1.22 ran past the step tables, an IndexError)."""
         if not self.by_batch or seqs <= 0:
             return 1.0
         return min(1.0, float(np.ceil(seqs / self.tp)) / seqs)
