@@ -132,7 +132,7 @@ def _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t) -> Simulatio
                      "absorbed")
     if rep.draft is not None:
         sp = rep.draft.spec
-        what = f"{sp.k} MTP token(s)" if sp.mtp else f"draft {rep.draft.model.id}, k = {sp.k}"
+        what = f"{sp.k} MTP token(s)" if sp.mtp else f"draft {rep.draft.model.name}, k = {sp.k}"
         notes.append(f"speculative decoding ({what}, acceptance {sp.acceptance:g}): every decode verifies k + 1 "
                      "tokens a step after the draft's k steps and gains E tokens (the expectation, for every "
                      "sequence); the draft's weights and cache are in the KV capacity; its prefill of each prompt "
