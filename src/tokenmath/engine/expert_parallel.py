@@ -167,9 +167,10 @@ def busiest_rank_experts(m: Model, tokens, ep, share):
     lg = np.array([math.lgamma(i + 1.0) for i in range(top + 1)])
     nn = un[:, None]
     logc = lg[nn] - lg[None, :] - lg[np.maximum(nn - x[None, :].astype(np.int64), 0)]
+    inside = x[None, :] <= nn                      # a rank's count runs 0..n; past n the pmf is 0, not exp(junk)
     with np.errstate(divide="ignore", invalid="ignore"):
         logpmf = logc + x[None, :] * np.log(up)[:, None] + (nn - x[None, :]) * np.log1p(-up)[:, None]
-    pmf = np.where(x[None, :] <= nn, np.exp(logpmf), 0.0)
+    pmf = np.exp(np.where(inside, logpmf, -np.inf))
     cdf = np.minimum(np.cumsum(pmf, axis=1), 1.0)
     tail = np.where(x[None, :] < nn, 1.0 - cdf ** uep[:, None], 0.0)
     out[todo] = np.maximum(tail.sum(axis=1)[inv.ravel()], out[todo])
