@@ -38,18 +38,18 @@ OUTPUT_FLAGS = {"--json", "--explain", "--help", "--quiet", "--force", "--no-bud
 
 # a valid value other than the default for the options whose type does not say one (names, what-ifs, specs)
 VALUES = {
-    "--model": ["qwen3-8b"], "--hardware": ["h200"], "--engine": ["sglang"], "--weight-dtype": ["fp8"],
+    "--model": ["qwen3-8b"], "--hardware": ["h200"], "--engine": ["sglang"], "--weight-dtype": ["int4"],
     "--kv-dtype": ["fp8"], "--draft": ["llama-3.2-1b"], "--efficiency": ["peak"], "--ep-comm": ["fp8"],
     "--ep-imbalance": ["1.5"], "--attention-sharding": ["batch"], "--set": ["memory_bw_tbs=2"],
-    "--vary": ["batch=1,2"], "--system": ["hgx-h200"], "--systems": ["hgx-h200"], "--offload": ["dram"],
+    "--vary": ["batch=1,2"], "--system": ["hgx-b200"], "--systems": ["hgx-h200"], "--offload": ["dram"],
     "--input-len": ["100", "4000"], "--output-len": ["20", "900"], "--batch": ["3", "max"],
     "--fit": ["hoffmann"], "--metric": ["ttft"], "--method": ["steady"], "--layout": ["chips=2,tp=2"],
     "--contexts": ["512,2048"], "--chips": ["2", "16"], "--ttft-curve": ["1000:0.5,10000:2"],
     "--table-model": ["deepseek-v3"], "--api-model": ["gpt-4o"], "--provider": ["together"],
     "--evidence": ["prices"], "--margin": ["0.1,0.3"], "--utilization": ["0.3,0.5"], "--chip-cost": ["1,2"],
-    "--recompute": ["full"], "--zero": ["3"], "--dtype": ["fp8"], "--schedule": ["1f1b"], "--act-storage": ["fp8"],
+    "--recompute": ["full"], "--zero": ["3"], "--dtype": ["fp8"], "--act-storage": ["fp8"], "--budget-ms": ["5,50"],
     "--question": ["simulate"], "--cluster": ["tcp://127.0.0.1:1"], "--rl-reward-params": ["1e9"],
-    "--inferencex-basis": ["x"], "--trace": [], "--file": [], "--profile": [], "--config": [], "--out": [],
+    "--inferencex-basis": ["x"], "--trace": [], "--file": [], "--profile": ["fuzz"], "--config": [], "--out": [],
     "--write-calibration": [], "--device": ["cuda"], "--batches": ["1,2"], "--host": [], "--port": [],
 }
 
@@ -60,7 +60,15 @@ def _inputs() -> dict:
     (d / "trace.csv").write_text("arrival_s,input_tokens,output_tokens\n0,512,64\n0.5,1024,32\n1,300,100\n")
     (d / "scenarios.toml").write_text('models = ["llama-3.1-8b"]\nhardware = ["h100-sxm"]\n'
                                       '[[workloads]]\nconcurrency = 4\nrequests = 20\n')
-    return {"--trace": [str(d / "trace.csv")], "--file": [str(d / "scenarios.toml")]}
+    # a profile for the base question's chip and engine (infer's defaults: h100-sxm, vllm), away from the shipped fit
+    os.environ["TOKENMATH_CACHE_DIR"] = str(d / "cache")
+    (d / "cache" / "profiles").mkdir(parents=True)
+    (d / "cache" / "profiles" / "fuzz.toml").write_text(
+        "# tokenmath calibration profile written by `tokenmath calibrate`\nname = \"fuzz\"\nruns = 4\n"
+        "model = \"llama-3.1-8b\"\nhardware = \"h100-sxm\"\nengine = \"vllm\"\nchips = 1\n[values]\n"
+        "compute_scale = 0.8\nbw_scale = 0.7\nstep_cpu_s = 0.002\nlayer_overhead_s = 1e-05\nstep_cpu_per_seq_s = 1e-06\n")
+    return {"--trace": [str(d / "trace.csv")], "--file": [str(d / "scenarios.toml")],
+            "kvcache --trace": [str(ROOT / "tests" / "fixtures" / "mooncake" / "conversation_trace.jsonl.gz")]}
 
 
 def _load_tests():
@@ -88,7 +96,7 @@ def _valid_values(p) -> list[str]:
     import click
     flag = p.opts[0]
     if flag in VALUES:
-        return VALUES[flag]
+        return [v for v in VALUES[flag] if v != str(p.default)]
     ty = p.type
     if isinstance(ty, click.Choice):
         return [c for c in ty.choices if str(c) != str(p.default)][:1]
@@ -141,10 +149,12 @@ def _tasks(passes, commands) -> list[tuple]:
                 if not isinstance(p, click.Option) or not p.opts or p.opts[0] in OUTPUT_FLAGS:
                     continue
                 opt = p.opts[0]
-                if p.is_flag:
+                if p.is_flag and p.default is True and p.secondary_opts:     # --overlap/--no-overlap: the other
+                    opt, values = p.secondary_opts[0], [None]
+                elif p.is_flag:
                     values = [None]
                 else:
-                    values = _valid_values(p) if opt not in files or name == "kvcache" else files[opt]
+                    values = files.get(f"{name} {opt}") or files.get(opt) or _valid_values(p)
                     if opt in ("--plot",):
                         values = [os.path.join(tempfile.gettempdir(), f"tokenmath-fuzz-{name}.svg")]
                 if not values:
