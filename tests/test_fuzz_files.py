@@ -81,3 +81,32 @@ def test_seeded_malformed_files_of_every_kind_load_or_are_refused(tmp_path, monk
         assert got["files"] == 10 and not got["crashes"] and not got["cli_internal"], (kind, got)
         assert got["cli_runs"] >= 1, (kind, got)
     json.dumps(got)
+
+
+# ---- systems files and profiles (the second run of the benchmark) ---------------------------------------------------
+@pytest.mark.parametrize("text,field", [
+    ('chip = "tpu-v5p"\nlink_gbs = 100\nlinks = [1, 2]\nscaleout_gbs = 25\n', "links"),    # switch: links unread
+    ('chip = "tpu-v5p"\ntopology = "torus"\nlink_gbs = 100\nlinks = 6\ntorus_max = [16, 16]\nslice_wrap = [4]\n'
+     'scaleout_gbs = 25\n', "slice_wrap"),
+])
+def test_a_systems_file_figure_of_the_wrong_type_is_a_named_refusal(tmp_path, text, field):
+    """Before: int() of a list at the end of systems.from_record (a TypeError, exit 1)."""
+    from tokenmath.specs.systems import get_system
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    with pytest.raises(InputError) as e:
+        get_system(str(p))
+    assert e.value.field.endswith(field)
+    code, out, err = run_main(["train", "--system", str(p)])
+    assert code == 2 and "internal error" not in out + err
+
+
+def test_a_profile_without_its_name_is_a_named_refusal(tmp_path, monkeypatch):
+    """Before: infer --profile read prof['name'] for its note (a KeyError, exit 1)."""
+    monkeypatch.setenv("TOKENMATH_CACHE_DIR", str(tmp_path))
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "nameless.toml").write_text(
+        HEAD + 'hardware = "l40s"\nengine = "vllm"\n[values]\ncompute_scale = 1.0\nbw_scale = 0.9\n'
+        "step_cpu_s = 0.001\nlayer_overhead_s = 1e-5\nstep_cpu_per_seq_s = 1e-6\n")
+    code, out, err = run_main(["infer", "--profile", "nameless", "--hardware", "l40s"])
+    assert code == 2 and "name" in err and "internal error" not in out + err, (code, err[-300:])

@@ -204,8 +204,8 @@ def from_record(sid: str, rec: dict, chips=None, field: str = "system") -> Syste
     lat_out = record_number(rec, "scaleout_latency_us", field, False, 0.0, 1e6)
     link = record_number(rec, "link_gbs", field, topo != "switch", 1e-3, 1e6)
     links = rec.get("links", 0)
-    if topo != "switch" and (isinstance(links, bool) or not isinstance(links, int) or not 1 <= links <= 1024):
-        raise InputError(f"{field}.links", f"{links!r} is not a link count", "an integer from 1 to 1024")
+    if (isinstance(links, bool) or not isinstance(links, int) or not (1 if topo != "switch" else 0) <= links <= 1024):
+        raise InputError(f"{field}.links", f"{show(links)} is not a link count", "an integer from 1 to 1024")
     key = "default_chips" if "default_chips" in rec else "domain"       # a file's figure: checked as --chips is
     if isinstance(rec.get(key), str):
         raise InputError(f"{field}.{key}", f"{show(rec[key])} is text, not a chip count",
@@ -219,7 +219,9 @@ def from_record(sid: str, rec: dict, chips=None, field: str = "system") -> Syste
                 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in tmax)):
             raise InputError(f"{field}.torus_max", f"{tmax!r} is not a list of axis lengths", "e.g. [16, 16, 24]")
         domain, torus = _slice_for(sid, tmax, n)
-        wrap = int(rec.get("slice_wrap", 4))
+        wrap = rec.get("slice_wrap", 4)
+        if isinstance(wrap, bool) or not isinstance(wrap, int) or not 0 <= wrap <= MAX_CHIPS:
+            raise InputError(f"{field}.slice_wrap", f"{show(wrap)} is not a chip count", "an integer, e.g. 4")
     else:
         domain = rec.get("domain", hw.scaleup_domain)
         if isinstance(domain, bool) or not isinstance(domain, int) or not 1 <= domain <= MAX_CHIPS:

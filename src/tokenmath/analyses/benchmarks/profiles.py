@@ -99,7 +99,7 @@ def load_profile(name: str) -> dict:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
             raise InputError(f"profile {name}.values.{k}", f"{v!r} is outside its physical range [{lo:g}, {hi:g}]",
                              "a value tokenmath calibrate fitted")
-    for k in ("hardware", "engine"):
+    for k in ("name", "hardware", "engine"):      # name: an answer names its profile by it (missing: a KeyError)
         if not isinstance(prof.get(k), str):
             raise InputError(f"profile {name}.{k}", "is missing", "a file tokenmath calibrate wrote")
     return prof
