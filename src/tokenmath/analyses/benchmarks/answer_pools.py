@@ -202,36 +202,28 @@ def pools_of(answer: dict, disaggregated: bool | None = None) -> Deployed:
     if disaggregated and not dis:
         raise InputError("disaggregated", f"the {question} answer holds no disaggregated sizing",
                          "plan --disaggregated" if question == "plan" else "a fleet answer without --draft / --mtp")
-    if question == "plan":
-        if disaggregated:
-            pools, expected, n2 = _disaggregated(dis, "disaggregated", out, inp, fleet=False)
-            notes += n2
-            unit = "the whole deployment (one router in front of both pools)"
-        else:
-            c = answer.get("best_by_concurrency")
-            if not c:
-                raise InputError("best_by_concurrency", "the plan found no continuously batched point meeting its "
-                                 "targets", "loosen --min-tokens-per-s-per-user / --ttft-ms, or give more --chips")
-            pool, expected = _colocated(c, "best_by_concurrency", 1)
-            pools = [pool]
-            expected["output_tokens_per_s"] = _pos(c, "output_tokens_per_s", "best_by_concurrency") / pool.replicas
-            unit = "one server"
+    if disaggregated:
+        pools, expected, n2 = _disaggregated(dis, "disaggregated", out, inp, fleet=question == "fleet")
+        notes += n2
+        unit = f"the whole {'deployment' if question == 'plan' else 'fleet'} (one router in front of both pools)"
     else:
-        if disaggregated:
-            pools, expected, n2 = _disaggregated(dis, "disaggregated", out, inp, fleet=True)
-            notes += n2
-            unit = "the whole fleet (one router in front of both pools)"
+        # the continuously batched point: a plan's one layout, or a fleet's replicas of it
+        key = "best_by_concurrency" if question == "plan" else "continuously_batched"
+        c = answer.get(key)
+        if not c:
+            raise InputError(key, f"the {question} answer holds no continuously batched point",
+                             "loosen --min-tokens-per-s-per-user / --ttft-ms, or give more --chips"
+                             if question == "plan" else "ask fleet with a serving engine (--engine vllm), or "
+                             "export its disaggregated pools (--disaggregated)")
+        if question == "plan":
+            pool, expected = _colocated(c, key, 1)
+            per_layout = _pos(c, "output_tokens_per_s", key)
         else:
-            c = answer.get("continuously_batched")
-            if not c:
-                raise InputError("continuously_batched", "the fleet answer holds no continuously batched sizing",
-                                 "ask fleet with a serving engine (--engine vllm), or export its disaggregated pools "
-                                 "(--disaggregated)")
-            pool, expected = _colocated(c, "continuously_batched", _int(c, "replicas", "continuously_batched"))
-            pools = [pool]
-            expected["output_tokens_per_s"] = (_pos(c, "replica_output_tokens_per_s", "continuously_batched")
-                                               / _int(c, "dp", "continuously_batched"))
-            unit = "one server"
+            pool, expected = _colocated(c, key, _int(c, "replicas", key))
+            per_layout = _pos(c, "replica_output_tokens_per_s", key)
+        pools = [pool]
+        expected["output_tokens_per_s"] = per_layout / _int(c, "dp", key)   # one of the layout's dp servers
+        unit = "one server"
     return Deployed(question=question, model=model, hardware=hw, engine=engine,
                     weight_dtype=answer.get("weight_dtype"), kv_dtype=answer.get("kv_dtype") or "bf16",
                     input_len=inp, output_len=out, pools=tuple(pools), expected=expected, unit=unit,
