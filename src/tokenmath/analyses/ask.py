@@ -235,7 +235,7 @@ def price(dep: Deployment, wl: Workload, **own):
     own = within_budget("price", dep, wl, own)
     from tokenmath.analyses.serving.provider_price import price as run
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
-            min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0),
+            min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
     return with_notes(r, not_applied("price", dep, wl) + _no_ep_group(dep))
 

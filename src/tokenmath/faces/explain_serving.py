@@ -295,7 +295,17 @@ def explain_price(p: PriceResult) -> str:
         f"  price = cost / (utilization {r['utilization']:g} x (1 - margin {r['margin']:g})): "
         f"input ${r['price_per_mtok_input_usd']:.4g}, output ${r['price_per_mtok_output_usd']:.4g} per Mtok "
         f"(output/input {r['output_input_ratio']:.2f}x)",
-        *_price_continuous(r)])
+        *_price_continuous(r), *_price_listed(r)])
+
+
+def _price_listed(r: dict) -> list[str]:
+    lp = r.get("list_prices")
+    if lp is None:
+        return ["  list prices: none in the catalog for this model (tokenmath prices' data/api_prices.toml)"]
+    lo, hi = lp["rows"][0], lp["rows"][-1]
+    return [f"  list prices of this request per output token ({lp['basis']}): "
+            f"${lo['request_usd_per_mtok_output']:.4g} ({lo['provider']}, {lo['model']}) to "
+            f"${hi['request_usd_per_mtok_output']:.4g} ({hi['provider']}, {hi['model']}), {len(lp['rows'])} listed"]
 
 
 def _price_continuous(r: dict) -> list[str]:

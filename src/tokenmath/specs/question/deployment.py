@@ -80,18 +80,18 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
           unit="$/chip-hour", questions=tuple(q for q in STEP if q != "simulate"),
           why_not="it answers in bytes, tokens and seconds, not dollars"),
     Field("draft", "text", None, "speculative decoding with this draft model (same tokenizer as the model)",
-          questions=("infer", "hyperbola", "simulate", "pareto", "plan", "fleet", "slowmode"),
+          questions=("infer", "hyperbola", "simulate", "pareto", "plan", "fleet", "price", "slowmode"),
           why_not="speculative decoding is not modelled for this question"),
     Field("spec_k", "int", None, "tokens the draft proposes per verification step (default 4)", 1, 16,
-          unit="tokens", questions=("infer", "hyperbola", "simulate", "pareto", "plan", "fleet", "slowmode"),
+          unit="tokens", questions=("infer", "hyperbola", "simulate", "pareto", "plan", "fleet", "price", "slowmode"),
           why_not="speculative decoding is not modelled for this question"),
     Field("acceptance", "float", None, "chance a drafted token is accepted, 0-1 (required with a draft, the "
           "same at every position; with MTP the first drafted position's rate, DeepSeek-V3's 0.875 by default, later "
           "positions falling as NVIDIA measured: engine/speculative.py)", 0.0, 1.0, questions=("infer", "hyperbola", "simulate", "pareto", "plan",
-                                                                   "fleet", "slowmode"),
+                                                                   "fleet", "price", "slowmode"),
           why_not="speculative decoding is not modelled for this question"),
     Field("mtp", "int", None, "self-speculation with the model's multi-token-prediction head, K tokens per step", 1,
-          8, unit="tokens", questions=("infer", "hyperbola", "simulate", "pareto", "plan", "fleet", "slowmode"),
+          8, unit="tokens", questions=("infer", "hyperbola", "simulate", "pareto", "plan", "fleet", "price", "slowmode"),
           why_not="speculative decoding is not modelled for this question"),
     Field("ep_comm", "choice", "bf16", "EP all-to-all: bf16 both ways; fp8 dispatch + bf16 combine (DeepEP "
           "low-latency); deepep: fp8 dispatch, one copy per remote domain (DeepEP normal)",
