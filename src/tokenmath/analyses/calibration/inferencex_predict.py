@@ -105,13 +105,14 @@ def layout_of(tp: int, ep: int, dp_attention: bool, chips: int) -> tuple[tuple[i
 
 @lru_cache(maxsize=256)
 def _setup(model: str, chip: str, wdtype: str, profile: str, basis: str, kv: str | None = None,
-           comm: str = "bf16", mem_fraction: float | None = None):
-    """The run's setup; kv, comm, mem_fraction: its recipe's KV dtype, EP transport and the engine's static memory
-    fraction (None: the profile's)."""
+           comm: str = "bf16", mem_fraction: float | None = None, adp_balance: bool = False):
+    """The run's setup; kv, comm, mem_fraction, adp_balance: its recipe's KV dtype, EP transport, the engine's static
+    memory fraction (None: the profile's) and whether its scheduler balances the attention-DP groups."""
     if basis not in BASES:
         raise InputError("basis", f"{basis!r}", ", ".join(BASES))
     kw = {"efficiency": DEFAULT} if basis == "kernel" else {}
-    su = setup(model, chip, weight_dtype=wdtype, engine=profile, kv_dtype=kv, ep_comm=comm, **kw)
+    su = setup(model, chip, weight_dtype=wdtype, engine=profile, kv_dtype=kv, ep_comm=comm, adp_balance=adp_balance,
+               **kw)
     if mem_fraction is not None and su.engine is not None:
         su = replace(su, efficiency=replace(su.efficiency, engine=replace(su.engine, kv_memory_fraction=mem_fraction)))
     return su
@@ -155,13 +156,13 @@ def _aggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
         x = r.row
         lay, note = layout_of(x["decode_tp"], x["decode_ep"], x["decode_dp_attention"], x["gpus"])
         rc = how(r, "aggregated")
-        groups.setdefault(_setup_key(r) + (rc.kv_dtype, rc.ep_comm, rc.mem_fraction, lay, r.mtp, rc.mtp_tokens,
-                                           (note, rc.note if rc.sources else None)), []).append(r)
-    for (mid, chip, wd, prof, kv, comm, frac, lay, mtp, k, notes), rs in groups.items():
+        groups.setdefault(_setup_key(r) + (rc.kv_dtype, rc.ep_comm, rc.mem_fraction, rc.adp_balance, lay, r.mtp,
+                                           rc.mtp_tokens, (note, rc.note if rc.sources else None)), []).append(r)
+    for (mid, chip, wd, prof, kv, comm, frac, bal, lay, mtp, k, notes), rs in groups.items():
         name = fmt_layout(*lay)
         notes = tuple(n for n in notes if n)
         try:
-            su = _setup(mid, chip, wd, prof, basis, kv, comm, frac)
+            su = _setup(mid, chip, wd, prof, basis, kv, comm, frac, bal)
             draft = _draft(su, mtp, k)
             inp = parse_lengths(max(r.row["isl"] for r in rs), "input_len")
             outl = parse_lengths(max(r.row["osl"] for r in rs), "output_len")

@@ -50,6 +50,12 @@ What the recipes set, and what tokenmath reads from it (RULES, first match wins)
   dsr1_fp4_b200_trt_mtp.sh, dsr1_fp8_h200_trt_mtp.sh); Dynamo's TensorRT-LLM decode without attention DP drafts 3
   (num_nextn_predict_layers: 3 in 58 of the 59 such srt-slurm trtllm mtp files at 792d8aa4; with attention DP the
   files set 1, 2 or 3: the default). Elsewhere inferencex.MTP_TOKENS (3: the AMD SGLang and ATOM recipes).
+- TensorRT-LLM single node with attention DP balances the groups: every dsr1_<precision>_<chip>_trt[_mtp].sh
+  appends attention_dp_config {enable_balance: true, batching_wait_iters: 0, timeout_iters: 60} when
+  DP_ATTENTION=true (dsr1_fp8_h200_trt.sh, dsr1_fp8_h200_trt_mtp.sh, dsr1_fp4_b200_trt.sh at 8eec0d4e), so those runs
+  are read with adp_balance (TensorRT-LLM tech blog 10's scheduler: a step's prompts split over the groups, TTFT
+  gains the coordinated wait). The predictor read them unbalanced before: one group prefilling an 8K prompt while
+  seven waited, 0.58x of the measured throughput on H200 8K/1K. Disaggregated decode workers hold no prompts: moot.
 - Routing skew: the NVIDIA recipes hold 32 redundant experts (ep-num-redundant-experts, eplb-algorithm deepseek)
   but load no expert-location statistics, and the rows do not say which file ran: ep_imbalance stays the default.
 """
@@ -85,6 +91,7 @@ class Recipe:
     sources: tuple[str, ...]
     mem_fraction: float | None = None   # the engine's static memory fraction (None: its profile's)
     mtp_tokens: int | None = None       # tokens the MTP head drafts a step (None: inferencex.MTP_TOKENS)
+    adp_balance: bool = False           # the scheduler balances the attention-DP groups (TensorRT-LLM ADP balance)
 
     @property
     def note(self) -> str:
@@ -92,6 +99,7 @@ class Recipe:
                                                    else [])
         parts += [f"memory fraction {self.mem_fraction:g}"] if self.mem_fraction else []
         parts += [f"MTP {self.mtp_tokens} draft tokens"] if self.mtp_tokens else []
+        parts += ["attention-DP balance"] if self.adp_balance else []
         return "recipe: " + ", ".join(parts)
 
 
@@ -149,6 +157,17 @@ def mtp_tokens(framework: str, hardware: str, precision: str, isl: int, dp_atten
     return None, ""
 
 
+TRT_SINGLE = f"{REPO}/8eec0d4e/benchmarks/single_node/fixed_seq_len"
+
+
+def adp_balance(framework: str, precision: str, hardware: str, role: str, dp_attention: bool) -> tuple[bool, str]:
+    """(the scheduler balances the attention-DP groups, source) of an engine instance's recipe (module docstring)."""
+    if framework == "trt" and role == "aggregated" and dp_attention:
+        return True, (f"{TRT_SINGLE}/dsr1_{precision}_{hardware}_trt[_mtp].sh: attention_dp_config enable_balance: "
+                      "true, timeout_iters: 60")
+    return False, ""
+
+
 def recipe(run, role: str) -> Recipe:
     """The recipe of `run` (inferencex.Run) for its engine instance `role`: "aggregated" (one engine, the decode
     columns name its layout), "prefill" or "decode"."""
@@ -165,7 +184,8 @@ def recipe(run, role: str) -> Recipe:
     frac, msrc = mem_fraction(r["framework"], r["hardware"], r["precision"], gpus)
     k, tsrc = (mtp_tokens(r["framework"], r["hardware"], r["precision"], r["isl"], r[f"{side}_dp_attention"])
                if run.mtp and role != "prefill" else (None, ""))
-    return Recipe(kv, comm, tuple(s for s in (ksrc, csrc, msrc, tsrc) if s), frac, k)
+    bal, bsrc = adp_balance(r["framework"], r["precision"], r["hardware"], role, r[f"{side}_dp_attention"])
+    return Recipe(kv, comm, tuple(s for s in (ksrc, csrc, msrc, tsrc, bsrc) if s), frac, k, bal)
 
 
 PLAIN = Recipe(None, "bf16", ())
