@@ -45,3 +45,22 @@ def test_pareto_keeps_a_concurrency_axis_and_plan_its_default_model():
     p = tm.pareto("llama-3.1-8b", "h100-sxm", chips=1, concurrency=[1, 8])
     assert p.frontier and tm.pareto("llama-3.1-8b", "h100-sxm", chips=1, concurrency=()).frontier
     assert tm.plan(hardware="hgx-h200", chips=8).to_dict()["model"] == "deepseek-v3"
+
+
+def test_simulate_in_python_asks_what_the_cli_asks():
+    """tokenmath.simulate goes through the same typed question as `tokenmath simulate`: the fewest chips that fit
+    when none are given (a 600K-token request needs more than one H100), the same figures, and a Speculation object
+    read back into the Deployment's fields."""
+    from tokenmath.analyses.serving.speculative import speculation
+    kw = {"concurrency": 4, "requests": 40, "input_len": 512, "output_len": 64}
+    py = tm.simulate("llama-3.1-8b", "h100-sxm", **kw).to_dict()
+    cl = _cli("simulate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--concurrency", "4", "--requests",
+              "40", "--input-len", "512", "--output-len", "64")
+    for k in ("output_tokens_per_s", "duration_s"):
+        assert py[k] == pytest.approx(cl[k], rel=1e-12), k
+    assert tm.simulate("llama-3.1-8b", "h100-sxm", requests=2, input_len=600_000, output_len=8).layout["tp"] > 1
+    via_object = tm.simulate("deepseek-v3", "h200", chips=8, speculation=speculation(mtp=1), **kw).to_dict()
+    via_fields = tm.simulate("deepseek-v3", "h200", chips=8, mtp=1, **kw).to_dict()
+    assert via_object == via_fields
+    with pytest.raises(tm.InputError):
+        tm.simulate(tm.Deployment(), tm.Workload(), speculation=speculation(mtp=1))

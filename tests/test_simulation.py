@@ -152,7 +152,7 @@ def test_seeded_and_bad_inputs():
     with pytest.raises(InputError):
         simulate(engine="none")
     with pytest.raises(InputError):
-        simulate(input_len=600_000)                       # one request larger than the KV cache
+        simulate(chips=1, input_len=600_000)              # one request larger than one chip's KV cache
     with pytest.raises(InputError):
         simulate(ttft_ms=float("nan"))
     with pytest.raises(InputError):

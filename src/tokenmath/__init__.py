@@ -20,7 +20,7 @@ _PUBLIC = {
     "fleet": "tokenmath.analyses.python_api:fleet_api",
     "plan": "tokenmath.analyses.python_api:plan_api",
     "export": "tokenmath.analyses.python_api:export_api",
-    "simulate": "tokenmath.analyses.serving.simulation.simulate:simulate",
+    "simulate": "tokenmath.analyses.python_api:simulate_api",
     "steady_state": "tokenmath.analyses.serving.steady_state:steady_state",
     "train": "tokenmath.analyses.training.train:train",
     "chinchilla": "tokenmath.analyses.training.scaling_laws:chinchilla",

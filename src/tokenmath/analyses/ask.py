@@ -22,8 +22,9 @@ _WORKLOAD_NAMES = {f.name for f in WORKLOAD_FIELDS}
 
 def split(model=None, hardware=None, **kw) -> tuple[Deployment, Workload, dict]:
     """Keyword arguments -> (Deployment, Workload, the question's own other keywords), each validated."""
-    dep = {k: kw.pop(k) for k in list(kw) if k in _DEPLOYMENT_NAMES and kw[k] is not None}
-    wl = {k: kw.pop(k) for k in list(kw) if k in _WORKLOAD_NAMES and kw[k] is not None}
+    # a field given as None is the field left out (its default), never a keyword of the question's own
+    dep = {k: v for k in list(kw) if k in _DEPLOYMENT_NAMES for v in (kw.pop(k),) if v is not None}
+    wl = {k: v for k in list(kw) if k in _WORKLOAD_NAMES for v in (kw.pop(k),) if v is not None}
     if model is not None:
         dep["model"] = model
     if hardware is not None:

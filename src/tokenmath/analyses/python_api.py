@@ -5,6 +5,7 @@ defaults (specs/question/defaults.py) applied as the command line applies them."
 from __future__ import annotations
 
 from tokenmath.analyses.ask import QUESTIONS, ask, split
+from tokenmath.base.errors import InputError
 from tokenmath.specs.question.deployment import Deployment
 from tokenmath.specs.question.workload import Workload
 
@@ -68,6 +69,25 @@ def plan_api(*args, **kw):
     return public("plan")(*args, **kw)
 
 
+def simulate_api(*args, speculation=None, **kw):
+    """tokenmath.simulate(deployment, workload, requests=..., seed=..., trace=..., burstiness=..., itl_ms=...,
+    prefix_cache_share=...) or the keyword form: see `public`. speculation: a speculative.Speculation (the object
+    `speculative.speculation(...)` returns), read back into the Deployment's draft / spec_k / acceptance / mtp
+    fields, so the one validation and the one set of defaults apply."""
+    if speculation is not None and speculation.k < 1:
+        speculation = None              # k = 0 drafts nothing: plain decoding (simulation/replica.make_replica)
+    if speculation is not None:
+        if args and isinstance(args[0], Deployment):
+            raise InputError("speculation", "given beside a Deployment", "the Deployment's draft / spec_k / "
+                             "acceptance / mtp fields")
+        from tokenmath.analyses.serving.speculative import MTP_ACCEPTANCE_SOURCE
+        sp = speculation
+        default_rate = sp.mtp and sp.acceptance_source == MTP_ACCEPTANCE_SOURCE
+        kw.update({"mtp": sp.k} if sp.mtp else {"draft": sp.draft, "spec_k": sp.k})
+        kw["acceptance"] = None if default_rate else sp.acceptance
+    return public("simulate")(*args, **kw)
+
+
 def export_api(answer=None, *args, disaggregated=None, stack=None, image=None, gpus_per_node=None, **kw):
     """tokenmath.export(plan_or_fleet_result) deploys a plan or fleet answer (the result, or its to_dict() / saved
     JSON); tokenmath.export(deployment, workload) or tokenmath.export(model, hardware, **fields) deploys infer's answer,
@@ -79,13 +99,11 @@ def export_api(answer=None, *args, disaggregated=None, stack=None, image=None, g
         answer = answer.to_dict()
     if isinstance(answer, dict):
         if args or kw:
-            from tokenmath.base.errors import InputError
             raise InputError("answer", "a plan or fleet answer already holds its deployment and workload, so "
                              f"{', '.join(list(kw) or ['the positional arguments'])} would be ignored",
                              "export the answer alone, or ask the question again with them")
         return export_answer(answer, disaggregated=disaggregated, **opts)
     if disaggregated is not None:
-        from tokenmath.base.errors import InputError
         raise InputError("disaggregated", "chooses between a plan or fleet answer's pools", "pass that answer")
     if isinstance(answer, Deployment):
         wl = args[0] if args else kw.pop("workload", None) or Workload()
@@ -96,7 +114,6 @@ def export_api(answer=None, *args, disaggregated=None, stack=None, image=None, g
                     and k not in ("model", "hardware")[:len(pos)]}
     dep, wl, own = split(*pos, **own_defaults, **kw)
     if own:
-        from tokenmath.base.errors import InputError
         raise InputError(next(iter(own)), "is not a field of a deployment or a workload, and export takes no other",
                          "the fields tokenmath.Deployment and tokenmath.Workload declare")
     return export(dep, wl, **opts)
