@@ -71,7 +71,7 @@ def test_layout_reading():
     assert layout_of(8, 8, True, 8) == ((1, 1, 8, 1, 0), None)
     assert layout_of(8, 1, True, 8) == ((8, 1, 1, 1, 2), None)
     lay, note = layout_of(4, 4, False, 4)
-    assert lay == (4, 1, 1, 1, 0) and "read as TP 4" in note
+    assert lay == (4, 1, 1, 1, 0) and "experts whole on its ranks" in note
 
 
 def test_a_few_runs_predicted_with_their_configuration():

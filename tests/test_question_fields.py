@@ -60,6 +60,7 @@ CHANGE = {
     "ep_overlap": {"ep_overlap": True},
     "ep_imbalance": {"ep_imbalance": 2.0},
     "adp_balance": {"adp_balance": True},
+    "moe_sharding": {"moe_sharding": "ep"},
     "input_len": {"input_len": 4096},
     "output_len": {"output_len": 1024},
     "batch": {"batch": 8, "concurrency": None},

@@ -64,7 +64,7 @@ def knobs(dep: Deployment) -> dict:
     return dict(weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, efficiency=eff,
                 engine=eff.engine if dep.profile is not None else dep.engine, ep_comm=dep.ep_comm, ep_overlap=dep.ep_overlap, ep_imbalance=dep.ep_imbalance,
                 max_running=dep.max_running, price_usd_per_hour=dep.price_usd_per_hour, adp_balance=dep.adp_balance,
-                what_if=dep.what_if)
+                what_if=dep.what_if, moe_sharding=dep.moe_sharding)
 
 
 def filled(dep: Deployment, context: int, batch=1) -> tuple[Deployment, list[str]]:
@@ -338,10 +338,14 @@ def agents(dep: Deployment, wl: Workload, **own):
 
 def _no_tp_group(dep: Deployment, tp) -> list[str]:
     """Attention sharding acts inside a tensor-parallel group: with tp = 1 there is none, and the answer says so."""
+    out = []
     if dep.attention_sharding in ("batch", "dp") and int(tp) == 1:
-        return [f"--attention-sharding {dep.attention_sharding} changes nothing here: it shards attention inside a "
-                "tensor-parallel group, and this layout has tp = 1"]
-    return []
+        out.append(f"--attention-sharding {dep.attention_sharding} changes nothing here: it shards attention inside a "
+                   "tensor-parallel group, and this layout has tp = 1")
+    if dep.moe_sharding == "ep" and int(tp) == 1:
+        out.append("--moe-sharding ep changes nothing here: it places the experts inside a tensor-parallel group, "
+                   "and this layout has tp = 1")
+    return out
 
 
 def _no_ep_group(dep: Deployment, ep=None, where: str = "this layout has ep = 1") -> list[str]:
@@ -351,6 +355,10 @@ def _no_ep_group(dep: Deployment, ep=None, where: str = "this layout has ep = 1"
     from tokenmath.specs.question.deployment import TRANSPORT_FIELDS, field
     # --adp-balance too: it balances the attention groups an EP all-to-all couples (step_cost: ep > 1)
     given = [field(n).option for n in TRANSPORT_FIELDS + ("adp_balance",) if getattr(dep, n) != field(n).default]
+    if dep.moe_sharding != "tp":            # acts inside a TP group, whatever ep: only a dense model ignores it
+        from tokenmath.specs.model_catalog import get_model
+        if not (get_model(dep.model) if isinstance(dep.model, str) else dep.model).is_moe:
+            given.append(field("moe_sharding").option)
     if not given:
         return []
     if ep is not None:

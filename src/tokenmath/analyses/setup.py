@@ -28,10 +28,11 @@ class Transport:
     comm: str = "bf16"
     overlap: bool = False
     imbalance: float | str = 1.0
+    experts_whole: bool = False      # the routed experts whole on a TP group's ranks (moe_sharding "ep")
 
     def kw(self) -> dict:
         """The keywords forward_pass and serve_batch take (the defaults left out)."""
-        return pass_options(self.imbalance, self.overlap, None, self.comm)
+        return pass_options(self.imbalance, self.overlap, None, self.comm, self.experts_whole)
 
 
 PLAIN = Transport()
@@ -97,9 +98,15 @@ def with_engine(eff: Efficiency, engine) -> Efficiency:
     return replace(eff, engine=resolve_engine(engine))
 
 
-def transport(ep_comm=None, ep_overlap=None, ep_imbalance=None) -> Transport:
-    """The EP transport from its three options, each checked (None: the default)."""
-    return Transport(check_ep_comm(ep_comm or "bf16"), bool(ep_overlap), check_ep_imbalance(ep_imbalance))
+MOE_SHARDING = ("tp", "ep")     # a TP group's routed experts: each split tp ways, or whole on its ranks
+
+
+def transport(ep_comm=None, ep_overlap=None, ep_imbalance=None, moe_sharding=None) -> Transport:
+    """The EP transport from its options, each checked (None: the default)."""
+    if moe_sharding is not None and moe_sharding not in MOE_SHARDING:
+        raise InputError("moe_sharding", f"{moe_sharding!r} is not a way to place experts", " or ".join(MOE_SHARDING))
+    return Transport(check_ep_comm(ep_comm or "bf16"), bool(ep_overlap), check_ep_imbalance(ep_imbalance),
+                     moe_sharding == "ep")
 
 
 def deployment_hardware(hw: Hardware, what_if=(), price_usd_per_hour=None) -> Hardware:
@@ -115,11 +122,11 @@ def deployment_hardware(hw: Hardware, what_if=(), price_usd_per_hour=None) -> Ha
 
 
 def with_deployment_knobs(su: Setup, *, ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None,
-                          price_usd_per_hour=None, what_if=(), adp_balance=None) -> Setup:
+                          price_usd_per_hour=None, what_if=(), adp_balance=None, moe_sharding=None) -> Setup:
     """The setup with a deployment's transport, its engine's cap on running sequences (max_running: per scheduler),
     its what-if hardware and its price per chip-hour (deployment_hardware; None or empty each: unchanged)."""
-    if ep_comm is not None or ep_overlap is not None or ep_imbalance is not None:
-        su = replace(su, transport=transport(ep_comm, ep_overlap, ep_imbalance))
+    if ep_comm is not None or ep_overlap is not None or ep_imbalance is not None or moe_sharding is not None:
+        su = replace(su, transport=transport(ep_comm, ep_overlap, ep_imbalance, moe_sharding))
     if max_running is not None:
         eng = su.efficiency.engine
         if eng is None:
@@ -138,7 +145,7 @@ def with_deployment_knobs(su: Setup, *, ep_comm=None, ep_overlap=None, ep_imbala
 def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, weight_dtype=None, kv_dtype=None,
           efficiency: Efficiency | None = None, reserve: float | None = None, cp=None, engine=None,
           ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None, price_usd_per_hour=None,
-          what_if=(), adp_balance=None) -> Setup:
+          what_if=(), adp_balance=None, moe_sharding=None) -> Setup:
     """One question's inputs. The layout: make_layout (the degrees given; the chips they leave go to the default
     spread when tp is not given, else to dp). The efficiency: the one given, else the chip family's calibration;
     the engine (with_engine): the one named, else the efficiency's own (None: the engine-free step). The chip:
@@ -153,7 +160,7 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
     eff = serving_efficiency(hw, efficiency, engine)
     su = Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), eff, reserve)
     return with_deployment_knobs(su, ep_comm=ep_comm, ep_overlap=ep_overlap, ep_imbalance=ep_imbalance,
-                                 max_running=max_running, adp_balance=adp_balance)
+                                 max_running=max_running, adp_balance=adp_balance, moe_sharding=moe_sharding)
 
 
 def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine=None,

@@ -116,7 +116,7 @@ def _attn_io_width(m: Model, tp):
 def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, *, phase: str,
                  seqs, new_tokens, pairs_full, pairs_sliding, kv_read_full, kv_read_sliding,
                  ep_imbalance=1.0, ep_overlap: bool = False, links=None, stage_seqs=None,
-                 ep_comm: str = "bf16") -> PassCost:
+                 ep_comm: str = "bf16", experts_whole: bool = False) -> PassCost:
     """Cost per chip of one forward pass over all layers.
 
     seqs: sequences per attention group in the pass; new_tokens: tokens each sequence processes;
@@ -132,6 +132,14 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
       all-to-all per MoE layer = max(0, all-to-all - compute of that layer); each micro-batch reads the weights
       again, so every weight read is charged twice.
     ep_comm: how the EP all-to-all moves tokens (engine/expert_parallel.EP_COMM: bf16, fp8, deepep).
+    experts_whole: the routed experts sit whole on the tp ranks of a TP group (expert parallelism inside the
+      attention's tensor parallelism: SGLang's --ep-size or TensorRT-LLM's --ep_size equal to the TP size, no
+      attention DP), instead of each expert split tp ways. The tokens are on every rank already (the attention's
+      all-reduce put them there) and the experts' outputs are summed by the same all-reduce, so nothing is sent
+      beyond TP's collectives; what changes is that each rank reads and multiplies whole experts, ceil(E / (tp ep))
+      of them, and the step waits for the rank whose experts the batch touched most
+      (expert_parallel.busiest_rank_experts over tp x ep ranks), where the split experts share every touched
+      expert evenly. The weight bytes per chip are the same either way (up to that ceil).
     links: an object with group_bw(kind, p) giving the per-chip scale-up bandwidth of a group of p chips
       (systems.System: mesh and torus topologies); None: every group gets hw.scaleup_bw.
     Context parallelism (lay.cp > 1): prefill splits each prompt over cp chips and passes KV blocks around a ring
@@ -268,7 +276,14 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         # the busiest EP rank: imbalance x the mean tokens, and the distinct experts it reads: the more of the
         # largest of ep ranks' binomial counts at the mean tokens (a small batch's spread) and the skewed tokens' share
         share = lay.expert_share(m)     # 1/ep, or ceil(E/ep)/E on the fullest rank when ep does not divide E
-        rank_touched = xp.busiest_rank_experts(m, Tst, ep, share)
+        ranks, etp = ep, tp             # ranks the experts spread over whole; ways each expert is split
+        if experts_whole:
+            ranks, etp = ep * tp, np.ones_like(tp)
+            share = np.ceil(E / ranks) / E if m.is_moe else 1.0 / ranks
+            imb = xp.imbalance_factor(m, ranks, ep_imbalance)
+            skewed = bool(np.any(imb != 1.0))
+            imb_txt = f"{float(np.max(imb)):.3g}"
+        rank_touched = xp.busiest_rank_experts(m, Tst, ranks, share)
         Tst = Tst * imb
         touched = xp.experts_touched(m, Tst)
         rank_touched = np.maximum(rank_touched, touched * share)
@@ -287,15 +302,15 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
                 note="quantize the experts' input")
         add("moe_permute", P.n_moe_layers, 0.0, aq.permute_bytes(m, rows, qe or ab), pk_a, kind="stream",
             note="gather each expert's tokens (T k rows of d)")
-        add("experts", P.n_moe_layers, 2 * Tst * k * P.expert * share / tp,
-            rank_touched * P.expert * eb / tp + Tst * k * (2 * d + 2 * Fe / tp) * ab * share, pk_e,
+        add("experts", P.n_moe_layers, 2 * Tst * k * P.expert * share / etp,
+            rank_touched * P.expert * eb / etp + Tst * k * (2 * d + 2 * Fe / etp) * ab * share, pk_e,
             note=f"routed experts: a pass touches E(1-(1-k/E)^T) of {E} experts; the busiest EP rank reads the "
             "largest of the ranks' counts" + (f" (busiest EP rank: {imb_txt} x the mean tokens, routing skew)"
                                               if skewed else ""),
-            weights=rank_touched * P.expert * eb / tp, kind="grouped", key=ekey, M=Tst * k / touched,
-            groups=rank_touched, shapes=op_shapes(m, "experts", tp))
+            weights=rank_touched * P.expert * eb / etp, kind="grouped", key=ekey, M=Tst * k / touched,
+            groups=rank_touched, shapes=op_shapes(m, "experts", etp))
         if qe and not aq.down_quant_fused(prec.expert, hw):
-            add("moe_down_quant", P.n_moe_layers, 0.0, aq.moe_down_quant_bytes(m, rows, tp, qe), pk_a,
+            add("moe_down_quant", P.n_moe_layers, 0.0, aq.moe_down_quant_bytes(m, rows, etp, qe), pk_a,
                 kind="stream", note="quantize the experts' down-projection input")
         add("moe_unpermute", P.n_moe_layers, 0.0, aq.unpermute_bytes(m, rows, ab), pk_a, kind="stream",
             note="scatter back: weighted sum of each token's k expert outputs")

@@ -99,7 +99,8 @@ def launch_time_s(eff: Efficiency, hw: Hardware) -> float:
     return LAUNCH_CPU_S if v is None else float(v)
 
 
-def pass_options(ep_imbalance=1.0, ep_overlap: bool = False, links=None, ep_comm: str = "bf16") -> dict:
+def pass_options(ep_imbalance=1.0, ep_overlap: bool = False, links=None, ep_comm: str = "bf16",
+                 experts_whole: bool = False) -> dict:
     """forward_pass's optional keywords as serve_batch passes them (defaults left out)."""
     out = {} if ep_imbalance is None or (not isinstance(ep_imbalance, str) and ep_imbalance == 1.0) \
         else {"ep_imbalance": ep_imbalance}
@@ -109,6 +110,8 @@ def pass_options(ep_imbalance=1.0, ep_overlap: bool = False, links=None, ep_comm
         out["ep_comm"] = ep_comm
     if links is not None:
         out["links"] = links
+    if experts_whole:
+        out["experts_whole"] = True
     return out
 
 
@@ -171,16 +174,16 @@ def passes(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency
 
 def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, batch, input_len, output_len,
                 reserve: float, *, ep_imbalance=1.0, ep_overlap: bool = False, links=None,
-                decode_only: bool = False, ep_comm: str = "bf16") -> BatchCost:
+                decode_only: bool = False, ep_comm: str = "bf16", experts_whole: bool = False) -> BatchCost:
     """Everything about serving `batch` sequences (arrays broadcast). Times in s, memory in bytes per chip.
 
-    ep_imbalance, ep_overlap, ep_comm, links: see forward.forward_pass (defaults: balanced routing, no overlap,
+    ep_imbalance, ep_overlap, ep_comm, experts_whole, links: see forward.forward_pass (defaults: balanced routing, no overlap,
     one bf16 copy per expert, every group
     gets hw.scaleup_bw). KV held per chip counts every sequence in flight: all pp micro-batches of a group hold
     their KV on every stage at once (each stage keeps its 1/pp of the layers), so the KV per chip is
     ceil(batch / (dp x ep)) x KV per sequence / (pp x kv_shard) whatever the micro-batching.
     decode_only: skip the prefill pass (prefill None, ttft_s NaN); everything else is unchanged."""
-    opts = pass_options(ep_imbalance, ep_overlap, links, ep_comm)
+    opts = pass_options(ep_imbalance, ep_overlap, links, ep_comm, experts_whole)
     batch = np.asarray(batch, float)
     input_len = np.asarray(input_len, float)
     output_len = np.asarray(output_len, float)

@@ -98,21 +98,29 @@ def layout_of(tp: int, ep: int, dp_attention: bool, chips: int) -> tuple[tuple[i
     if ep > 1 and dp_attention and chips % ep == 0:
         return (chips // ep, 1, ep, 1, 0), None
     if ep > 1:
-        return (chips, 1, 1, 1, 0), (f"EP {ep} inside a TP {tp} attention group has no tokenmath layout: read as "
-                                     f"TP {chips} (same weight bytes per GPU, the MoE's communication differs)")
+        return (chips, 1, 1, 1, 0), (f"EP {ep} inside a TP {tp} attention group: TP {chips} with the experts whole "
+                                     "on its ranks (moe_sharding ep: each rank reads whole experts, the step waits "
+                                     "on the rank the batch touched most; the MoE sums by TP's all-reduce)")
     return (chips, 1, 1, 1, attention_code("dp") if dp_attention else 0), None
+
+
+def experts_whole(ep: int, dp_attention: bool, chips: int) -> bool:
+    """Whether an instance runs its expert parallelism inside the attention's TP group (layout_of's second case):
+    the routed experts whole on the TP ranks (tokenmath's moe_sharding "ep")."""
+    return ep > 1 and not (dp_attention and chips % ep == 0)
 
 
 @lru_cache(maxsize=256)
 def _setup(model: str, chip: str, wdtype: str, profile: str, basis: str, kv: str | None = None,
-           comm: str = "bf16", mem_fraction: float | None = None, adp_balance: bool = False):
+           comm: str = "bf16", mem_fraction: float | None = None, adp_balance: bool = False, whole: bool = False):
     """The run's setup; kv, comm, mem_fraction, adp_balance: its recipe's KV dtype, EP transport, the engine's static
-    memory fraction (None: the profile's) and whether its scheduler balances the attention-DP groups."""
+    memory fraction (None: the profile's) and whether its scheduler balances the attention-DP groups; whole: the
+    experts whole on the TP ranks (experts_whole)."""
     if basis not in BASES:
         raise InputError("basis", f"{basis!r}", ", ".join(BASES))
     kw = {"efficiency": DEFAULT} if basis == "kernel" else {}
     su = setup(model, chip, weight_dtype=wdtype, engine=profile, kv_dtype=kv, ep_comm=comm, adp_balance=adp_balance,
-               **kw)
+               moe_sharding="ep" if whole else None, **kw)
     if mem_fraction is not None and su.engine is not None:
         su = replace(su, efficiency=replace(su.efficiency, engine=replace(su.engine, kv_memory_fraction=mem_fraction)))
     return su
@@ -156,13 +164,14 @@ def _aggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
         x = r.row
         lay, note = layout_of(x["decode_tp"], x["decode_ep"], x["decode_dp_attention"], x["gpus"])
         rc = how(r, "aggregated")
-        groups.setdefault(_setup_key(r) + (rc.kv_dtype, rc.ep_comm, rc.mem_fraction, rc.adp_balance, lay, r.mtp,
+        whole = experts_whole(x["decode_ep"], x["decode_dp_attention"], x["gpus"])
+        groups.setdefault(_setup_key(r) + (rc.kv_dtype, rc.ep_comm, rc.mem_fraction, rc.adp_balance, whole, lay, r.mtp,
                                            rc.mtp_tokens, (note, rc.note if rc.sources else None)), []).append(r)
-    for (mid, chip, wd, prof, kv, comm, frac, bal, lay, mtp, k, notes), rs in groups.items():
+    for (mid, chip, wd, prof, kv, comm, frac, bal, whole, lay, mtp, k, notes), rs in groups.items():
         name = fmt_layout(*lay)
         notes = tuple(n for n in notes if n)
         try:
-            su = _setup(mid, chip, wd, prof, basis, kv, comm, frac, bal)
+            su = _setup(mid, chip, wd, prof, basis, kv, comm, frac, bal, whole)
             draft = _draft(su, mtp, k)
             inp = parse_lengths(max(r.row["isl"] for r in rs), "input_len")
             outl = parse_lengths(max(r.row["osl"] for r in rs), "output_len")
@@ -197,9 +206,9 @@ def _aggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
 
 @lru_cache(maxsize=512)
 def _prefill_pool(mid, chip, wd, prof, basis, lay, isl: int, kv=None, comm="bf16",
-                  frac=None) -> tuple[float, float, str]:
+                  frac=None, whole=False) -> tuple[float, float, str]:
     """(TTFT s of one prompt alone, best prompts/s of one worker over PROMPT_BATCHES, the prefill's bottleneck)."""
-    su = _setup(mid, chip, wd, prof, basis, kv, comm, frac)
+    su = _setup(mid, chip, wd, prof, basis, kv, comm, frac, whole=whole)
     g = evaluate(su, [lay], np.array(PROMPT_BATCHES, float), isl, 1)
     ttft = np.asarray(g.ttft_s[0], float)
     ok = np.asarray(g.fits[0], bool)
@@ -223,15 +232,18 @@ def _disaggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
         dr, pr = how(r, "decode"), how(r, "prefill")
         notes = tuple(f"{w}: {n}" for w, n in (("decode", dnote), ("prefill", pnote)) if n)
         notes += tuple(f"{w} {n.note}" for w, n in (("decode", dr), ("prefill", pr)) if n.sources)
-        key = (dr.kv_dtype, dr.ep_comm, dr.mem_fraction, pr.kv_dtype, pr.ep_comm, pr.mem_fraction, dr.mtp_tokens)
+        key = (dr.kv_dtype, dr.ep_comm, dr.mem_fraction, pr.kv_dtype, pr.ep_comm, pr.mem_fraction, dr.mtp_tokens,
+               experts_whole(x["decode_ep"], x["decode_dp_attention"], dchips),
+               experts_whole(x["prefill_ep"], x["prefill_dp_attention"], pchips))
         groups.setdefault(_setup_key(r) + key + (dlay, play, r.mtp, x["isl"], x["osl"], notes), []).append(r)
-    for (mid, chip, wd, prof, dkv, dcomm, dfrac, pkv, pcomm, pfrac, k, dlay, play, mtp, isl, osl, notes), rs in \
-            groups.items():
+    for (mid, chip, wd, prof, dkv, dcomm, dfrac, pkv, pcomm, pfrac, k, dwhole, pwhole, dlay, play, mtp, isl, osl,
+         notes), rs in groups.items():
         name = f"prefill {fmt_layout(*play)} / decode {fmt_layout(*dlay)}"
         try:
-            su = _setup(mid, chip, wd, prof, basis, dkv, dcomm, dfrac)
+            su = _setup(mid, chip, wd, prof, basis, dkv, dcomm, dfrac, whole=dwhole)
             draft = _draft(su, mtp, k)
-            ttft1, prompts_per_s, pterm = _prefill_pool(mid, chip, wd, prof, basis, play, isl, pkv, pcomm, pfrac)
+            ttft1, prompts_per_s, pterm = _prefill_pool(mid, chip, wd, prof, basis, play, isl, pkv, pcomm, pfrac,
+                                                        pwhole)
             b = [r.row["conc"] / r.row["decode_num_workers"] for r in rs]
             step, dterm, fits, _, run_b = _terms(su, dlay, b, isl, osl, draft)
         except InputError as e:

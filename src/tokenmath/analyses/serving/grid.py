@@ -102,7 +102,8 @@ def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep
     if B.ndim <= 1:
         B = B.reshape(1, -1)
     sv = serve_batch(su.model, su.hardware, lay, su.precision, su.efficiency, B, input_len, output_len, su.reserve,
-                     ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, links=links, ep_comm=ep_comm)
+                     ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, links=links, ep_comm=ep_comm,
+                     experts_whole=t.experts_whole)
     step = np.asarray(sv.decode_step_s, float)
     shape = step.shape
     comm = np.broadcast_to(np.asarray(sv.decode.comm_s, float) + np.asarray(sv.pp_p2p_s, float), shape)

@@ -18,7 +18,7 @@ from tokenmath.engine.expert_parallel import experts_touched
 from tokenmath.engine.forward import PassCost, Precision
 from tokenmath.engine.prefix_cache import hit_rate
 from tokenmath.engine.memory import Memory, fixed_bytes, max_batch, usable_bytes, weight_bytes_total
-from tokenmath.engine.static_batch import BatchCost, kernels_of, pass_options, serve_batch
+from tokenmath.engine.static_batch import BatchCost, kernels_of, serve_batch
 from tokenmath.mapping.layout import Layout, attention_name, with_attention
 from tokenmath.specs.dtypes import get_dtype
 from tokenmath.specs.efficiency import Efficiency
@@ -204,7 +204,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
           reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
           ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None, attention_sharding=None,
           ep_imbalance=None, speculation=None, max_running=None, price_usd_per_hour=None, adp_balance=None,
-          what_if=(), speed=None, speed_batch=None) -> InferResult:
+          what_if=(), speed=None, speed_batch=None, moe_sharding=None) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -233,7 +233,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     input_len = int_arg(input_len, "input_len")
     knobs = dict(ep_comm=check_ep_comm(ep_comm), ep_overlap=bool(ep_overlap), ep_imbalance=ep_imbalance,
                  max_running=max_running, price_usd_per_hour=price_usd_per_hour, adp_balance=adp_balance,
-                 what_if=what_if)
+                 what_if=what_if, moe_sharding=moe_sharding)
     output_len = int_arg(output_len, "output_len")
     hit = hit_rate(prefix_hit)
     load = None
@@ -248,7 +248,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
                           attention_sharding=attention_sharding, speculation=speculation, **knobs)
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve, cp=cp, engine=engine, **knobs)
-    imb, ep_overlap, ep_comm = su.transport.imbalance, su.transport.overlap, su.transport.comm
+    imb = su.transport.imbalance
     if attention_sharding is not None:
         su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     m, hw, lay, prec, eff, reserve = su.model, su.hardware, su.layout, su.precision, su.efficiency, su.reserve
@@ -273,8 +273,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
         batch = int_arg(batch, "batch", 1, MAX_BATCH)
 
     P = count_params(m)
-    sv = serve_batch(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve,
-                     ep_overlap=bool(ep_overlap), ep_comm=ep_comm, ep_imbalance=imb)
+    sv = serve_batch(m, hw, lay, prec, eff, max(batch, 1), input_len, output_len, reserve, **su.transport.kw())
     fits = batch >= 1 and bool(sv.fits)
     if m.is_moe and int(lay.ep) > 1 and imb != 1.0:
         from tokenmath.engine.expert_parallel import imbalance_factor
@@ -287,8 +286,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     if hit:
         from tokenmath.engine.prefix_cache import ttft_with_hits   # noqa: I001 (heavy only when asked)
         ttft0 = _scalar(sv.ttft_s)
-        ttft, pre = ttft_with_hits(sv, m, hw, lay, prec, eff, input_len, hit,
-                                   **pass_options(imb, bool(ep_overlap), None, ep_comm))
+        ttft, pre = ttft_with_hits(sv, m, hw, lay, prec, eff, input_len, hit, **su.transport.kw())
         notes.append(f"prefix caching: {hit:g} of every prompt is cached ({int(np.floor(hit * input_len)):,} of "
                      f"{input_len:,} tokens): TTFT and $/Mtok input count the rest; decode and memory unchanged")
     sizes = dict(model=m, hardware=hw, layout=lay, precision=prec, efficiency=eff, batch=batch, input_len=input_len,

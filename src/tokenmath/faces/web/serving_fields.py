@@ -22,7 +22,7 @@ LAYOUT_NAMES = tuple(p.name for p in LAYOUT)
 
 # how a MoE's expert-parallel all-to-all runs and how evenly its ranks are loaded, the serving engine's cap on running
 # sequences and the chip-hour price: the knobs infer and simulate take (analyses.setup.with_deployment_knobs)
-KNOBS = tuple(dfield(n) for n in (*TRANSPORT_FIELDS, "max_running", "price_usd_per_hour"))
+KNOBS = tuple(dfield(n) for n in (*TRANSPORT_FIELDS, "moe_sharding", "max_running", "price_usd_per_hour"))
 KNOB_NAMES = tuple(p.name for p in KNOBS)
 
 # a static batch's lengths are token counts (a distribution is the simulator's, SIM_LENGTHS)

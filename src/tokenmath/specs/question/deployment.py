@@ -98,6 +98,10 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
           choices=("bf16", "fp8", "deepep"), questions=STEP, why_not="it prices no expert-parallel step"),
     Field("ep_overlap", "bool", False, "overlap the EP all-to-all with compute (two micro-batches)", flag="--overlap-ep",
           questions=STEP, why_not="it prices no expert-parallel step"),
+    Field("moe_sharding", "choice", "tp", "a TP group's routed experts: tp (each expert split over the group's "
+          "ranks) or ep (whole experts spread over them: SGLang's --ep-size or TensorRT-LLM's --ep_size equal to the "
+          "TP size without attention DP; each rank reads whole experts and the step waits on the rank the batch "
+          "touched most)", choices=("tp", "ep"), questions=STEP, why_not="it prices no expert-parallel step"),
     Field("ep_imbalance", "imbalance", 1.0, "busiest expert-parallel rank's routed tokens / the mean: a number >= 1, "
           "'routing' (DeepSeek-R1's measured skew) or 'eplb' (with redundant experts)", questions=STEP,
           why_not="it prices no expert-parallel step"),
@@ -137,6 +141,7 @@ class Deployment:
     ep_overlap: bool = False
     ep_imbalance: object = 1.0
     adp_balance: bool = False
+    moe_sharding: str = "tp"
 
     @classmethod
     def of(cls, **raw) -> Deployment:
