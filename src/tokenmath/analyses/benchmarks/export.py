@@ -9,7 +9,8 @@ Two ways in, one way out (a Deployed: answer_pools.py):
   user saw: its continuously batched servers, or its prefill and decode pools.
 Every flag written is one of data/engine_flags.toml's, each list read off the engine's own parser at a pinned commit
 (launch_commands.py); every manifest is validated against its published schema before it is returned
-(k8s_manifests.py).
+(k8s_manifests.py). Every option of the question that shaped the expected figures is written into the command or
+named in the notes with what it changed and why it is not written (unwritten.py), never dropped.
 """
 from __future__ import annotations
 
@@ -78,8 +79,11 @@ def export(dep, wl, engine: str | None = None, *, stack: str | None = None, imag
         from tokenmath.specs.model_catalog import get_model
         dm = get_model(dep.draft)
         draft = (hf_id(dm) or getattr(dm, "id", dep.draft), dep.spec_k or 4)
+    # the expert-parallel settings the figures assumed, for the engine modules to write where they can
+    server = {"ep_comm": dep.ep_comm, "ep_overlap": bool(dep.ep_overlap), "adp_balance": bool(dep.adp_balance),
+              "eplb": dep.ep_imbalance == "eplb"}
     out = write(d, stack=stack, image=image, gpus_per_node=gpus_per_node, draft=draft,
-                mtp=dep.mtp if dep.draft is None else None)
+                mtp=dep.mtp if dep.draft is None else None, server=server, asked=(dep, wl, r))
     out["infer"] = r.to_dict()
     return out
 
@@ -120,18 +124,32 @@ def _weight_quant(d: Deployed, model, notes: list[str]) -> str | None:
     return None
 
 
-def _spec_of(d: Deployed, p: PoolPlan, model_name: str, hw, limits, weight_quant, draft, mtp, nodes: int,
-             notes: list[str]):
+def _redundant(experts: int, ranks: int) -> int:
+    """EPLB's redundant experts: one per expert-parallel rank, as the EPLB figure's source ran (TensorRT-LLM tech blog
+    4, Table 1: 9 slots a rank for DeepSeek-R1's 256 experts at EP32; engine/expert_parallel.EPLB_RANK_CV), raised
+    until the experts and their copies split evenly over the ranks."""
+    return ranks + (-(experts + ranks)) % ranks
+
+
+def _spec_of(d: Deployed, p: PoolPlan, named, hw, limits, weight_quant, draft, mtp, nodes: int,
+             notes: list[str], server: dict | None = None):
+    """The ServerSpec of pool `p`; named: (the name the command gives the model, its catalog Model)."""
     from tokenmath.analyses.benchmarks.launch_base import ServerSpec
+    model_name, model = named
     tp, ep = p.tp, p.ep
     if p.attention == "dp" and tp > 1:
         if ep == 1:
             raise InputError("attention_sharding", "data-parallel attention inside a tensor-parallel group of a dense "
                              "model has no launch flag in the engines export writes", "ask with --attention-sharding "
                              "heads")
-        notes.append(f"{p.role} servers: attention data-parallel over all {tp * ep} ranks (the engines' DP attention, "
-                     f"tp 1 x ep {tp * ep}); tokenmath split the dense layers {tp} ways, the engines replicate them")
+        who = "the servers" if p.role == "both" else f"the {p.role} servers"
+        notes.append(f"--attention-sharding dp: {who} run attention data-parallel over all {tp * ep} ranks "
+                     f"(the engines' DP attention, tp 1 x ep {tp * ep}); tokenmath split the dense layers {tp} ways, "
+                     "the engines replicate them")
         tp, ep = 1, tp * ep
+    opts = dict(server or {})
+    experts = int(getattr(model, "n_experts", 0) or 0)
+    eplb = opts.pop("eplb", False) and experts > 0 and ep > 1      # EPLB places experts over expert-parallel ranks
     max_running, max_tokens = (int(v) if v else None for v in limits)     # 0: the engine sets no cap
     if p.max_running:
         # the answer's sequences per server, spread over its data-parallel (attention) ranks: the engines count
@@ -142,7 +160,8 @@ def _spec_of(d: Deployed, p: PoolPlan, model_name: str, hw, limits, weight_quant
                       max_batched_tokens=max_tokens, kv_dtype=d.kv_dtype, weight_quant=weight_quant,
                       max_model_len=1 << math.ceil(math.log2(max(ctx, 256))),
                       draft_model=None if draft is None else draft[0], spec_tokens=None if draft is None else draft[1],
-                      mtp_tokens=mtp, role=p.role, nodes=nodes)
+                      mtp_tokens=mtp, role=p.role, nodes=nodes,
+                      eplb_redundant=_redundant(experts, tp * ep) if eplb else None, **opts)
 
 
 def _weight_bytes(model, d: Deployed) -> float:
@@ -154,8 +173,10 @@ def _weight_bytes(model, d: Deployed) -> float:
 
 
 def write(d: Deployed, *, stack: str | None = None, image: str | None = None, gpus_per_node: int | None = None,
-          draft=None, mtp=None) -> dict:
-    """Every command and file of deployment `d`. draft: (Hugging Face id, tokens per step) of a draft model."""
+          draft=None, mtp=None, server: dict | None = None, asked=None) -> dict:
+    """Every command and file of deployment `d`. draft: (Hugging Face id, tokens per step) of a draft model; server:
+    the expert-parallel settings the figures assumed (ep_comm, ep_overlap, adp_balance; eplb: EPLB's redundant
+    experts); asked: infer's (deployment, workload, answer), whose options the command does not carry are named."""
     from tokenmath.analyses.benchmarks.launch_commands import launch
     from tokenmath.specs.model_catalog import get_model
     from tokenmath.specs.serving_engines import resolve_engine
@@ -180,10 +201,13 @@ def write(d: Deployed, *, stack: str | None = None, image: str | None = None, gp
     pools, srcs = [], {}
     for p in d.pools:
         nodes = max(1, math.ceil(p.chips_per_server / node))
-        spec = _spec_of(d, p, name, hw, limits, wq, draft, mtp, nodes, notes)
-        lc = launch(d.engine, spec)
+        spec = _spec_of(d, p, (name, model), hw, limits, wq, draft, mtp, nodes, notes, server)
+        lc = launch(d.engine, spec, name_unwritten=asked is None)
         srcs.update(lc.sources)
         notes += [n for n in lc.notes if n not in notes]
+        if asked is not None:           # infer's options the command lacks, with what each changed (one pool)
+            from tokenmath.analyses.benchmarks.unwritten import export_notes
+            notes += export_notes(*asked, d.engine, spec, lc.unwritten)
         pools.append({"role": p.role, "replicas": p.replicas, "chips_per_server": p.chips_per_server,
                       "nodes_per_server": nodes, "tp": p.tp, "pp": p.pp, "ep": p.ep, "attention_sharding": p.attention,
                       "max_running": p.max_running, "max_running_per_rank": spec.max_running,

@@ -9,9 +9,13 @@ import json
 from dataclasses import dataclass, field
 
 from tokenmath.base.errors import InputError, show
+from tokenmath.engine.expert_parallel import EP_COMM as EP_COMMS    # the all-to-alls priced, as --ep-comm names them
 
 KV_DTYPES = ("bf16", "fp16", "fp8")
 WEIGHT_QUANTS = ("fp8",)
+# the expert-parallel settings a spec may ask for beyond its layout: each engine writes those it has a pinned flag or
+# key for and records it (Command.honour); launch_commands names the rest (unwritten.py), never drops them
+OPTION_FIELDS = ("ep_comm", "ep_overlap", "eplb_redundant", "adp_balance")
 ROLES = ("both", "prefill", "decode")
 HEAD = "HEAD_NODE_IP"          # stands for the first node's address in a multi-node command; notes say to replace it
 
@@ -40,6 +44,10 @@ class ServerSpec:
     role: str = "both"             # "both" (colocated) | "prefill" | "decode" (disaggregated pools)
     nodes: int = 1                 # nodes one server spans (chips per server / scale-up domain, rounded up)
     port: int = 8000
+    ep_comm: str = "bf16"          # the EP all-to-all priced: bf16; fp8 (DeepEP low-latency); deepep (DeepEP normal)
+    ep_overlap: bool = False       # the EP all-to-all overlapped with compute over two micro-batches
+    eplb_redundant: int | None = None  # EPLB with this many redundant experts; None: no EPLB
+    adp_balance: bool = False      # the scheduler balances prompts over the attention-DP groups (a coordinated wait)
 
     @property
     def replicas(self) -> int:
@@ -58,6 +66,7 @@ class LaunchCommand:
     files: dict[str, str]          # extra files the command reads (e.g. TRT-LLM's --extra_llm_api_options YAML)
     notes: list[str]
     sources: dict                  # {tool name: {repo, commit, path}} of every flag list used
+    unwritten: tuple[str, ...] = ()  # OPTION_FIELDS the spec set that this engine's command does not carry
 
 
 def table(tool: str) -> dict:
@@ -90,6 +99,13 @@ class Command:
     files: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    honoured: list[str] = field(default_factory=list)    # OPTION_FIELDS the flags written carry
+
+    def honour(self, name: str) -> None:
+        if name not in OPTION_FIELDS:
+            raise AssertionError(f"{name} is not one of launch_base.OPTION_FIELDS")
+        if name not in self.honoured:
+            self.honoured.append(name)
 
     def use(self, tool: str) -> None:
         if tool not in self.tools:
@@ -150,8 +166,14 @@ def check(spec: ServerSpec) -> None:
     for name in ("tp", "pp", "ep", "dp", "nodes", "max_model_len"):
         _whole(name, getattr(spec, name), 1)
     _whole("port", spec.port, 1, 65535)
-    for name in ("max_running", "max_batched_tokens", "mtp_tokens", "spec_tokens"):
+    for name in ("max_running", "max_batched_tokens", "mtp_tokens", "spec_tokens", "eplb_redundant"):
         _whole(name, getattr(spec, name), 1, none_ok=True)
+    if spec.ep_comm not in EP_COMMS:
+        raise InputError("ep_comm", f"{show(spec.ep_comm)} is not an EP all-to-all tokenmath prices",
+                         ", ".join(EP_COMMS))
+    for name in ("ep_overlap", "adp_balance"):
+        if not isinstance(getattr(spec, name), bool):
+            raise InputError(name, f"{show(getattr(spec, name))} is not True or False", "True or False")
     if spec.kv_dtype not in KV_DTYPES:
         raise InputError("kv_dtype", f"{show(spec.kv_dtype)} is not a KV cache dtype tokenmath writes",
                          ", ".join(KV_DTYPES))
@@ -171,6 +193,12 @@ def check(spec: ServerSpec) -> None:
     if spec.nodes > spec.chips:
         raise InputError("nodes", f"{spec.nodes} nodes for a server of {spec.chips} chips",
                          f"at most {spec.chips} nodes")
+
+
+def options_set(spec: ServerSpec) -> tuple[str, ...]:
+    """The OPTION_FIELDS `spec` sets away from their defaults (what its command must carry or name)."""
+    defaults = {f: ServerSpec.__dataclass_fields__[f].default for f in OPTION_FIELDS}
+    return tuple(f for f in OPTION_FIELDS if getattr(spec, f) != defaults[f])
 
 
 def draft_tokens(spec: ServerSpec, cmd: Command) -> int:

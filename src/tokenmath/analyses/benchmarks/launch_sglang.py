@@ -10,7 +10,11 @@ by --dp-size under DP attention); kv_dtype fp8 -> --kv-cache-dtype fp8_e4m3 (aut
 --speculative-num-steps n --speculative-eagle-topk 1 --speculative-num-draft-tokens n + 1; a draft model -> EAGLE3 /
 EAGLE when its name says so, else STANDALONE, with --speculative-draft-model-path; role prefill / decode ->
 --disaggregation-mode with --disaggregation-transfer-backend nixl; nodes > 1 -> --nnodes, --node-rank,
---dist-init-addr.
+--dist-init-addr. Under DP attention (ep > 1): ep_comm fp8 or deepep -> --moe-a2a-backend deepep (SGLang picks DeepEP's
+kernels per batch, a note says how that differs from the one transport priced); ep_overlap ->
+--enable-two-batch-overlap (SGLang runs it on a DeepEP all-to-all, or on its default MoE path beside
+--enable-dp-attention); eplb_redundant r -> --enable-eplb --ep-num-redundant-experts r. adp_balance has no SGLang
+setting: unwritten.py names it.
 """
 from __future__ import annotations
 
@@ -20,6 +24,10 @@ from tokenmath.base.errors import InputError
 TOOL = "sglang launch_server"
 KV_DTYPE = {"bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3"}
 INIT_PORT = 20000                # the port of the first node that --dist-init-addr names: any free one will do
+# what the transport tokenmath priced does on every step, against SGLang's --deepep-mode auto (its default: normal
+# kernels for batches that carry prompts, low-latency ones for decode-only batches)
+PRICED = {"fp8": "DeepEP's low-latency transport (FP8 dispatch, bf16 combine)",
+          "deepep": "DeepEP's normal transport (FP8 dispatch, one copy per remote domain)"}
 
 
 def _algorithm(draft: str) -> str:
@@ -43,9 +51,7 @@ def command(spec: ServerSpec) -> Command:
         cmd.flag(TOOL, "--dp-size", spec.ep)
         cmd.flag(TOOL, "--enable-dp-attention")
         cmd.flag(TOOL, "--ep-size", spec.tp * spec.ep)
-        cmd.notes.append("expert parallelism over SGLang's default MoE transport (--moe-a2a-backend none); the "
-                         "DeepEP all-to-all that large expert-parallel recipes add (--moe-a2a-backend deepep) is not "
-                         "written")
+        _expert_parallel(spec, cmd)
     elif spec.dp > 1:
         cmd.flag(TOOL, "--dp-size", spec.dp)
     shared_notes(spec, cmd)
@@ -82,6 +88,28 @@ def command(spec: ServerSpec) -> Command:
                          f"first (whose address replaces {HEAD}) and --node-rank k on node k (1 to {spec.nodes - 1})")
     cmd.flag(TOOL, "--port", spec.port, frontend=True)
     return cmd
+
+
+def _expert_parallel(spec: ServerSpec, cmd: Command) -> None:
+    """The all-to-all, its overlap and EPLB, as the answer priced them (data/engine_flags.toml's `where` for each)."""
+    if spec.ep_comm in PRICED:
+        cmd.flag(TOOL, "--moe-a2a-backend", "deepep")
+        cmd.honour("ep_comm")
+        cmd.notes.append(f"--moe-a2a-backend deepep runs in SGLang's default --deepep-mode auto (normal kernels for "
+                         f"steps that carry prompts, low-latency ones for decode-only steps); tokenmath priced "
+                         f"{PRICED[spec.ep_comm]} on every step")
+    else:
+        cmd.notes.append("expert parallelism over SGLang's default MoE transport (--moe-a2a-backend none), as the "
+                         "answer priced a bf16 all-to-all; --ep-comm fp8 or deepep writes the DeepEP one "
+                         "(--moe-a2a-backend deepep) that large expert-parallel recipes add")
+    if spec.ep_overlap:
+        # accepted on either transport here: --enable-dp-attention is written with it (_check_two_batch_overlap)
+        cmd.flag(TOOL, "--enable-two-batch-overlap")
+        cmd.honour("ep_overlap")
+    if spec.eplb_redundant is not None:
+        cmd.flag(TOOL, "--enable-eplb")
+        cmd.flag(TOOL, "--ep-num-redundant-experts", spec.eplb_redundant)
+        cmd.honour("eplb_redundant")
 
 
 def _steps(cmd: Command, k: int) -> None:

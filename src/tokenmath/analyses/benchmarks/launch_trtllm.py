@@ -9,7 +9,10 @@ model inside one server); max_running -> --max_batch_size; max_batched_tokens ->
 --enable_chunked_prefill when a prompt may be longer; max_model_len -> --max_seq_len; kv_dtype fp8 ->
 kv_cache_config.dtype fp8 (16-bit: the checkpoint's own, the default); MTP -> speculative_config {decoding_type MTP,
 max_draft_len n}; a draft model -> {decoding_type Eagle3 / Eagle when its name says so, else Draft_Target,
-max_draft_len k, speculative_model}; role prefill / decode -> cache_transceiver_config.backend DEFAULT.
+max_draft_len k, speculative_model}; role prefill / decode -> cache_transceiver_config.backend DEFAULT; adp_balance
+under attention DP -> attention_dp_config {enable_balance: true, timeout_iters, batching_wait_iters: 0}, the scheduler
+tokenmath's balanced figures model (TensorRT-LLM tech blog 10). The all-to-all transport, its overlap and EPLB have no
+key in the pinned tables: unwritten.py names them.
 """
 from __future__ import annotations
 
@@ -23,6 +26,14 @@ YAML = "extra_llm_api_options.yaml"
 def _decoding(draft: str) -> str:
     name = draft.lower()
     return "Eagle3" if "eagle3" in name else "Eagle" if "eagle" in name else "Draft_Target"
+
+
+def _balance() -> dict:
+    """ADP balance as the answer priced it: a group ready for a prompt waits for the others up to the timeout the
+    figures assume (steady_state.ADP_TIMEOUT_STEPS, the blog's and AttentionDpConfig's default of 50), and no extra
+    batching wait, which the figures leave out (AttentionDpConfig defaults it to 10; InferenceX's recipes set 0)."""
+    from tokenmath.analyses.serving.steady_state import ADP_TIMEOUT_STEPS
+    return {"enable_balance": True, "timeout_iters": int(ADP_TIMEOUT_STEPS), "batching_wait_iters": 0}
 
 
 def command(spec: ServerSpec) -> Command:
@@ -68,6 +79,9 @@ def command(spec: ServerSpec) -> Command:
                                          "speculative_model": spec.draft_model}
     elif spec.mtp_tokens is not None:
         options["speculative_config"] = {"decoding_type": "MTP", "max_draft_len": spec.mtp_tokens}
+    if spec.adp_balance and spec.ep > 1:
+        options["attention_dp_config"] = _balance()
+        cmd.honour("adp_balance")
     if spec.role != "both":
         options["cache_transceiver_config"] = {"backend": "DEFAULT"}
         side = "context_servers" if spec.role == "prefill" else "generation_servers"

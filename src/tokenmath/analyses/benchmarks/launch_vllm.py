@@ -10,7 +10,11 @@ ep x tp ranks); dense dp replicas -> --data-parallel-size dp; max_running -> --m
 16-bit, fp8); weight_quant fp8 -> --quantization fp8; max_model_len -> --max-model-len; a draft model ->
 --speculative-config {"model", "num_speculative_tokens"} (vLLM detects the method: draft model or EAGLE); MTP ->
 {"method": "mtp", "num_speculative_tokens"}; role prefill / decode -> --kv-transfer-config {"kv_connector":
-"NixlConnector", "kv_role": "kv_both"}, as vLLM's own prefill/decode test starts both sides.
+"NixlConnector", "kv_role": "kv_both"}, as vLLM's own prefill/decode test starts both sides. With expert parallelism
+(ep > 1): ep_comm fp8 -> --all2all-backend deepep_low_latency, deepep -> deepep_high_throughput (DeepEP's two kernel
+sets, the transports engine/expert_parallel.py prices); ep_overlap -> --enable-dbo (dual-batch overlap) where a DeepEP
+backend is written, the only ones vLLM runs it on; eplb_redundant r -> --enable-eplb --eplb-config
+{"num_redundant_experts": r}. adp_balance has no vLLM setting: unwritten.py names it.
 """
 from __future__ import annotations
 
@@ -21,7 +25,11 @@ from tokenmath.base.errors import InputError
 
 SERVE, FRONT = "vllm serve", "vllm serve frontend"
 SPEC, KVX = "vllm serve speculative_config", "vllm serve kv_transfer_config"
+EPLB = "vllm serve eplb_config"
 KV_DTYPE = {"bf16": "auto", "fp16": "auto", "fp8": "fp8"}
+# tokenmath's --ep-comm names -> vLLM's all2all backends: fp8 dispatch + bf16 combine is DeepEP's low-latency kernels,
+# one copy per remote domain its normal (high-throughput) ones; bf16 is vLLM's default (allgather_reducescatter)
+ALL2ALL = {"fp8": "deepep_low_latency", "deepep": "deepep_high_throughput"}
 
 
 def command(spec: ServerSpec) -> Command:
@@ -33,6 +41,7 @@ def command(spec: ServerSpec) -> Command:
     if spec.ep > 1:
         cmd.flag(SERVE, "--data-parallel-size", spec.ep)
         cmd.flag(SERVE, "--enable-expert-parallel")
+        _expert_parallel(spec, cmd)
     elif spec.dp > 1:
         cmd.flag(SERVE, "--data-parallel-size", spec.dp)
     shared_notes(spec, cmd)
@@ -61,6 +70,21 @@ def command(spec: ServerSpec) -> Command:
         _nodes(spec, cmd)
     cmd.flag(FRONT, "--port", spec.port, frontend=True)
     return cmd
+
+
+def _expert_parallel(spec: ServerSpec, cmd: Command) -> None:
+    """The all-to-all, its overlap and EPLB, as the answer priced them (what has no flag here: unwritten.py)."""
+    if spec.ep_comm in ALL2ALL:
+        cmd.flag(SERVE, "--all2all-backend", ALL2ALL[spec.ep_comm])
+        cmd.honour("ep_comm")
+        if spec.ep_overlap:
+            # vllm/config/vllm.py accepts dual-batch overlap only on a DeepEP backend (data/engine_flags.toml)
+            cmd.flag(SERVE, "--enable-dbo")
+            cmd.honour("ep_overlap")
+    if spec.eplb_redundant is not None:
+        cmd.flag(SERVE, "--enable-eplb")
+        cmd.flag(SERVE, "--eplb-config", cmd.json_value(EPLB, {"num_redundant_experts": spec.eplb_redundant}))
+        cmd.honour("eplb_redundant")
 
 
 def _nodes(spec: ServerSpec, cmd: Command) -> None:
