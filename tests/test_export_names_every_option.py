@@ -195,3 +195,23 @@ def test_a_spec_option_out_of_range_is_refused_naming_the_field():
         with pytest.raises(InputError) as e:
             launch("vllm", ServerSpec(**{**EP8.__dict__, **bad}))
         assert e.value.field == field and e.value.valid
+
+
+@pytest.mark.parametrize("engine,flag", [("vllm", "--tensor-parallel-size 8 --enable-expert-parallel"),
+                                         ("sglang", "--tp-size 8 --ep-size 8"),
+                                         ("tensorrt-llm", "--tp_size 8 --ep_size 8")])
+def test_moe_sharding_ep_on_tp_is_written_as_each_engines_expert_parallelism(engine, flag):
+    """--moe-sharding ep on a TP layout (EP inside TP, no attention DP): vLLM's --enable-expert-parallel without
+    --data-parallel-size, SGLang's --ep-size and TensorRT-LLM's --ep_size equal to the TP size (flags of the pinned
+    tables in data/engine_flags.toml); with the default split, none of them."""
+    kw = dict(model="deepseek-v3", hardware="h200", chips=8, tp=8, concurrency=16, engine=engine)
+    whole = export(*split(**kw, moe_sharding="ep")[:2])
+    assert flag in _text(whole) and not _named(whole, "--moe-sharding ep")
+    plain = _text(export(*split(**kw)[:2]))
+    assert "--enable-expert-parallel" not in plain and "--ep-size" not in plain and "--ep_size" not in plain
+
+
+def test_moe_sharding_ep_with_nothing_to_place_is_named():
+    e = export(*split(**DSV3, moe_sharding="ep")[:2])          # tp 1: no TP group to place experts in
+    notes = _named(e, "--moe-sharding ep")
+    assert len(notes) == 1 and "this layout has tp 1" in notes[0]

@@ -81,7 +81,7 @@ def export(dep, wl, engine: str | None = None, *, stack: str | None = None, imag
         draft = (hf_id(dm) or getattr(dm, "id", dep.draft), dep.spec_k or 4)
     # the expert-parallel settings the figures assumed, for the engine modules to write where they can
     server = {"ep_comm": dep.ep_comm, "ep_overlap": bool(dep.ep_overlap), "adp_balance": bool(dep.adp_balance),
-              "eplb": dep.ep_imbalance == "eplb"}
+              "eplb": dep.ep_imbalance == "eplb", "experts_whole": dep.moe_sharding == "ep"}
     out = write(d, stack=stack, image=image, gpus_per_node=gpus_per_node, draft=draft,
                 mtp=dep.mtp if dep.draft is None else None, server=server, asked=(dep, wl, r))
     out["infer"] = r.to_dict()
@@ -150,6 +150,9 @@ def _spec_of(d: Deployed, p: PoolPlan, named, hw, limits, weight_quant, draft, m
     opts = dict(server or {})
     experts = int(getattr(model, "n_experts", 0) or 0)
     eplb = opts.pop("eplb", False) and experts > 0 and ep > 1      # EPLB places experts over expert-parallel ranks
+    # whole experts over the TP ranks is a setting of its own only without attention DP (with it, every engine
+    # spreads whole experts over all tp x ep ranks)
+    opts["experts_whole"] = bool(opts.get("experts_whole")) and experts > 0 and ep == 1 and tp > 1
     max_running, max_tokens = (int(v) if v else None for v in limits)     # 0: the engine sets no cap
     if p.max_running:
         # the answer's sequences per server, spread over its data-parallel (attention) ranks: the engines count

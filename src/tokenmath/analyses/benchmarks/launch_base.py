@@ -15,7 +15,7 @@ KV_DTYPES = ("bf16", "fp16", "fp8")
 WEIGHT_QUANTS = ("fp8",)
 # the expert-parallel settings a spec may ask for beyond its layout: each engine writes those it has a pinned flag or
 # key for and records it (Command.honour); launch_commands names the rest (unwritten.py), never drops them
-OPTION_FIELDS = ("ep_comm", "ep_overlap", "eplb_redundant", "adp_balance")
+OPTION_FIELDS = ("ep_comm", "ep_overlap", "eplb_redundant", "adp_balance", "experts_whole")
 ROLES = ("both", "prefill", "decode")
 HEAD = "HEAD_NODE_IP"          # stands for the first node's address in a multi-node command; notes say to replace it
 
@@ -48,6 +48,7 @@ class ServerSpec:
     ep_overlap: bool = False       # the EP all-to-all overlapped with compute over two micro-batches
     eplb_redundant: int | None = None  # EPLB with this many redundant experts; None: no EPLB
     adp_balance: bool = False      # the scheduler balances prompts over the attention-DP groups (a coordinated wait)
+    experts_whole: bool = False    # ep 1, tp > 1: the routed experts whole over the TP ranks (--moe-sharding ep)
 
     @property
     def replicas(self) -> int:

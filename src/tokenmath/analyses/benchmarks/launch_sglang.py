@@ -54,6 +54,9 @@ def command(spec: ServerSpec) -> Command:
         _expert_parallel(spec, cmd)
     elif spec.dp > 1:
         cmd.flag(TOOL, "--dp-size", spec.dp)
+    if spec.experts_whole and not dp_attention:
+        cmd.flag(TOOL, "--ep-size", spec.tp)          # EP inside TP: whole experts over the TP ranks
+        cmd.honour("experts_whole")
     shared_notes(spec, cmd)
     if spec.max_running is not None:
         cmd.flag(TOOL, "--max-running-requests", spec.max_running * ranks)

@@ -55,7 +55,10 @@ def command(spec: ServerSpec) -> Command:
         options["enable_attention_dp"] = True
         if spec.max_running is not None or spec.max_batched_tokens is not None:
             cmd.notes.append("--max_batch_size and --max_num_tokens hold for each attention-DP rank")
-    elif spec.dp > 1:
+    elif spec.experts_whole:
+        cmd.flag(SERVE, "--ep_size", spec.tp)          # EP inside TP: whole experts over the TP ranks
+        cmd.honour("experts_whole")
+    if spec.ep == 1 and spec.dp > 1:
         cmd.notes.append(f"run {spec.dp} copies of this server ({spec.tp * spec.pp} chips each) behind a load "
                          "balancer, each on its own port or node: TensorRT-LLM runs no data-parallel replicas of a "
                          "dense model inside one server")

@@ -44,6 +44,10 @@ def command(spec: ServerSpec) -> Command:
         _expert_parallel(spec, cmd)
     elif spec.dp > 1:
         cmd.flag(SERVE, "--data-parallel-size", spec.dp)
+    if spec.experts_whole and spec.ep == 1:
+        # without data parallelism vLLM's expert parallelism spreads whole experts over the TP ranks
+        cmd.flag(SERVE, "--enable-expert-parallel")
+        cmd.honour("experts_whole")
     shared_notes(spec, cmd)
     if spec.max_running is not None:
         cmd.flag(SERVE, "--max-num-seqs", spec.max_running)

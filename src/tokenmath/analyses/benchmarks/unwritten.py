@@ -17,8 +17,9 @@ ENGINE = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 # the question's field each ServerSpec option (launch_base.OPTION_FIELDS) comes from (export.py: eplb_redundant from
 # --ep-imbalance eplb)
 QUESTION_FIELD = {"ep_comm": "ep_comm", "ep_overlap": "ep_overlap", "eplb_redundant": "ep_imbalance",
-                  "adp_balance": "adp_balance"}
-DEPLOYMENT = ("adp_balance", "attention_sharding", "ep_comm", "ep_imbalance", "ep_overlap", "price_usd_per_hour")
+                  "adp_balance": "adp_balance", "experts_whole": "moe_sharding"}
+DEPLOYMENT = ("adp_balance", "attention_sharding", "ep_comm", "ep_imbalance", "ep_overlap", "moe_sharding",
+              "price_usd_per_hour")
 WORKLOAD = ("min_tokens_per_s_per_user", "ttft_ms")
 # read at the commit data/engine_flags.toml's ["vllm serve"] `where` names (VllmConfig.__post_init__)
 VLLM_DBO_SRC = "vllm/config/vllm.py @ 09f030eaf851"
@@ -34,7 +35,8 @@ def _pinned(tool: str) -> str:
 
 def _label(name: str, spec) -> str:
     return {"ep_comm": f"--ep-comm {spec.ep_comm}", "ep_overlap": "--overlap-ep",
-            "eplb_redundant": "--ep-imbalance eplb", "adp_balance": "--adp-balance"}[name]
+            "eplb_redundant": "--ep-imbalance eplb", "adp_balance": "--adp-balance",
+            "experts_whole": "--moe-sharding ep"}[name]
 
 
 def why(engine: str, name: str, spec) -> str:
@@ -144,6 +146,13 @@ def _reason(name: str, value, engine: str, spec, r) -> str:
             return "the engines shard attention by KV head inside a tensor-parallel group, as heads sharding does"
         return ("the engines shard attention by KV head inside a tensor-parallel group, and no flag in "
                 "data/engine_flags.toml shards it over the batch: the server runs heads sharding")
+    if name == "moe_sharding":
+        if int(r.layout.tp) == 1:
+            return "it places the experts inside a tensor-parallel group, and this layout has tp 1"
+        if not r.model.is_moe:
+            return "a dense model has no experts to place"
+        return (f"under attention DP the engines already spread whole experts over all {spec.tp * spec.ep} ranks, "
+                "the placement --moe-sharding ep prices")
     if name == "ep_imbalance":
         if spec.ep == 1 or value == "eplb":
             return why(engine, "eplb_redundant", spec)
