@@ -67,6 +67,8 @@ CHANGE = {
     "concurrency": {"concurrency": 32, "batch": None},
     "arrival_rate": {"arrival_rate": 2.0, "batch": None, "concurrency": None},
     "prefix_hit": {"prefix_hit": 0.5},
+    "turns": {"turns": 3},
+    "tool_gap_s": {"tool_gap_s": 2.0},       # simulate with one turn per session: named in its notes (no next turn)
     "ttft_ms": {"ttft_ms": 300.0},
     "min_tokens_per_s_per_user": {"min_tokens_per_s_per_user": 60.0},
 }

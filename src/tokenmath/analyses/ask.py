@@ -185,10 +185,12 @@ def simulate(dep: Deployment, wl: Workload, **own):
     own = within_budget("simulate", dep, wl, own)
     from tokenmath.analyses.serving.fewest_chips import sequence_of
     from tokenmath.analyses.serving.simulation.simulate import simulate as run
-    dep, chips_note = filled(dep, sequence_of(wl.input_len, wl.output_len))
+    # a session's last turn holds every earlier turn: the longest sequence is turns x (input + output)
+    dep, chips_note = filled(dep, sequence_of(wl.input_len, wl.output_len) * wl.turns)
     r = run(dep.model, dep.hardware, **_layout(dep), concurrency=wl.concurrency, arrival_rate=wl.arrival_rate,
             input_len=wl.input_len, output_len=wl.output_len, ttft_ms=wl.ttft_ms, prefix_hit=wl.prefix_hit or None,
-            speculation=speculation_of(dep), attention_sharding=_attention(dep, None), **own, **knobs(dep))
+            turns=wl.turns, tool_gap_s=wl.tool_gap_s, speculation=speculation_of(dep),
+            attention_sharding=_attention(dep, None), **own, **knobs(dep))
     balance = ([] if not dep.adp_balance or int(r.layout["ep"]) <= 1 else
                ["--adp-balance: each step's prompt chunks split evenly over the ep attention groups; the coordinated "
                 "wait that balances them is not simulated, so TTFT leaves it out (infer --concurrency adds it: "
@@ -319,8 +321,9 @@ def moe(dep: Deployment, wl: Workload, **own):
 
 def agents(dep: Deployment, wl: Workload, **own):
     """The agent-capacity table (analyses/serving/agent_capacity.py): sessions at a speed target per GPU, kW, $/hour
-    and system, for each system; own: systems, context_len, prefix_hit, tool_gap_s, offload, pue, layouts. The
-    workload's output_len is a turn's (default 150, AgentPerf's median), its speed target 20 tokens/s."""
+    and system, for each system; own: systems, context_len, prefix_hit, offload, pue, layouts. The workload's
+    output_len is a turn's (default 150, AgentPerf's median), its tool_gap_s the time between turns (None: the
+    analysis' default, agents.DEFAULTS' 3 s), its speed target 20 tokens/s."""
     from tokenmath.analyses.serving.agent_capacity import agents as run
     from tokenmath.specs.question.workload import field
     # a turn's output and cached share: the question's own keywords, else the workload's when set away from its default
@@ -328,6 +331,8 @@ def agents(dep: Deployment, wl: Workload, **own):
         v = getattr(wl, name)
         if own.get(name) is None and v != field(name).default:
             own[name] = v
+    if own.get("tool_gap_s") is None and wl.tool_gap_s is not None:      # None: the analysis' own default
+        own["tool_gap_s"] = wl.tool_gap_s
     r = run(dep.model, own.pop("systems", None), min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0),
             ttft_ms=wl.ttft_ms, **own, **knobs(dep))
     traced = [t for row in r.rows for t in row.get("layouts_traced") or ()]      # "tp=8 pp=1 ep=1 dp=1", ...

@@ -61,9 +61,37 @@ def simulation_table(r) -> str:
                      f"{pc['hit_rate_requests']:.1%} of requests with a prefix; held at most "
                      f"{pc['peak_tokens']:,} tokens ({pc['peak_fraction']:.1%} of the KV cache, mean "
                      f"{pc['mean_fraction']:.1%}); evictions {pc['evictions']:,}")
+    if r.multi_turn:
+        lines += _session_lines(r.multi_turn)
     draft = sp["draft_model"] if sp and not sp["mtp"] else None
     lines += [f"note: {name_ids(n, r.model, r.hardware, draft)}" for n in r.notes]
     return "\n".join(lines)
+
+
+SHOWN_TURNS = 8         # turns per session up to which the text lists each turn (--json lists up to 64)
+
+
+def _session_lines(mt: dict) -> list[str]:
+    """The agent sessions' lines: their wall time (gaps included) and, per turn, history, cached and computed tokens."""
+    w = mt["session_s"]
+    tool = mt["tool_time_per_session_s"]
+    lines = [f"sessions: {mt['sessions_served']:,} of {mt['turns']} turns, tool gaps of mean {mt['tool_gap_s']:g} s "
+             f"between turns; a session lasts {u.seconds(w['p50'])} p50, {u.seconds(w['p99'])} p99 (first send to "
+             "last token" + (f", {u.seconds(tool) if tool else '0 s'} of it tool time on average)" if tool is not None
+                             else ")"),
+             f"  per turn: {mt['prompt_tokens_per_turn']:,.0f} prompt tokens, {mt['history_tokens_per_turn']:,.0f} of "
+             f"them history ({mt['history_share_of_prompt_tokens']:.1%}: an unbounded cache's hit rate), "
+             f"{mt['cached_tokens_per_turn']:,.0f} found cached, {mt['computed_tokens_per_turn']:,.0f} prefilled"]
+    rows = mt.get("by_turn") or []
+    if rows and mt["turns"] <= SHOWN_TURNS:
+        lines.append(f"  {'turn':>6}{'prompt':>10}{'history':>10}{'cached':>10}{'prefilled':>11}{'TTFT':>11}"
+                     f"{'end to end':>12}")
+        lines += [f"  {x['turn']:>6}{x['prompt_tokens']:>10,.0f}{x['history_tokens']:>10,.0f}"
+                  f"{x['cached_tokens']:>10,.0f}{x['computed_tokens']:>11,.0f}{u.seconds(x['ttft_mean_s']):>11}"
+                  f"{u.seconds(x['e2e_mean_s']):>12}" for x in rows]
+    elif rows:
+        lines.append(f"  (each turn's means: --json, multi_turn.by_turn; {mt['turns']} turns)")
+    return lines
 
 
 def _step_lines(s, bw: float) -> list[str]:

@@ -112,13 +112,15 @@ def up_to_layouts(model, hardware, top: int, attention=0) -> list[tuple[int, ...
     return [t for c in counts for t in searched(model, hardware, c, attention=attention)]
 
 
-def longest(input_len, output_len) -> tuple[int, str]:
-    """(the most tokens one sequence holds, the length field that sets most of them); numbers or length specs."""
+def longest(input_len, output_len, turns=None) -> tuple[int, str]:
+    """(the most tokens one sequence holds, the length field that sets most of them); numbers or length specs.
+    turns: an agent session's (simulate --turns), whose last turn holds every earlier turn's prompt and output."""
     from tokenmath.analyses.serving.simulation.workload import parse_lengths
     n = {}
     for k, v, default in (("input_len", input_len, 1024), ("output_len", output_len, 256)):
         n[k] = default if v is None else parse_lengths(v, k).max if isinstance(v, str) else int(v)
-    return n["input_len"] + n["output_len"], max(n, key=n.get)
+    t = int(turns or 1)
+    return t * (n["input_len"] + n["output_len"]), "turns" if t > 1 else max(n, key=n.get)
 
 
 def _profile(engine):
@@ -193,7 +195,7 @@ def weigh(question: str, dep, wl, **own) -> Work | None:
     try:
         m = dep.model if not isinstance(dep.model, str) else get_model(dep.model)
         hw = dep.hardware if not isinstance(dep.hardware, str) else get_hardware(dep.hardware)
-        tokens, len_field = longest(wl.input_len, wl.output_len)
+        tokens, len_field = longest(wl.input_len, wl.output_len, wl.turns if question == "simulate" else 1)
     except (InputError, ValueError, TypeError):
         return None
     whole = unchunked(dep.engine)

@@ -8,8 +8,9 @@ from tokenmath.faces.commands.question_options import question_options
 # analyses/serving/agents.DEFAULTS, repeated so --help needs no numpy (tests/test_agents.py holds them equal)
 # fields the question has no use for (it searches the layout and compares --systems): no option at all
 UNUSED = ("hardware", "chips", "tp", "pp", "ep", "dp", "cp", "attention_sharding", "input_len", "batch", "concurrency",
-          "arrival_rate", "draft", "spec_k", "acceptance", "mtp")
-TURN_DEFAULTS = {"context_len": 27_000, "output_len": "150", "prefix_hit": "0.86", "tool_gap_s": 3.0}
+          "arrival_rate", "draft", "spec_k", "acceptance", "mtp", "turns")
+# the turn's own option (--tool-gap-s is the declared field, its default in specs/question/defaults.py)
+TURN_DEFAULTS = {"context_len": 27_000, "output_len": "150", "prefix_hit": "0.86"}
 
 
 @click.command()
@@ -18,9 +19,6 @@ TURN_DEFAULTS = {"context_len": 27_000, "output_len": "150", "prefix_hit": "0.86
               help="Systems to compare, comma-separated (tokenmath systems; a chip id: that chip in its usual node).")
 @click.option("--context-len", type=count(2, 10_000_000, "tokens"), default=TURN_DEFAULTS["context_len"],
               show_default=True, help="Prompt tokens of one agent turn, cached and new (AA-AgentPerf: mean ~27K).")
-@click.option("--tool-gap-s", type=number(0.0, 86_400.0, "s"), default=TURN_DEFAULTS["tool_gap_s"], show_default=True,
-              help="Seconds of tool time between a turn's last token and the next prompt (an ASSUMPTION: no public "
-                   "figure found).")
 @click.option("--offload", type=click.Choice(["hbm", "dram", "nvme"]), default="hbm", show_default=True,
               help="Where idle sessions' prefixes may wait for the headline figures: HBM only, + host DRAM, "
                    "+ host DRAM + NVMe (every row also shows all three).")
@@ -30,13 +28,13 @@ TURN_DEFAULTS = {"context_len": 27_000, "output_len": "150", "prefix_hit": "0.86
               help="Most replica layouts traced per system (the best-bounded of each TP degree first).")
 @output_options
 @guarded
-def agents(deployment, workload, systems, context_len, tool_gap_s, offload, pue, layouts, as_json, explain):
+def agents(deployment, workload, systems, context_len, offload, pue, layouts, as_json, explain):
     """Concurrent agent sessions per GPU, per kW, per $/hour and per system at a speed target, the binding constraint,
     and the offload what-if."""
     from tokenmath.analyses.ask import agents as run
     from tokenmath.faces.tables_agents import agents_text, explain_agents
-    r = run(deployment, workload, systems=systems, context_len=context_len, tool_gap_s=tool_gap_s, offload=offload,
-            pue=pue, layouts=layouts)
+    r = run(deployment, workload, systems=systems, context_len=context_len, offload=offload, pue=pue,
+            layouts=layouts)
     if as_json:
         emit_json(r.to_dict())
     else:

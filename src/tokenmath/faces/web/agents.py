@@ -62,8 +62,7 @@ def agents_table(model: ModelLookup) -> dict[str, Endpoint]:
                unit="tokens"),
          Param("prefix_hit", "float", 0.86, "share of a turn's prompt already cached (InferenceX agentic traces "
                "~0.86)", 0.0, 1.0),
-         Param("tool_gap_s", "float", 3.0, "seconds of tool time between turns (an assumption)", 0.0, 86_400.0,
-               unit="s"),
+         replace(wfield("tool_gap_s"), default=3.0, help="seconds of tool time between turns (an assumption)"),
          Param("offload", "choice", "hbm", "where idle prefixes may wait for the headline figures",
                choices=("hbm", "dram", "nvme")),
          Param("pue", "float", 1.0, "facility power / IT power", 0.5, 5.0),

@@ -71,7 +71,7 @@ pareto_units = work.pareto_units       # (units, layouts, chips) of a Pareto sea
 
 def longest(a: dict) -> tuple[int, str]:
     """(the most tokens one sequence of the request holds, the length field that sets most of them)."""
-    return work.longest(a.get("input_len"), a.get("output_len"))
+    return work.longest(a.get("input_len"), a.get("output_len"), a.get("turns"))
 
 
 def unchunked(a: dict) -> bool:

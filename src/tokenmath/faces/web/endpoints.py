@@ -17,8 +17,8 @@ from tokenmath.faces.web.api_models import api_model_names, api_model_response
 from tokenmath.faces.web.charts import overtrain_chart, pareto_chart, roofline
 from tokenmath.faces.web.overrides import SET, chip, what_if
 from tokenmath.faces.web.params import Param
-from tokenmath.faces.web.serving_fields import (BATCH, HARDWARE, INPUT_LEN, KNOBS, LAYOUT, MODEL, OUTPUT_LEN,
-                                                SIM_LENGTHS, dtype_params, engine_param, knobs, layout)
+from tokenmath.faces.web.serving_fields import (BATCH, HARDWARE, INPUT_LEN, KNOBS, LAYOUT, MODEL, OUTPUT_LEN, SIM_LENGTHS,
+                                                SIM_SESSIONS, dtype_params, engine_param, knobs, layout)
 from tokenmath.faces.web.simulation_sweep import SWEEP_PARAMS, simulate_sweep_response
 from tokenmath.faces.web.speculation import SPEC, spec_of, speculative_part
 from tokenmath.specs.question.deployment import field as dfield
@@ -44,7 +44,7 @@ PRICE_FLOOR = 1e-9                 # a price or speed deduce takes: above 0 ($ p
 # the rate keeps the web's floor (a rate of 0 sends no request: the simulator refuses it)
 SIM_LOAD = (replace(wfield("concurrency"), help="closed loop: users, each sending its next request when one completes "
                     "(64 when neither this nor arrival_rate is given)"),
-            replace(wfield("arrival_rate"), lo=1e-6, help="open loop: requests per second"))
+            replace(wfield("arrival_rate"), lo=1e-6, help="open loop: requests (with turns > 1: sessions) per second"))
 # a simulated workload's requests, lengths, goodput targets and seed (simulate and simulate_sweep); the targets keep
 # the web's floor of 1 microsecond (a 0 ms target no request meets: every answer's goodput 0)
 SIM_WORKLOAD = (
@@ -133,12 +133,12 @@ def simulate_response(model: ModelLookup, a: dict) -> dict:
     from tokenmath.analyses.serving.simulation.simulate import simulate
     from tokenmath.faces.explain_simulation import explain_simulation
     m = model(a["model"])
-    a = with_fewest_chips(m, a, sequence_of(a))
+    a = with_fewest_chips(m, a, sequence_of(a) * (a["turns"] or 1))     # a session's last turn: every turn's tokens
     r = simulate(m, chip(a), **layout(a), engine=a["engine"], concurrency=a["concurrency"],
                  arrival_rate=a["arrival_rate"], burstiness=a["burstiness"], requests=a["requests"],
                  input_len=a["input_len"], output_len=a["output_len"], ttft_ms=a["ttft_ms"], itl_ms=a["itl_ms"],
                  seed=a["seed"], weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], speculation=spec_of(a),
-                 **knobs(a))
+                 turns=a["turns"], tool_gap_s=a["tool_gap_s"], **knobs(a))
     d = r.to_dict()
     d.update(what_if(a))
     d["explain"] = explain_simulation(r)
@@ -312,7 +312,7 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
         "simulate": Endpoint(
             (MODEL, HARDWARE, *LAYOUT, E, *SIM_LOAD,
              Param("burstiness", "float", 1.0, "open loop: gamma shape of the gaps (1 = Poisson)", 1e-3, 1e3),
-             *SIM_WORKLOAD, *D, SET, *SPEC, *KNOBS),
+             *SIM_SESSIONS, *SIM_WORKLOAD, *D, SET, *SPEC, *KNOBS),
             partial(simulate_response, model), "tokenmath.analyses.serving.simulation.simulate.simulate"),
         "simulate_sweep": Endpoint(
             (MODEL, HARDWARE, *LAYOUT, E, *SWEEP_PARAMS, *(p for p in SIM_WORKLOAD if p.name != "requests"), *D, SET,

@@ -32,6 +32,8 @@ OUTPUT_LEN = replace(wfield("output_len"), kind="int", help="generated tokens pe
 SIM_LENGTHS = (replace(wfield("input_len"), help='prompt tokens, or "uniform:LO-HI" / "lognormal:MEDIAN,SIGMA"'),
                replace(wfield("output_len"), help="generated tokens (as input_len)"))
 BATCH = wfield("batch")            # infer: blank is 1, as everywhere
+# agent sessions (simulate): turns per session and the tool gap between them
+SIM_SESSIONS = (wfield("turns"), wfield("tool_gap_s"))
 
 
 @cache

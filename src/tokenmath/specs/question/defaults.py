@@ -16,8 +16,9 @@ QUESTION_DEFAULTS: dict[str, dict[str, str]] = {
     "moe": {"model": "deepseek-v3"},
     "sensitivity": {"batch": "max"},
     # an agent turn (analyses/serving/agents.DEFAULTS: AA-AgentPerf's median output, InferenceX's agentic prefix
-    # reuse) on the open MoE the agent benchmarks serve
-    "agents": {"model": "gpt-oss-120b", "min_tokens_per_s_per_user": "20", "output_len": "150", "prefix_hit": "0.86"},
+    # reuse, the 3 s tool gap labelled an assumption there) on the open MoE the agent benchmarks serve
+    "agents": {"model": "gpt-oss-120b", "min_tokens_per_s_per_user": "20", "output_len": "150", "prefix_hit": "0.86",
+               "tool_gap_s": "3"},
     "context": {"batch": "1"},
 }
 

@@ -15,6 +15,8 @@ from tokenmath.specs.question.fields import Field
 
 MAX_TOKENS = 100_000_000
 MAX_CONCURRENCY = 1_000_000
+MAX_TURNS = 10_000          # turns of one session: its last prompt holds every earlier turn, so the KV bounds it first
+MAX_TOOL_GAP_S = 86_400.0   # one day between two turns of a session
 
 LOAD = ("infer", "simulate")                      # questions that serve one arrival process
 STATIC_BATCH = ("infer", "context", "prices", "moe", "sensitivity")     # hyperbola sweeps the batch
@@ -41,6 +43,19 @@ WORKLOAD_FIELDS: tuple[Field, ...] = (
           "is skipped, the rest attends to it", 0.0, 1.0, unit="fraction",
           questions=("infer", "simulate", "plan", "fleet", "agents"),
           why_not="prefix caching is modelled by infer, simulate, plan and fleet's disaggregated pools"),
+    # agent sessions (issue 38): simulate runs them step by step; agents prices endless sessions in closed form, its
+    # turn's cached share given as --prefix-hit, its gap defaulting to agents.DEFAULTS' 3 s (an assumption)
+    Field("turns", "int", 1, "agent sessions: turns per session; each turn's prompt is the session's history (its "
+          "earlier prompts and outputs, a cached prefix while the prefix cache holds it) plus input_len new tokens; "
+          "1: independent requests", 1, MAX_TURNS, unit="turns", questions=("simulate",),
+          why_not="sessions of turns are simulated step by step only (tokenmath simulate --turns); agents takes a "
+                  "turn's cached share as --prefix-hit"),
+    Field("tool_gap_s", "float", None, "agent sessions: mean seconds between a turn's last token and the session's "
+          "next prompt (tool calls, thinking; simulate draws each gap exponential); default 0 in simulate, 3 in agents "
+          "(an assumption: no public figure)", 0.0,
+          MAX_TOOL_GAP_S, unit="s", questions=("simulate", "agents"),
+          why_not="it serves independent requests, with no session whose turns wait on tools (simulate --turns, "
+                  "agents)"),
     Field("ttft_ms", "float", None, "target time to first token", 1e-3, 1e9, unit="ms",
           questions=("plan", "simulate", "agents"), why_not="it has no time-to-first-token target"),
     Field("min_tokens_per_s_per_user", "float", None, "target: each user's decode speed at least this", 0.0, 1e9,
@@ -59,6 +74,8 @@ class Workload:
     concurrency: int | None = None
     arrival_rate: float | None = None
     prefix_hit: float = 0.0
+    turns: int = 1
+    tool_gap_s: float | None = None
     ttft_ms: float | None = None
     min_tokens_per_s_per_user: float | None = None
 

@@ -32,6 +32,12 @@ later one when its last completes. Why:
 - with random lengths users desynchronize by themselves: the ramp only replaces the t = 0 burst of the first
   cycle (the steady window, result.steady_window, starts after the C-th completion, past the ramp, and is
   unchanged; whole-run figures count the ramp, a cycle with fewer users at first, where they counted the burst).
+Sessions (sessions.Sessions): what a completion sends next, and when, is the session's (its next turn after the tool
+gap, or a user's next session); sends due later wait in its heap, so a run of decode steps stops at the next one as
+at an open loop's arrival. A closed loop's users ramp in as above, each starting a session; the cycle they spread
+over counts a turn's new tokens, not its cached history. Tool gaps (exponential, sessions.py) spread the users
+further by themselves: spreading their first sends over a whole session's cycle in time instead moved the steady
+figures by under 0.5% (64 users, 4 turns, 10 s mean gaps).
 """
 from __future__ import annotations
 
@@ -70,33 +76,35 @@ def steps_until(delta: float, t0: float, s: float, k_max: int) -> int:
     return max(1, min(k, k_max))
 
 
-def cycle_steps(st, policy) -> int:
+def cycle_steps(st, policy, new_only: bool = False) -> int:
     """Steps one request lives at the mean lengths: its prompt's prefill step(s) (chunks of the token budget) and
     its decode steps ((E[O] - 1) / E, E tokens a step): the cycle a closed loop's users spread their first sends
-    over."""
+    over. new_only: a prompt's tokens less its shared prefix (a session's history, found cached)."""
     n = len(st.I)
-    mi, mo = sum(st.I) / n, sum(st.O) / n
+    mi, mo = (sum(st.I) - (sum(st.shared) if new_only else 0)) / n, sum(st.O) / n
     return max(1, round(math.ceil(mi / max(int(policy.budget), 1)) + (mo - 1) / st.E))
 
 
-def run(st, policy, cost, arrivals, concurrency: int, max_turns: int, phases=None) -> Records:
+def run(st, policy, cost, arrivals, concurrency: int, max_turns: int, phases=None, sessions=None) -> Records:
     """Simulate until every request completes. arrivals: sorted times (open loop), or None for a closed loop of
     `concurrency` users who send the next request (in index order) when one of theirs completes. phases (closed
     loop): each user's first send as a share of the ramp (sorted, in [0, 1); workload.Workload.phases): user u
     sends at the end of the floor(phases[u] x cycle_steps)-th step that decodes (at t = 0 when 0; when nothing
-    runs, at once); None: every user sends at t = 0 (the lock-step start of the module docstring)."""
+    runs, at once); None: every user sends at t = 0 (the lock-step start of the module docstring). sessions: a
+    sessions.Sessions (arrivals None), which says what each completion sends next (closed and open loops)."""
     n = len(st.I)
     rec = Records()
-    closed = arrivals is None
-    arr = [] if closed else list(map(float, arrivals))
+    sess = sessions
+    closed = arrivals is None and (sess is None or sess.closed)
+    arr = [] if arrivals is None else list(map(float, arrivals))
     issued = 0
     ramp = deque()          # closed loop: the steps after which the users not yet started send their first request
     if closed:
-        users = min(concurrency, n)
+        users = min(concurrency, n if sess is None else sess.count)
         if phases is None:
             ramp.extend([0] * users)
         else:
-            span = cycle_steps(st, policy)
+            span = cycle_steps(st, policy, new_only=sess is not None)
             ramp.extend(sorted(int(p * span) for p in list(phases)[:users]))
     steps = 0
     window = cost.window
@@ -111,6 +119,8 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int, phases=Non
     for _ in range(max_turns):
         if st.completed >= n:
             return rec
+        if sess is not None:                              # sessions: the sends due by now
+            next_arr = sess.send_due(st.now, arrival, waiting)
         while next_arr <= st.now:
             arrival[issued] = next_arr
             waiting.append(issued)
@@ -118,9 +128,10 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int, phases=Non
             next_arr = arr[issued] if issued < n else math.inf
         while ramp and ramp[0] <= steps:                  # ramping users whose first send is due
             ramp.popleft()
-            if issued < n:
-                arrival[issued] = st.now
-                waiting.append(issued)
+            j = issued if sess is None else sess.start()
+            if j is not None and j < n:
+                arrival[j] = st.now
+                waiting.append(j)
                 issued += 1
         done_before = st.completed
         chunks, with_dec = schedule(st)
@@ -208,7 +219,10 @@ def run(st, policy, cost, arrivals, concurrency: int, max_turns: int, phases=Non
             raise RuntimeError(f"simulation stalled at t={st.now:.3f} s with {len(waiting)} waiting")
         if heap and heap[0][0] <= st.G:
             st.finish_due()
-        if closed:
+        if sess is not None:
+            if st.left:
+                sess.completed(st.left, st.now, arrival, waiting)
+        elif closed:
             for _ in range(st.completed - done_before):
                 if issued < n:
                     arrival[issued] = st.now

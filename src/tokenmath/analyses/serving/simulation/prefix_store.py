@@ -10,7 +10,10 @@ Model (vLLM's automatic prefix caching and SGLang's RadixAttention, at the granu
   prefix is evicted, oldest first, before any running request is preempted or the queue waits for memory, so the
   cache holds only memory nobody else needs at that moment; with a reserved share of the KV cache (`reserve`
   tokens, a what-if: memory kept for the cache) the running requests get the rest, and a new prefix that does
-  not fit the reserve evicts idle ones oldest first, or is not kept when the in-use ones fill it.
+  not fit the reserve evicts idle ones oldest first, or is not kept when the in-use ones fill it;
+- a request's own prefix is never evicted to admit it (vLLM touches a request's cached blocks before it allocates);
+- an agent session's prefix is its history (sessions.py), and grows: a completed turn's whole sequence becomes it
+  (`keep`), idle until the session's next turn.
 What it reports: the hit rate achieved (cached tokens over the prompt tokens of every admission, and the share of
 admissions of requests with a prefix that found it cached), evictions, and the tokens held over time (peak and
 time-weighted mean).
@@ -82,25 +85,55 @@ class PrefixStore:
         self._held(tokens, now)
         return True
 
+    def keep(self, g: int, tokens: int, now: float) -> int:
+        """A session's turn of group g completed: the engine keeps its whole sequence, `tokens` tokens, as the group's
+        prefix for the session's next turn (idle until then, most recently used; sessions.py). The tokens added to
+        those held: in a reserve the idle others go first, oldest first, and a history that still does not fit
+        leaves the group's shorter one in place (0 added)."""
+        old = self.size.get(g, 0)
+        if tokens <= old:
+            return 0
+        if not self.pooled:
+            mine = self.idle.pop(g, None)          # not its own victim
+            while self.idle and self.resident - old + tokens > self.reserve:
+                self._evict_oldest(now)
+            if mine is not None:
+                self.idle[g] = mine
+            if self.resident - old + tokens > self.reserve:
+                return 0
+        if not old:
+            self.refs[g] = 0
+        self.size[g] = tokens
+        self._held(tokens - old, now)
+        if self.refs[g] == 0:
+            self.idle[g] = tokens
+            self.idle.move_to_end(g)
+        return tokens - old
+
     def release(self, g: int, now: float) -> None:
         """A running request of group g left (finished or preempted)."""
         self.refs[g] -= 1
         if self.refs[g] == 0:
             self.idle[g] = self.size[g]          # most recently used: evicted last
 
-    def _evict_oldest(self, now: float) -> int:
-        g, tokens = self.idle.popitem(last=False)
+    def _evict_oldest(self, now: float, spare: int = -1) -> int:
+        """Evict the least recently used idle prefix but group `spare`'s (the one a request being admitted is about to
+        find: vLLM touches a request's cached blocks before it allocates, so they are not its own victims)."""
+        g = next(iter(self.idle))
+        if g == spare:
+            g = next(k for k in self.idle if k != spare)
+        tokens = self.idle.pop(g)
         del self.size[g], self.refs[g]
         self.evictions += 1
         self._held(-tokens, now)
         return tokens
 
-    def evict(self, amount: float, now: float) -> int:
+    def evict(self, amount: float, now: float, spare: int = -1) -> int:
         """Free at least `amount` tokens of the shared pool by evicting idle prefixes, oldest first (as many as there
-        are); the tokens freed."""
+        are), never group `spare`'s; the tokens freed."""
         freed = 0
-        while self.pooled and self.idle and freed < amount:
-            freed += self._evict_oldest(now)
+        while self.pooled and len(self.idle) > (spare in self.idle) and freed < amount:
+            freed += self._evict_oldest(now, spare)
         return freed
 
     def summary(self, end: float, kv_tokens: int) -> dict:

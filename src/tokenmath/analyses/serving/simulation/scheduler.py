@@ -39,8 +39,8 @@ class TokenBudget:
         return True
 
     def admissible(self, st, i: int, tokens: int) -> bool:
-        if st.pc is not None:
-            st.free_cache(st.kv_used() + tokens - st.cap)
+        if st.pc is not None:       # its own cached prefix is not evicted to admit it (prefix_store._evict_oldest)
+            st.free_cache(st.kv_used() + tokens - st.cap, st.group[i])
         return st.kv_used() + tokens <= st.cap
 
     def schedule(self, st):
@@ -96,7 +96,7 @@ class NoEvict(TokenBudget):
     def admissible(self, st, i: int, tokens: int) -> bool:
         need = st.reserved + st.need[i] + st.O[i] - st.gen[i] + st.round * (len(st.running) + 1)
         if st.pc is not None:
-            st.free_cache(need + st.extra - st.cap)
+            st.free_cache(need + st.extra - st.cap, st.group[i])
         return need + st.extra <= st.cap
 
 
@@ -131,7 +131,7 @@ class PrefillFirst:
             i = st.waiting[0]
             rest = st.pending(i)
             if rest > free and st.pc is not None:
-                free += st.free_cache(rest - free)
+                free += st.free_cache(rest - free, st.group[i])
             if rest > free or (not self.chunked and rest > budget and chunks):
                 break
             st.admit()

@@ -20,6 +20,7 @@ from tokenmath.analyses.serving.simulation.replica import make_replica
 from tokenmath.analyses.serving.simulation.result import (CDF_POINTS, SimulationResult, StepKind, downsample,
                                                           percentiles, quantiles, request_metrics, steady_window,
                                                           tokens_in)
+from tokenmath.analyses.serving.simulation.sessions import Sessions, session_summary
 from tokenmath.analyses.serving.simulation.state import State
 from tokenmath.analyses.serving.simulation.workload import make_workload
 from tokenmath.analyses.serving.speculative import resolve_draft
@@ -34,7 +35,7 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
              engine=DEFAULT_ENGINE, concurrency=None, arrival_rate=None, burstiness=1.0, trace=None, requests=1000,
              input_len=1024, output_len=256, ttft_ms=None, itl_ms=None, seed=0, weight_dtype=None, kv_dtype=None,
              efficiency=None, prefix_hit=None, speculation=None, prefix_cache_share=None,
-             attention_sharding=None, **knobs) -> SimulationResult:
+             attention_sharding=None, turns=None, tool_gap_s=None, **knobs) -> SimulationResult:
     """Serve `requests` requests on one replica of `model` on `chips` x `hardware` with `engine`'s scheduler.
 
     Workload: concurrency (closed loop; 64 when nothing is given), arrival_rate (open loop, req/s; burstiness: the
@@ -47,6 +48,9 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
     step verifies k + 1 tokens per sequence after the draft's k steps and yields E tokens per sequence on average
     (the expectation, not per-sequence draws: see state.py and docs/speculative.md); k = 0 is plain decoding.
     attention_sharding: heads (None), batch or dp inside the TP group (mapping/layout.py; docs/attention-sharding.md).
+    turns, tool_gap_s: agent sessions (sessions.py): `requests` turns in sessions of `turns`, each prompt the session's
+    history (a cached prefix while the prefix cache holds it) plus input_len new tokens, the next turn sent
+    tool_gap_s seconds after one completes; an open loop's arrival_rate then counts sessions per second.
     """
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, engine=engine if engine is not None else DEFAULT_ENGINE, **knobs)
@@ -55,14 +59,15 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
     ttft_t = TTFT_TARGET_S if ttft_ms is None else pos_float(ttft_ms, "ttft_ms", 0.0, 1e9) / 1e3
     itl_t = TPOT_TARGET_S if itl_ms is None else pos_float(itl_ms, "itl_ms", 0.0, 1e9) / 1e3
     wl = make_workload(concurrency=concurrency, arrival_rate=arrival_rate, burstiness=burstiness, trace=trace,
-                       requests=requests, input_len=input_len, output_len=output_len, seed=seed, prefix_hit=prefix_hit)
+                       requests=requests, input_len=input_len, output_len=output_len, seed=seed, prefix_hit=prefix_hit,
+                       turns=turns, tool_gap_s=tool_gap_s)
     draft = resolve_draft(speculation, su.model, su.precision, weight_dtype, kv_dtype)
     rep = make_replica(su, draft)
     arr, inp, out, grp, shared = wl.materialize()
     share = 0.0 if prefix_cache_share is None or (isinstance(prefix_cache_share, (int, float)) and
                                                   prefix_cache_share == 0) else \
         pos_float(prefix_cache_share, "prefix_cache_share", 0.0, 0.95)
-    if share and not (grp >= 0).any():
+    if share and not (grp >= 0).any() and wl.turns == 1:
         raise InputError("prefix_cache_share", "given without shared prefixes", "--prefix-hit RATE, or a trace with "
                          "prefix_id")
     reserve = int(share * rep.kv_tokens)
@@ -73,17 +78,28 @@ def simulate(model=DEFAULT_MODEL, hardware=DEFAULT_HARDWARE, *, chips=None, tp=N
     most = int(need.max())
     room = rep.kv_tokens - reserve          # what running requests may hold
     if most + rep.block_tokens + ahead > room:
-        raise InputError("input_len" if wl.kind != "trace" else "trace",
-                         f"a request of {most:,} tokens (prompt + output) does not fit in the KV cache of "
+        raise InputError("turns" if wl.turns > 1 else "input_len" if wl.kind != "trace" else "trace",
+                         ("a session's last turn" if wl.turns > 1 else "a request")
+                         + f" of {most:,} tokens (prompt + output) does not fit in the KV cache of "
                          f"{room:,} tokens" + (" left beside the prefix cache's share" if reserve else ""),
-                         "shorter requests, more chips or a smaller kv dtype"
+                         ("fewer turns, " if wl.turns > 1 else "") + "shorter requests, more chips or a smaller kv dtype"
                          + (", or a smaller --prefix-cache-share" if reserve else ""))
     n = int(inp.size)
     cost = rep.cost(most, n)
+    gaps = wl.gaps()
+    sess = None if gaps is None else Sessions(n, wl.turns, wl.tool_gap_s, gaps, None if wl.kind == "closed" else arr)
     st = State(inp, out, grp, shared, rep.kv_tokens, rep.block_tokens, step_tokens=E, ahead=ahead,
-               prefix_reserve=reserve)
-    rec = run(st, rep.policy(), cost, arr, wl.concurrency, max_turns=200 * n + 1_000_000, phases=wl.phases())
-    return _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t)
+               prefix_reserve=reserve, session=None if sess is None else np.arange(n) // wl.turns)
+    rec = run(st, rep.policy(), cost, None if sess is not None else arr, wl.concurrency,
+              max_turns=200 * n + 1_000_000, phases=wl.phases(), sessions=sess)
+    r = _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t)
+    if sess is not None:
+        r = replace(r, multi_turn=session_summary(wl.turns, wl.tool_gap_s, gaps, *(np.asarray(x, float) for x in (
+            st.arrival, st.first, st.end)), inp, shared, st.cached, st.computed))
+    elif wl.tool_gap_s:
+        r = replace(r, notes=r.notes + ("--tool-gap-s changes nothing here: it is the time between two turns of a "
+                                        "session, and --turns 1 sends independent requests",))
+    return r
 
 
 def _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t) -> SimulationResult:
@@ -94,7 +110,7 @@ def _summarize(su, rep, cost, wl, st, rec, inp, out, ttft_t, itl_t) -> Simulatio
     t_start, t_end = float(arrival.min()), float(end.max())
     duration = max(t_end - t_start, 1e-12)
     closed = wl.kind == "closed"
-    w0, w1 = steady_window(arrival, end, closed, wl.concurrency)
+    w0, w1 = steady_window(arrival, end, closed, wl.concurrency, wl.turns)
     steady = {"window_start_s": w0, "window_end_s": w1}
     ser = np.asarray(rec.series, float).reshape(-1, 4)
     times, kv, q, running = ser.T

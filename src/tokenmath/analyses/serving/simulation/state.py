@@ -14,6 +14,10 @@ request whose prefix group is resident starts its prefill after the cached token
 resident prefix is held once, shared by the group's running requests, and idle ones stay until evicted. `extra`
 carries that into the KV held: the resident tokens (in the shared pool) minus the cached tokens the running
 requests count in their own contexts; 0 without prefix groups.
+Sessions (sessions.py, `session`: each request's session, None without): a completed turn's whole sequence (prompt
++ output) becomes its session's cached prefix (prefix_store.keep), moved from the turn's own count into `extra`;
+the completed requests are listed in `left` for the loop to send what follows, and each request's cached tokens at
+its last admission and tokens prefilled (recompute included) are kept for the answer.
 Speculative decoding: G counts tokens per sequence, not steps: a step adds E = (1 - a^(k+1)) / (1 - a) (the
 expected accepted tokens, Leviathan et al. 2023, eq. 1) to every decoding sequence, so keys, KV and finishing times
 follow unchanged (a request needing R more tokens finishes after ceil(R / E) steps); each decode also holds k
@@ -30,7 +34,7 @@ from tokenmath.analyses.serving.simulation.prefix_store import PrefixStore
 
 class State:
     def __init__(self, inp, out, prefix_group, prefix_tokens, cap_tokens: float, block_tokens: int,
-                 step_tokens=1, ahead: int = 0, prefix_reserve: int = 0):
+                 step_tokens=1, ahead: int = 0, prefix_reserve: int = 0, session=None):
         n = len(inp)
         self.E = step_tokens               # tokens a decode step adds to each sequence (1, or E with speculation)
         self.ahead = ahead                 # look-ahead KV slots per decode (k drafted tokens)
@@ -53,7 +57,11 @@ class State:
         self.decoding: dict[int, None] = {}
         self.heap: list[tuple[int, int, int]] = []
         self.hit = [0] * n                 # cached prefix tokens a running request uses (counted in its context)
-        self.pc = PrefixStore(prefix_reserve) if any(g >= 0 for g in self.group) else None
+        self.sess = None if session is None else list(map(int, session))
+        self.left: list[int] = []          # sessions: requests completed since the loop last looked
+        self.cached = None if session is None else [0] * n      # cached tokens found at the last admission
+        self.computed = None if session is None else [0] * n    # tokens prefilled, recompute included
+        self.pc = PrefixStore(prefix_reserve) if self.sess is not None or any(g >= 0 for g in self.group) else None
         self.extra = 0                     # KV held beyond the requests' own counts (prefix sharing)
         self.now = 0.0
         self.G = 0
@@ -84,11 +92,12 @@ class State:
             return self.need[i] - self.done[i]
         return self.need[i] - self.pc.peek(self.group[i], self.shared[i])
 
-    def free_cache(self, amount: float) -> int:
-        """Evict idle cached prefixes (oldest first) for at least `amount` tokens of the pool; the tokens freed."""
+    def free_cache(self, amount: float, spare: int = -1) -> int:
+        """Evict idle cached prefixes (oldest first) for at least `amount` tokens of the pool, never group `spare`'s
+        (the prefix of a request being admitted); the tokens freed."""
         if self.pc is None or amount <= 0:
             return 0
-        freed = self.pc.evict(amount, self.now)
+        freed = self.pc.evict(amount, self.now, spare)
         self.extra -= freed
         return freed
 
@@ -115,6 +124,8 @@ class State:
                 self.done[i] = self.hit[i] = h
                 self.kv_pf += h
                 self.extra -= h
+            if self.cached is not None:
+                self.cached[i] = h
         self.res[i] = self.need[i] + self.O[i] - self.gen[i]
         self.reserved += self.res[i]
         return i
@@ -123,6 +134,8 @@ class State:
         """A chunk of n tokens of request i ran in the step that just ended (at self.now)."""
         done = self.done[i] + n
         self.done[i] = done
+        if self.computed is not None:
+            self.computed[i] += n
         if done < self.need[i]:
             self.kv_pf += n
             return
@@ -169,6 +182,10 @@ class State:
     def _leave(self, i: int) -> None:
         if self.hit[i]:
             self._unpin(i)
+        if self.sess is not None:       # the turn's whole sequence stays cached for its session's next turn
+            added = self.pc.keep(self.sess[i], self.I[i] + self.O[i], self.now)
+            self.extra += added if self.pc.pooled else 0
+            self.left.append(i)
         del self.running[i]
         self.reserved -= self.res[i]
         self.end[i] = self.now

@@ -11,6 +11,10 @@
 - a trace: a CSV or JSONL file of arrival_s, input_tokens, output_tokens and optionally prefix_id and
   prefix_tokens (requests sharing a prefix_id share their first prefix_tokens tokens, by default the group's
   shortest prompt minus one).
+Sessions (turns > 1; sessions.py): each request a turn of an agent session, its prompt the session's history plus
+input_len new tokens, the next turn sent a tool gap after it completes (exponential, mean tool_gap_s); a closed
+loop's users run sessions back to back, an open loop's sessions start at the arrival rate (sessions/s). Not with a
+trace or a shared prefix_hit.
 Lengths: fixed ("1024"), uniform ("uniform:512-1536"), lognormal ("lognormal:1024,0.6": median, sigma of the
 log), or fitted to a trace's column ("fit:trace.csv": the lognormal of maximum likelihood). Seeded: the same seed
 gives the same requests.
@@ -29,12 +33,15 @@ import numpy as np
 from tokenmath.base.errors import InputError, show
 from tokenmath.base.validators import MAX_TOKENS, int_arg, pos_float
 from tokenmath.engine.prefix_cache import hit_rate
+from tokenmath.specs.question.workload import MAX_TOOL_GAP_S, MAX_TURNS
+from tokenmath.analyses.serving.simulation.sessions import session_prompts
 
 MAX_REQUESTS = 2_000_000
 MAX_TRACE_BYTES = 256_000_000
 MIN_RATE = 1e-6      # requests/s (specs/question/workload.py): slower, the clock's float resolution zeroes every latency
 MAX_FIELD_CHARS = 131_072    # of one CSV field (the csv module's own limit, refused by name rather than crashing)
 RAMP_STREAM = 1            # the closed loop's ramp draws from default_rng([seed, RAMP_STREAM])
+GAP_STREAM = 2             # sessions' tool gaps draw from default_rng([seed, GAP_STREAM])
 LENGTH_HELP = '"1024", "uniform:512-1536", "lognormal:1024,0.6" (median, sigma) or "fit:trace.csv"'
 
 
@@ -134,6 +141,13 @@ class Workload:
     # requests (a common system prompt); the first request to run prefills it, the others find it cached
     # (state.py). A trace carries its own prefixes (prefix_id, prefix_tokens).
     prefix_hit: float = 0.0
+    turns: int = 1                  # turns per session (1: independent requests)
+    tool_gap_s: float = 0.0         # mean seconds from a turn's last token to its session's next prompt (gaps())
+
+    @property
+    def sessions(self) -> int:
+        """Sessions the requests make (the last one shorter when they are not a whole number of sessions)."""
+        return -(-self.requests // self.turns)
 
     def describe(self) -> str:
         if self.kind == "trace":
@@ -141,14 +155,24 @@ class Workload:
         lens = f"input {self.input.describe()}, output {self.output.describe()}"
         if self.prefix_hit:
             lens += f", {self.prefix_hit:g} of each prompt a shared cached prefix"
+        what = f"{self.requests:,} requests"
+        if self.turns > 1:
+            what = (f"{self.sessions:,} session{'s' if self.sessions > 1 else ''} of {self.turns} turns "
+                    f"({self.requests:,} turns, each prompt the "
+                    f"session's history + the new input, tool gaps between turns exponential with mean "
+                    f"{self.tool_gap_s:g} s)")
+            lens = lens.replace("input ", "new input ", 1)
         if self.kind == "closed":
-            return f"closed loop, concurrency {self.concurrency}, {self.requests:,} requests, {lens}"
+            return f"closed loop, concurrency {self.concurrency}, {what}, {lens}"
         how = "Poisson" if self.kind == "poisson" else f"gamma bursts (shape {self.burstiness:g})"
-        return f"open loop, {self.rate:g} req/s {how}, {self.requests:,} requests, {lens}"
+        unit = "sessions/s" if self.turns > 1 else "req/s"
+        return f"open loop, {self.rate:g} {unit} {how}, {what}, {lens}"
 
     def materialize(self):
         """(arrival times s or None for a closed loop, input tokens, output tokens, prefix groups, prefix tokens)
-        as arrays; prefix groups are -1 where a request shares nothing."""
+        as arrays; prefix groups are -1 where a request shares nothing. Sessions: the arrival times are the sessions'
+        first sends (open loop), the input tokens whole prompts (history + new), the prefixes the histories, each
+        session its own group from its second turn (sessions.session_prompts)."""
         rng = np.random.default_rng(self.seed)
         n = self.requests
         if self.kind == "trace":
@@ -159,7 +183,10 @@ class Workload:
             arr = None
         else:
             k = 1.0 if self.kind == "poisson" else self.burstiness
-            arr = np.cumsum(rng.gamma(k, 1.0 / (k * self.rate), n))
+            arr = np.cumsum(rng.gamma(k, 1.0 / (k * self.rate), n if self.turns == 1 else self.sessions))
+        if self.turns > 1:
+            whole, history, group, _ = session_prompts(inp, out, self.turns)
+            return arr, whole, out, group, history
         if self.prefix_hit:
             shared = np.minimum(np.floor(self.prefix_hit * inp), inp - 1).astype(np.int64)
             return arr, inp, out, np.where(shared > 0, 0, -1).astype(np.int64), shared
@@ -171,9 +198,18 @@ class Workload:
         materialize are unchanged). None for other workloads."""
         if self.kind != "closed":
             return None
-        users = min(self.concurrency, self.requests)
+        users = min(self.concurrency, self.sessions)
         rng = np.random.default_rng([self.seed, RAMP_STREAM])
         return np.concatenate(([0.0], np.sort(rng.random(users - 1))))
+
+    def gaps(self) -> np.ndarray | None:
+        """Sessions: the tool gap after each request, seconds: exponential with mean tool_gap_s (seeded, a stream of
+        their own; sessions.py says why not a constant); None without sessions."""
+        if self.turns == 1:
+            return None
+        if not self.tool_gap_s:
+            return np.zeros(self.requests)
+        return np.random.default_rng([self.seed, GAP_STREAM]).exponential(self.tool_gap_s, self.requests)
 
     def to_dict(self) -> dict:
         d = {"kind": self.kind, "requests": self.requests, "seed": self.seed}
@@ -188,16 +224,19 @@ class Workload:
             d["input"], d["output"] = self.input.to_dict(), self.output.to_dict()
         if self.prefix_hit:
             d["prefix_hit"] = self.prefix_hit
+        if self.turns > 1:
+            d["turns"], d["tool_gap_s"], d["sessions"] = self.turns, self.tool_gap_s, self.sessions
         return d
 
 
 def make_workload(*, concurrency=None, arrival_rate=None, burstiness=1.0, trace=None, requests=1000,
-                  input_len=1024, output_len=256, seed=0, prefix_hit=None) -> Workload:
+                  input_len=1024, output_len=256, seed=0, prefix_hit=None, turns=None, tool_gap_s=None) -> Workload:
     given = [x is not None for x in (concurrency, arrival_rate, trace)]
     if sum(given) > 1:
         raise InputError("workload", "more than one of concurrency, arrival_rate and trace was given", "one of them")
     seed = int_arg(seed, "seed", 0, 2 ** 63 - 1)
     hit = hit_rate(prefix_hit)
+    turns, gap = _sessions(turns, tool_gap_s, trace, hit)
     if trace is not None:
         if hit:
             raise InputError("prefix_hit", "given with a trace", "the trace's own prefix_id and prefix_tokens columns, "
@@ -215,13 +254,36 @@ def make_workload(*, concurrency=None, arrival_rate=None, burstiness=1.0, trace=
             raise InputError("arrival_rate", f"{rate:g} requests/s is out of range", f"a number from {MIN_RATE:g} to 1e+07")
         k = pos_float(burstiness, "burstiness", 0.0, 1e3)
         return Workload("poisson" if k == 1.0 else "gamma", n, inp, out, rate=rate, burstiness=k, seed=seed,
-                        prefix_hit=hit)
+                        prefix_hit=hit, turns=turns, tool_gap_s=gap)
     if burstiness is not None and burstiness != 1.0:      # the gaps between arrivals: a closed loop has none
         raise InputError("burstiness", f"{show(burstiness)} given with a closed loop (users send their next request "
                          "when one completes: no arrival gaps to shape)", "an open loop (arrival_rate) with it, or "
                          "leave burstiness out")
     c = int_arg(64 if concurrency is None else concurrency, "concurrency", 1, 1_000_000)
-    return Workload("closed", n, inp, out, concurrency=c, seed=seed, prefix_hit=hit)
+    return Workload("closed", n, inp, out, concurrency=c, seed=seed, prefix_hit=hit, turns=turns, tool_gap_s=gap)
+
+
+def _sessions(turns, tool_gap_s, trace, hit) -> tuple[int, float]:
+    """(turns per session, tool gap s), checked: sessions are generated, so not with a trace; a session's cached
+    prefix is its own history, so not with a prefix shared by every request (prefix_hit) under it."""
+    t = 1 if turns is None else int_arg(turns, "turns", 1, MAX_TURNS)
+    gap = 0.0 if tool_gap_s is None or _zero(tool_gap_s) else pos_float(tool_gap_s, "tool_gap_s", 0.0, MAX_TOOL_GAP_S)
+    if t > 1 and trace is not None:
+        raise InputError("turns", f"{t} given with a trace, whose rows are the requests", "a generated workload "
+                         "(--concurrency or --arrival-rate) with --turns, or a trace whose rows share prefix_id")
+    if t > 1 and hit:
+        raise InputError("prefix_hit", f"{hit:g} given with turns {t}: a session's cached prefix is its own history, "
+                         "and a prefix shared by every session under it is not modelled", "leave --prefix-hit out "
+                         "with --turns")
+    return t, gap
+
+
+def _zero(v) -> bool:
+    """Whether v reads as the number 0 (no gap: allowed, where pos_float takes numbers above its floor)."""
+    try:
+        return float(v) == 0.0
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 # ---- trace files ------------------------------------------------------------------------------------------
