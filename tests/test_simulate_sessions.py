@@ -170,7 +170,8 @@ def test_sessions_are_refused_where_they_cannot_run(tmp_path):
     f.write_text("arrival_s,input_tokens,output_tokens\n0,10,5\n")
     for kw, field in ((dict(trace=str(f), turns=2), "turns"), (dict(turns=3, prefix_hit=0.5), "prefix_hit"),
                       (dict(turns=0), "turns"), (dict(turns=2, tool_gap_s=-1), "tool_gap_s"),
-                      (dict(turns=200, input_len=4000), "turns")):      # the last turn: 200 x 4,256 tokens > the KV
+                      (dict(turns=200, input_len=4000, chips=1), "turns")):   # the last turn: 200 x 4,256 tokens
+        # > one H100's KV (left out, the chips are the fewest that hold it, as on the command line)
         with pytest.raises(InputError) as e:
             simulate(requests=200, **kw)
         assert e.value.field == field, kw

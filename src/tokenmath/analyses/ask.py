@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import fields as dc_fields, is_dataclass, replace
 
+from tokenmath.analyses.inert_options import no_ep_group, no_tp_group
 from tokenmath.analyses.serving.work_budget import check as within_budget
 from tokenmath.base.errors import InputError
 from tokenmath.specs.question.applies import not_applied
@@ -138,8 +139,8 @@ def infer(dep: Deployment, wl: Workload):
     if dep.adp_balance and r.load is None:
         r = with_notes(r, ["--adp-balance changes nothing for a static batch: its prompts already split evenly over "
                            "the attention groups (it acts under load: --concurrency / --arrival-rate)"])
-    return with_notes(r, chips_note + not_applied("infer", dep, wl) + _no_tp_group(dep, r.layout.tp)
-                      + _no_ep_group(dep, r.layout.ep))
+    return with_notes(r, chips_note + not_applied("infer", dep, wl) + no_tp_group(dep, r.layout.tp)
+                      + no_ep_group(dep, r.layout.ep))
 
 
 def _operating_point(r, call, speed) -> dict:
@@ -195,8 +196,8 @@ def simulate(dep: Deployment, wl: Workload, **own):
                ["--adp-balance: each step's prompt chunks split evenly over the ep attention groups; the coordinated "
                 "wait that balances them is not simulated, so TTFT leaves it out (infer --concurrency adds it: "
                 "steady_state.balance_wait_steps)"])
-    return with_notes(r, chips_note + not_applied("simulate", dep, wl) + _no_tp_group(dep, r.layout["tp"]) + balance
-                      + _no_ep_group(dep, r.layout["ep"]))
+    return with_notes(r, chips_note + not_applied("simulate", dep, wl) + no_tp_group(dep, r.layout["tp"]) + balance
+                      + no_ep_group(dep, r.layout["ep"]))
 
 
 def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):
@@ -208,8 +209,8 @@ def hyperbola(dep: Deployment, wl: Workload, context=2048, **own):
         if (dep.pp or 1) > 1:
             raise InputError("pp", "speculative decoding is modelled without pipeline parallelism", "leave --pp out")
         r = replace(r, speculative=speculative_beside(dep, wl, r))
-    return with_notes(r, chips_note + not_applied("hyperbola", dep, wl) + _no_tp_group(dep, r.setup.layout.tp)
-                      + _no_ep_group(dep, r.setup.layout.ep))
+    return with_notes(r, chips_note + not_applied("hyperbola", dep, wl) + no_tp_group(dep, r.setup.layout.tp)
+                      + no_ep_group(dep, r.setup.layout.ep))
 
 
 def context(dep: Deployment, wl: Workload, context=8192):
@@ -229,7 +230,7 @@ def fleet(dep: Deployment, wl: Workload, *, demand, **own):
     r = run(dep.model, dep.hardware, demand=demand, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), prefix_hit=wl.prefix_hit or None, **own, **knobs(dep))
-    return with_notes(r, not_applied("fleet", dep, wl) + _no_ep_group(dep))
+    return with_notes(r, not_applied("fleet", dep, wl) + no_ep_group(dep))
 
 
 def price(dep: Deployment, wl: Workload, **own):
@@ -240,7 +241,7 @@ def price(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("price", dep, wl) + _no_ep_group(dep))
+    return with_notes(r, not_applied("price", dep, wl) + no_ep_group(dep))
 
 
 def plan(dep: Deployment, wl: Workload, **own):
@@ -255,7 +256,7 @@ def plan(dep: Deployment, wl: Workload, **own):
             output_len=wl.output_len, prefix_hit=wl.prefix_hit or None, speculation=speculation_of(dep),
             concurrency=cs if cs is not None else wl.concurrency,
             attention_sharding=_attention(dep, SEARCH_ATTENTION), **own, **knobs(dep))
-    return with_notes(r, not_applied("plan", dep, wl) + _no_ep_group(dep))
+    return with_notes(r, not_applied("plan", dep, wl) + no_ep_group(dep))
 
 
 def pareto(dep: Deployment, wl: Workload, **own):
@@ -268,7 +269,7 @@ def pareto(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, chips=dep.chips, input_len=wl.input_len, output_len=wl.output_len,
             concurrency=cs if cs is not None else wl.concurrency, speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("pareto", dep, wl) + _no_ep_group(dep))
+    return with_notes(r, not_applied("pareto", dep, wl) + no_ep_group(dep))
 
 
 def slowmode(dep: Deployment, wl: Workload, **own):
@@ -277,7 +278,7 @@ def slowmode(dep: Deployment, wl: Workload, **own):
     from tokenmath.analyses.serving.slowmode import slowmode as run
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             speculation=speculation_of(dep), attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("slowmode", dep, wl) + _no_ep_group(dep))
+    return with_notes(r, not_applied("slowmode", dep, wl) + no_ep_group(dep))
 
 
 def prices(dep: Deployment, wl: Workload, **own):
@@ -291,7 +292,7 @@ def prices(dep: Deployment, wl: Workload, **own):
             min_tokens_per_s_per_user=wl.min_tokens_per_s_per_user, attention_sharding=_attention(dep, None), **own,
             **knobs(dep))
     lay = _resolved_layout(dep)
-    return with_notes(r, chips_note + not_applied("prices", dep, wl) + _no_tp_group(dep, lay.tp) + _no_ep_group(dep, lay.ep))
+    return with_notes(r, chips_note + not_applied("prices", dep, wl) + no_tp_group(dep, lay.tp) + no_ep_group(dep, lay.ep))
 
 
 def sensitivity(dep: Deployment, wl: Workload, **own):
@@ -305,8 +306,8 @@ def sensitivity(dep: Deployment, wl: Workload, **own):
             input_len=wl.input_len, output_len=wl.output_len, efficiency=eff,
             attention_sharding=_attention(dep, None), **own, **k)
     lay = _resolved_layout(dep)
-    return with_notes(r, chips_note + not_applied("sensitivity", dep, wl) + _no_tp_group(dep, lay.tp)
-                      + _no_ep_group(dep, lay.ep))
+    return with_notes(r, chips_note + not_applied("sensitivity", dep, wl) + no_tp_group(dep, lay.tp)
+                      + no_ep_group(dep, lay.ep))
 
 
 def moe(dep: Deployment, wl: Workload, **own):
@@ -316,7 +317,7 @@ def moe(dep: Deployment, wl: Workload, **own):
         raise InputError("batch", "'max' is not a batch moe compares layouts at", "a number of sequences, or leave it "
                          "out (16 per chip)")
     r = run(dep.model, dep.hardware, chips=dep.chips, batch=wl.batch, output_len=wl.output_len, **own, **knobs(dep))
-    return with_notes(r, not_applied("moe", dep, wl) + _no_ep_group(dep))
+    return with_notes(r, not_applied("moe", dep, wl) + no_ep_group(dep))
 
 
 def agents(dep: Deployment, wl: Workload, **own):
@@ -338,45 +339,7 @@ def agents(dep: Deployment, wl: Workload, **own):
     traced = [t for row in r.rows for t in row.get("layouts_traced") or ()]      # "tp=8 pp=1 ep=1 dp=1", ...
     no_ep = traced and all(" ep=1 " in f" {t} " for t in traced)
     return with_notes(r, not_applied("agents", dep, wl)
-                      + _no_ep_group(dep, 1 if no_ep else None, "every layout traced has ep = 1"))
-
-
-def _no_tp_group(dep: Deployment, tp) -> list[str]:
-    """Attention sharding acts inside a tensor-parallel group: with tp = 1 there is none, and the answer says so."""
-    out = []
-    if dep.attention_sharding in ("batch", "dp") and int(tp) == 1:
-        out.append(f"--attention-sharding {dep.attention_sharding} changes nothing here: it shards attention inside a "
-                   "tensor-parallel group, and this layout has tp = 1")
-    if dep.moe_sharding == "ep" and int(tp) == 1:
-        out.append("--moe-sharding ep changes nothing here: it places the experts inside a tensor-parallel group, "
-                   "and this layout has tp = 1")
-    return out
-
-
-def _no_ep_group(dep: Deployment, ep=None, where: str = "this layout has ep = 1") -> list[str]:
-    """The expert-parallel options (--ep-comm, --overlap-ep, --ep-imbalance, --adp-balance) act on the EP all-to-all: a
-    layout with ep = 1 has none, nor has any layout of a dense model (ep None: a search's layouts), and the answer
-    says so (before, the same answer as without them: silently ignored, found by benchmarks/fuzz_cli.py)."""
-    from tokenmath.specs.question.deployment import TRANSPORT_FIELDS, field
-    # --adp-balance too: it balances the attention groups an EP all-to-all couples (step_cost: ep > 1)
-    given = [field(n).option for n in TRANSPORT_FIELDS + ("adp_balance",) if getattr(dep, n) != field(n).default]
-    if dep.moe_sharding != "tp":            # acts inside a TP group, whatever ep: only a dense model ignores it
-        from tokenmath.specs.model_catalog import get_model
-        if not (get_model(dep.model) if isinstance(dep.model, str) else dep.model).is_moe:
-            given.append(field("moe_sharding").option)
-    if not given:
-        return []
-    if ep is not None:
-        if int(ep) > 1:
-            return []
-    else:
-        from tokenmath.specs.model_catalog import get_model
-        m = get_model(dep.model) if isinstance(dep.model, str) else dep.model
-        if m.is_moe:
-            return []
-        where = f"{m.name} is a dense model"
-    return [f"{', '.join(given)} {'changes' if len(given) == 1 else 'change'} nothing here: "
-            f"{'it acts' if len(given) == 1 else 'they act'} on the expert-parallel all-to-all, and {where}"]
+                      + no_ep_group(dep, 1 if no_ep else None, "every layout traced has ep = 1"))
 
 
 def _resolved_layout(dep: Deployment):
