@@ -107,3 +107,15 @@ def test_a_kept_point_is_reused_only_for_the_same_request(api):
     assert c["points"][0]["ttft_s"] != a["points"][1]["ttft_s"]
     d = call(api, "simulate_sweep", concurrencies="16", requests=200, input_len=512)
     assert d["points"][0]["output_tokens_per_s"] != a["points"][1]["output_tokens_per_s"]
+
+
+def test_a_sweep_of_agent_sessions_is_the_session_simulation_at_each_load(api):
+    """turns and tool_gap_s reach every point of the sweep, as /api/simulate takes them (one answer)."""
+    kw = dict(requests=200, turns=3, tool_gap_s=1.0)
+    d = call(api, "simulate_sweep", concurrencies="4,16", **kw)
+    for p in d["points"]:
+        s = call(api, "simulate", concurrency=p["concurrency"], **kw)
+        assert p["output_tokens_per_s"] == s["output_tokens_per_s"]
+        assert p["ttft_s"]["p50"] == s["ttft_s"]["p50"]
+    plain = call(api, "simulate_sweep", concurrencies="16", requests=200)
+    assert plain["points"][0]["output_tokens_per_s"] != d["points"][1]["output_tokens_per_s"]

@@ -315,8 +315,8 @@ def endpoint_table(model: ModelLookup) -> dict[str, Endpoint]:
              *SIM_SESSIONS, *SIM_WORKLOAD, *D, SET, *SPEC, *KNOBS),
             partial(simulate_response, model), "tokenmath.analyses.serving.simulation.simulate.simulate"),
         "simulate_sweep": Endpoint(
-            (MODEL, HARDWARE, *LAYOUT, E, *SWEEP_PARAMS, *(p for p in SIM_WORKLOAD if p.name != "requests"), *D, SET,
-             *KNOBS),
+            (MODEL, HARDWARE, *LAYOUT, E, *SWEEP_PARAMS, *SIM_SESSIONS,
+             *(p for p in SIM_WORKLOAD if p.name != "requests"), *D, SET, *KNOBS),
             partial(simulate_sweep_response, model),
             "tokenmath.analyses.serving.simulation.simulate.simulate, once per concurrency or arrival rate"),
         "context": Endpoint(

@@ -59,7 +59,7 @@ def simulate_sweep_response(model, a: dict) -> dict:
     over, values = sweep_axis(a)
     per_point = min(a["requests"], MAX_SWEEP_REQUESTS // len(values))
     m, hw = model(a["model"]), chip(a)
-    a = with_fewest_chips(m, a, sequence_of(a))
+    a = with_fewest_chips(m, a, sequence_of(a) * (a["turns"] or 1))     # a session's last turn: every turn's tokens
     lay = layout(a)
     same = tuple(sorted((k, repr(x)) for k, x in a.items() if k not in ("concurrencies", "arrival_rates", "requests")))
     points, head = [], None
@@ -73,7 +73,8 @@ def simulate_sweep_response(model, a: dict) -> dict:
             load = {"concurrency": v} if over == "concurrency" else {"arrival_rate": v, "burstiness": a["burstiness"]}
             r = simulate(m, hw, **lay, engine=a["engine"], **load, requests=per_point, input_len=a["input_len"],
                          output_len=a["output_len"], ttft_ms=a["ttft_ms"], itl_ms=a["itl_ms"], seed=a["seed"],
-                         weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], **knobs(a))
+                         weight_dtype=a["weight_dtype"], kv_dtype=a["kv_dtype"], turns=a["turns"],
+                         tool_gap_s=a["tool_gap_s"], **knobs(a))
             d = r.to_dict()
             p = {over: v, **{k: d[k] for k in KEPT}}
             for k in LATENCIES:
