@@ -194,6 +194,9 @@ def test_set_price_equals_the_price_option():
     by_option = _json("infer", "-b", "16", "--price-usd-per-hour", "2")
     assert by_set.pop("what_if") == [{"field": "price_usd_per_hour", "value": 2.0, "catalog": 2.99,
                                       "unit": "$/chip-hour"}]
+    # each answer echoes the question as it was typed (specs/question/answer_schema.py); the figures are the same
+    assert by_set.pop("question")["deployment"]["what_if"] == ["price_usd_per_hour=2"]
+    assert by_option.pop("question")["deployment"]["price_usd_per_hour"] == 2.0
     assert by_set == by_option
     assert by_option["price_usd_per_chip_hour"] == 2.0
     r = run("infer", "--set", "price=2", "--price-usd-per-hour", "3")

@@ -1,6 +1,7 @@
 """Options shared by subcommands, and the wrapper that turns InputError into exit code 2 (+ JSON error)."""
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 import os
@@ -185,7 +186,25 @@ def guarded(f):
     return wrapper
 
 
+# (question, deployment, workload) of the serving question a command is answering (question_options sets it): its
+# `--json` answer then carries the versioned "schema" id and the "question" it answered (specs/question/answer_schema)
+ANSWERING: contextvars.ContextVar = contextvars.ContextVar("answering", default=None)
+
+
+def answering(deployment):
+    """The command answers with this deployment (one it built from its own options, e.g. plan's --system): the
+    deployment its `--json` answer echoes. Returns it."""
+    asked = ANSWERING.get()
+    if asked is not None:
+        ANSWERING.set((asked[0], deployment, asked[2]))
+    return deployment
+
+
 def emit_json(obj) -> None:
+    asked = ANSWERING.get()
+    if asked is not None and isinstance(obj, dict) and "schema" not in obj:
+        from tokenmath.specs.question.answer_schema import with_question
+        obj = with_question(*asked, obj)
     click.echo(json.dumps(obj, indent=2, allow_nan=False))
 
 

@@ -17,13 +17,13 @@ def infer(deployment, workload, peak, uncalibrated, as_json, explain):
     from dataclasses import replace
 
     from tokenmath.analyses.ask import infer as run
-    from tokenmath.faces.commands.common import emit_json
+    from tokenmath.faces.commands.common import answering, emit_json
     profile = deployment.profile
     if peak or uncalibrated:
         if profile:
             from tokenmath.base.errors import InputError
             raise InputError("profile", "is a calibration, and --peak / --uncalibrated ask for none", "one of them")
-        deployment = replace(deployment, efficiency="peak" if peak else "kernels")
+        deployment = answering(replace(deployment, efficiency="peak" if peak else "kernels"))
     r = run(deployment, workload)
     # a profile's answer beside the shipped calibration's (the same question without it)
     r0 = run(replace(deployment, profile=None), workload) if profile else None

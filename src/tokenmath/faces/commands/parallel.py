@@ -4,7 +4,8 @@ import click
 from tokenmath.faces.commands.question_options import question_options
 
 from tokenmath.faces.commands.axes import concurrency_option
-from tokenmath.faces.commands.common import MAX_CHIPS, MAX_TOKENS, count, emit_json, guarded, positive, with_plot
+from tokenmath.faces.commands.common import (MAX_CHIPS, MAX_TOKENS, answering, count, emit_json, guarded, positive,
+                                             with_plot)
 
 DEFAULT_SYSTEM = "hgx-h200"      # the default model (DeepSeek-V3, fp8) fits on one 8-GPU H200 node, not on 8 H100s
 
@@ -29,7 +30,8 @@ def plan(deployment, workload, system, disaggregated, concurrency, as_json, expl
     from tokenmath.analyses.ask import plan as run
     from tokenmath.faces.explain_concurrency import plan_concurrency_text
     from tokenmath.faces.explain_parallel import explain_plan, plan_text
-    r = run(replace(deployment, hardware=system), workload, disaggregated=disaggregated, concurrency=concurrency)
+    r = run(answering(replace(deployment, hardware=system)), workload, disaggregated=disaggregated,
+            concurrency=concurrency)
     if plot_file:
         from tokenmath.faces.plots_parallel import plan_plot
         plan_plot(r, plot_file)
@@ -55,7 +57,7 @@ def moe(deployment, workload, system, context, as_json, explain, plot_file):
 
     from tokenmath.analyses.ask import moe as run
     from tokenmath.faces.explain_parallel import explain_moe, moe_text
-    r = run(replace(deployment, hardware=system), workload, context=context)
+    r = run(answering(replace(deployment, hardware=system)), workload, context=context)
     if plot_file:
         from tokenmath.faces.plots_parallel import moe_plot
         moe_plot(r, plot_file)

@@ -16,9 +16,9 @@ import sys
 import click
 
 from tokenmath.analyses.serving.work import WEIGHED
-from tokenmath.faces.commands.common import run_guarded
+from tokenmath.faces.commands.common import ANSWERING, run_guarded
 from tokenmath.faces.commands.whatif import as_dict, run_vary, vary_option, what_if_text
-from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
+from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, SERVING, Deployment
 from tokenmath.specs.question.fields import Field
 from tokenmath.specs.question.workload import WORKLOAD_FIELDS, Workload
 
@@ -123,6 +123,13 @@ def announce(question: str, dep, wl, kw: dict) -> None:
         say(f"tokenmath {question}: {w.what}; estimated at most ~{w.seconds:,.0f} s and {w.peak_bytes / 1e9:,.1f} GB")
 
 
+def _answers(question: str) -> bool:
+    """Whether the running command answers `question` itself, so its --json answer carries that question's schema id
+    and echo: not a command that only borrows its options (export's infer, deduce's price)."""
+    ctx = click.get_current_context(silent=True)
+    return question in SERVING and (ctx is None or ctx.info_name in (None, question))
+
+
 def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dict | None = None):
     """Decorator: every Deployment and Workload field as an option (minus `skip`, which the command declares its own
     way), and the command called with deployment= and workload= instead of them. defaults: a question's own default
@@ -155,13 +162,18 @@ def question_options(question: str, *, skip: tuple[str, ...] = (), defaults: dic
                     shown = {"explain": explain} if "explain" in kw else {}     # export has no --explain
                     return fn(*args, deployment=dep, workload=wl, **{**kw, "as_json": quiet_json, **shown, **plot})
                 options = {f.name: f.option for f in decl if f.kind != "overrides"}
-                return run_guarded(lambda: run_vary(vary, raw, options, build, call, as_json,
-                                                    bool(kw.get("explain"))), as_json)
+                return run_guarded(lambda: run_vary(vary, raw, options, build, call, as_json, bool(kw.get("explain")),
+                                                    question if _answers(question) else None), as_json)
             dep, wl = run_guarded(lambda: build(raw), as_json)
             if question in WEIGHED:
                 announce(question, dep, wl, kw)
             if as_json:
-                result = fn(*args, deployment=dep, workload=wl, **kw)
+                token = ANSWERING.set((question, dep, wl)) if _answers(question) else None
+                try:
+                    result = fn(*args, deployment=dep, workload=wl, **kw)
+                finally:
+                    if token is not None:
+                        ANSWERING.reset(token)
             else:                   # the text, then the answer's notes it left out
                 with shown_text() as text:
                     result = fn(*args, deployment=dep, workload=wl, **kw)

@@ -69,10 +69,12 @@ def parse_vary(spec, names) -> tuple[str, str, list[str]]:
     return kind, field, values
 
 
-def run_vary(spec, raw: dict, options: dict, build, call, as_json: bool, explain: bool):
+def run_vary(spec, raw: dict, options: dict, build, call, as_json: bool, explain: bool, question: str | None = None):
     """Answer the question once per value of `spec` (--vary) and print one table or one JSON object.
     raw: the command's field options as given (None: absent); options: field name -> its option (for messages);
-    build(raw) -> (Deployment, Workload); call(deployment, workload, as_json, explain) -> the command's result."""
+    build(raw) -> (Deployment, Workload); call(deployment, workload, as_json, explain) -> the command's result.
+    question: the serving question the command answers (each JSON result then carries its schema id and the
+    question it answered, as the answer asked alone does)."""
     kind, field, values = parse_vary(spec, set(options))
     sets = tuple(raw.get("what_if") or ())
     if kind == "hardware":
@@ -94,6 +96,9 @@ def run_vary(spec, raw: dict, options: dict, build, call, as_json: bool, explain
             click.echo(f"(at {field} = {v})", err=True)
             raise SystemExit(code)
         d = as_dict(result)
+        if question is not None:
+            from tokenmath.specs.question.answer_schema import with_question
+            d = with_question(question, dep, wl, d)
         what = list(d.get("what_if") or [])
         o = next((o for o in reversed(what) if o["field"] == field), None) if kind == "hardware" else None
         if kind == "hardware" and o is None:        # an answer that does not echo its what-if (export's)
