@@ -79,6 +79,7 @@ REFUSED = {
     ("fleet", "draft"): "as infer",
     ("pareto", "draft"): "as infer",
     ("slowmode", "draft"): "as infer",
+    ("price", "draft"): "as infer",
     ("sensitivity", "max_running"): "4 sequences per scheduler x 8 groups cannot run the batch of 64: refused naming "
                                      "the engine's cap and the batch that runs",
     ("plan", "draft"): "as infer",
