@@ -32,6 +32,11 @@ def test_one_turn_and_no_gap_is_todays_simulate(args):
     asked = args + ["--turns", "1", "--tool-gap-s", "0"]
     for fname, text in record.outputs(asked).items():
         want = (record.OUT / fname.replace(record.slug(asked), record.slug(args))).read_text()
+        if fname.endswith(".json"):     # the question echoed differs by the two fields typed; the answer must not
+            got, was = json.loads(text), json.loads(want)
+            assert got.pop("question")["workload"]["turns"] == 1
+            was.pop("question")
+            text, want = json.dumps(got), json.dumps(was)
         assert record.same(fname, text, want), fname
 
 
