@@ -167,7 +167,9 @@ class ReplicaSessions:
 
     def point(self, C: int):
         if C not in self._pts:
-            self._pts[C] = closed_loop(self.rep, self.cost, C, self.inp, self.out, cached=self.wl.cached)
+            # a turn back from its tools arrives mid-step (none without tool time: it follows its last token)
+            self._pts[C] = closed_loop(self.rep, self.cost, C, self.inp, self.out, cached=self.wl.cached,
+                                       sends_mid_step=self.wl.tool_gap_s > 0)
         return self._pts[C]
 
     def capacity(self, tier_set: str, target: float, ttft_s: float | None = None) -> dict:
