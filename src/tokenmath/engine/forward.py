@@ -267,7 +267,10 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         add("ffn", P.n_dense_layers, 2 * P.dense_ffn_per_layer * T / tp,
             P.dense_ffn_per_layer * wb / tp + T * (2 * d + 2 * F / tp) * ab, pk_w, note="dense FFN",
             weights=P.dense_ffn_per_layer * wb / tp, kind="gemm", key=wkey, M=T, shapes=op_shapes(m, "ffn", tp))
-    imb = xp.imbalance_factor(m, ep, ep_imbalance)
+    # the ranks the routed experts sit on whole (the ep groups; every rank with experts_whole) and the ways each
+    # expert is split (tp; none with experts_whole)
+    ranks, etp = (ep * tp, np.ones_like(tp)) if experts_whole else (ep, tp)
+    imb = xp.imbalance_factor(m, ranks, ep_imbalance)
     skewed = bool(np.any(imb != 1.0))
     imb_txt = (f"{float(np.max(imb)):.3g}" if np.ndim(imb) == 0 or np.ptp(imb) == 0
                else f"{float(np.min(imb)):.3g}-{float(np.max(imb)):.3g}")
@@ -275,14 +278,8 @@ def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Effi
         E, k = m.n_experts, m.experts_per_token
         # the busiest EP rank: imbalance x the mean tokens, and the distinct experts it reads: the more of the
         # largest of ep ranks' binomial counts at the mean tokens (a small batch's spread) and the skewed tokens' share
-        share = lay.expert_share(m)     # 1/ep, or ceil(E/ep)/E on the fullest rank when ep does not divide E
-        ranks, etp = ep, tp             # ranks the experts spread over whole; ways each expert is split
-        if experts_whole:
-            ranks, etp = ep * tp, np.ones_like(tp)
-            share = np.ceil(E / ranks) / E if m.is_moe else 1.0 / ranks
-            imb = xp.imbalance_factor(m, ranks, ep_imbalance)
-            skewed = bool(np.any(imb != 1.0))
-            imb_txt = f"{float(np.max(imb)):.3g}"
+        # ceil(E / ranks) / E on the fullest rank (1/ep when ep divides E: Layout.expert_share)
+        share = np.ceil(E / ranks) / E if experts_whole else lay.expert_share(m)
         rank_touched = xp.busiest_rank_experts(m, Tst, ranks, share)
         Tst = Tst * imb
         touched = xp.experts_touched(m, Tst)

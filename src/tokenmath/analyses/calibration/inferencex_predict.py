@@ -95,12 +95,12 @@ class RunPrediction:
 def layout_of(tp: int, ep: int, dp_attention: bool, chips: int) -> tuple[tuple[int, ...], str | None]:
     """(tokenmath layout (tp, pp, ep, dp, attention code), note) of an instance of `chips` GPUs run as TP `tp`,
     EP `ep`, DP attention or not."""
-    if ep > 1 and dp_attention and chips % ep == 0:
-        return (chips // ep, 1, ep, 1, 0), None
-    if ep > 1:
+    if experts_whole(ep, dp_attention, chips):
         return (chips, 1, 1, 1, 0), (f"EP {ep} inside a TP {tp} attention group: TP {chips} with the experts whole "
                                      "on its ranks (moe_sharding ep: each rank reads whole experts, the step waits "
                                      "on the rank the batch touched most; the MoE sums by TP's all-reduce)")
+    if ep > 1:
+        return (chips // ep, 1, ep, 1, 0), None
     return (chips, 1, 1, 1, attention_code("dp") if dp_attention else 0), None
 
 
