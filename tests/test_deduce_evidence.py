@@ -222,7 +222,7 @@ def _synthetic_trials(n_trials, use_speed, seed=7):
         try:
             a = deduce(noisy["input_price"], noisy["output_price"], cached_input_price=noisy["cached_input_price"],
                        output_speed=noisy["output_speed"] if use_speed else None,
-                       priors=replace(SYNTH, seed=100 + i)).summary["active_params_b"]
+                       priors=replace(SYNTH, seed=100 + i), calibrated=False).summary["active_params_b"]
         except InputError:
             out.append((False, float("nan")))
             continue

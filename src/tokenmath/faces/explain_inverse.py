@@ -38,6 +38,7 @@ def explain_deduction(d: Deduction) -> str:
     L.append(f"  active params: {a['median']:.3g} B (80% interval {a['low']:.3g} - {a['high']:.3g} B)")
     t = s["total_params_b"]
     L.append(f"  total params:  {t['median']:.3g} B ({t['low']:.3g} - {t['high']:.3g} B); P(MoE) = {s['p_moe']:.0%}")
+    L += calibration_lines(s)
     if s["kv_bytes_per_token"]:
         k = s["kv_bytes_per_token"]
         L.append(f"  KV bytes per token: {u.bytes_(k['median'])} ({u.bytes_(k['low'])} - {u.bytes_(k['high'])}), "
@@ -55,6 +56,17 @@ def explain_deduction(d: Deduction) -> str:
 KIND_WORDS = {"price": "input + output price", "cached": "cached-input price", "long_context": "long-context tier",
               "batch": "batch-API discount", "speed": "output speed", "ttft": "time to first token",
               "context_window": "context window", "hardware": "known hardware"}
+
+
+def calibration_lines(s: dict) -> list[str]:
+    """How the printed 80% interval of active params relates to the posterior's own (interval_calibration.py)."""
+    c, own = s.get("interval_calibration"), s.get("active_params_b_posterior")
+    if not c or not own or "active_params_b" not in c["scales"]:
+        return []
+    q = c["scales"]["active_params_b"]
+    return [f"  80% intervals calibrated: the posterior's own ({own['low']:.3g} - {own['high']:.3g} B active) scaled "
+            f"by q {q['q']:.2f}", f"    so 80% of {q['fit_rows']} endpoints of known size fall inside (set "
+            f"'{c['evidence_set']}')"]
 
 
 def _iv(iv, unit="B") -> str:
@@ -87,6 +99,7 @@ def explain_api_deduction(r, explain: bool = False) -> str:
     L.append(f"  all evidence: active {_iv(s['active_params_b'])}, x{last.width():.1f} wide "
              f"({', '.join(last.kinds)})")
     L.append(f"  total params: {_iv(s['total_params_b'])}; P(MoE) {s['p_moe']:.0%}")
+    L += calibration_lines(s)
     if s.get("kv_bytes_per_token"):
         k = s["kv_bytes_per_token"]
         L.append(f"  KV bytes per token: {u.bytes_(k['median'])} ({u.bytes_(k['low'])} - {u.bytes_(k['high'])})")
@@ -173,6 +186,8 @@ def explain_table_deduction(r: dict, explain: bool = False) -> str:
             continue
         a = st["summary"]["active_params_b"]
         L.append(f"  {words[k]:<18} active {_iv(a)}, x{a['high'] / a['low']:.1f} wide")
+    last = [st for st in r["sets"].values() if st["summary"]]
+    L += calibration_lines(last[-1]["summary"]) if last else []
     L.append(f"  the same question as flags: {r['flags']}")
     for c in r["contradictory"]:
         L.append(f"  contradictory: {c}")

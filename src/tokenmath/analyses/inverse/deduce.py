@@ -125,12 +125,14 @@ def _check_evidence(obs: Observed, ttft_s, ttft_prompt_tokens, batch_discount, c
 
 def deduce(input_price, output_price, *, cached_input_price=None, long_context_threshold=None, long_input_price=None,
            long_output_price=None, output_speed=None, ttft_s=None, ttft_prompt_tokens=None, batch_discount=None,
-           context_window=None, ttft_curve=None, priors: Priors | None = None, hardware=None) -> Deduction:
+           context_window=None, ttft_curve=None, priors: Priors | None = None, hardware=None,
+           calibrated: bool = True) -> Deduction:
     """Prices in $ per million tokens; output_speed in tokens/s per user; ttft_s in seconds for a prompt of
     ttft_prompt_tokens; batch_discount = batch price / standard price; context_window in tokens; ttft_curve: TTFTs
     at several prompt lengths, ((tokens, s), ...): how the TTFT grows with the prompt is the prefill rate (the
     shortest point is also the one-sided TTFT bound when ttft_s is not given). hardware: an id or list narrows the
-    prior. Noise models: analyses/inverse/forward_model.py."""
+    prior. Noise models: analyses/inverse/forward_model.py. calibrated: the 80% intervals of active and total params
+    scaled so that 80% of held-out endpoints are covered (interval_calibration.py); False: the posterior's own."""
     pr = priors or Priors()
     if hardware:
         ids = [hardware] if isinstance(hardware, str) else list(hardware)
@@ -172,7 +174,11 @@ def deduce(input_price, output_price, *, cached_input_price=None, long_context_t
         n = min(4 * n, ADAPTIVE_MAX)
     if ess < 30 or ll.max() < -0.5 * 9 * len(preds):
         raise _inconsistent(preds, obsd)
-    return Deduction(obs, pr, summarize(s, w, obs, pr, hws, preds, ess), _scenario(obs, pr, hws))
+    summary = summarize(s, w, obs, pr, hws, preds, ess)
+    if calibrated:
+        from tokenmath.analyses.inverse.interval_calibration import calibrate
+        summary = calibrate(summary, obs)
+    return Deduction(obs, pr, summary, _scenario(obs, pr, hws))
 
 
 def summarize(s: dict, w, obs: Observed, pr: Priors, hws, preds: dict, ess: float) -> dict:

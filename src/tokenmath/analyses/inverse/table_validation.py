@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tokenmath.analyses.inverse import interval_calibration as ic
 from tokenmath.analyses.inverse import provider_table as pt
 from tokenmath.analyses.inverse.deduce import Priors, deduce
 from tokenmath.analyses.inverse.prefill_evidence import pairs
@@ -25,14 +26,16 @@ SCALE_GRID = (1.0, 2.0, 4.0, 8.0, 16.0)
 TARGETS = {"coverage_80": 0.80, "median_width": 5.0, "median_error_factor": 1.5}
 
 
-def truth(rows) -> np.ndarray:
+def truth(rows, kind: str = "active") -> np.ndarray:
+    """The catalog's active (or total, kind="total") params of each row, in B."""
     from tokenmath.specs.model_catalog import get_model
     from tokenmath.specs.params import count_params
     cache = {}
     for r in rows:
         if r.catalog_id not in cache:
-            cache[r.catalog_id] = count_params(get_model(r.catalog_id)).active / 1e9
-    return np.array([cache[r.catalog_id] for r in rows])
+            c = count_params(get_model(r.catalog_id))
+            cache[r.catalog_id] = (c.active / 1e9, c.total / 1e9)
+    return np.array([cache[r.catalog_id][0 if kind == "active" else 1] for r in rows])
 
 
 def rows_with_truth(split: str) -> list:
@@ -55,16 +58,22 @@ def contradictory(r) -> list[str]:
     return list(pairs(r.ttft_points())[1])
 
 
-def run(rows, evidence: str, priors: Priors) -> np.ndarray:
-    """(low, median, high) active params (B) of each row; NaN where deduce refuses (the evidence contradicts the
-    priors)."""
-    out = np.full((len(rows), 3), np.nan)
+def run(rows, evidence: str, priors: Priors, quantity: str = "active_params_b", calibrated: bool = True) -> np.ndarray:
+    """(low, median, high) of `quantity` (active_params_b or total_params_b, B) for each row; NaN where deduce refuses
+    (the evidence contradicts the priors). calibrated: the interval deduce prints (interval_calibration.py)."""
+    return run_both(rows, evidence, priors, calibrated)[quantity]
+
+
+def run_both(rows, evidence: str, priors: Priors, calibrated: bool = False) -> dict:
+    """{quantity: (low, median, high) per row} for active and total params, from one deduction per row."""
+    out = {k: np.full((len(rows), 3), np.nan) for k in ic.QUANTITIES}
     for i, r in enumerate(rows):
         try:
-            a = deduce(priors=priors, **kwargs(r, evidence)).summary["active_params_b"]
+            sm = deduce(priors=priors, calibrated=calibrated, **kwargs(r, evidence)).summary
         except InputError:
             continue
-        out[i] = a["low"], a["median"], a["high"]
+        for k in ic.QUANTITIES:
+            out[k][i] = sm[k]["low"], sm[k]["median"], sm[k]["high"]
     return out
 
 
@@ -82,7 +91,8 @@ def fit_scale(samples: int = 20_000, grid=SCALE_GRID, rows=None) -> dict:
     fit split's rows of the other models; plus the one best on all of them ('*')."""
     rows = rows if rows is not None else rows_with_truth("fit")
     true = truth(rows)
-    err = np.stack([np.abs(np.log(run(rows, SETS[-1], Priors(samples=samples, prefill_scale=c))[:, 1] / true))
+    err = np.stack([np.abs(np.log(run(rows, SETS[-1], Priors(samples=samples, prefill_scale=c), calibrated=False)[:, 1]
+                                   / true))
                     for c in grid], axis=1)
     ids = np.array([r.catalog_id for r in rows])
 
@@ -93,36 +103,89 @@ def fit_scale(samples: int = 20_000, grid=SCALE_GRID, rows=None) -> dict:
     return out
 
 
+def intervals(rows, samples: int, scales: dict) -> dict:
+    """{evidence set: {quantity: the posterior's (low, median, high) per row}}; the TTFT set with each row's model's
+    prefill scale (scales: fit_scale's)."""
+    pr = Priors(samples=samples)
+    out = {e: run_both(rows, e, pr) for e in SETS[:-1]}
+    last = {k: np.full((len(rows), 3), np.nan) for k in ic.QUANTITIES}
+    for m in sorted({r.catalog_id for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r.catalog_id == m]
+        sub = run_both([rows[i] for i in idx], SETS[-1], replace(pr, prefill_scale=scales.get(m, scales["*"])))
+        for k in ic.QUANTITIES:
+            last[k][idx] = sub[k]
+    out[SETS[-1]] = last
+    return out
+
+
+def truths(rows) -> dict:
+    return {"active_params_b": truth(rows), "total_params_b": truth(rows, "total")}
+
+
+def vendor(r) -> str:
+    """The company behind a provider-table row ("Amazon Bedrock Standard" and "Amazon Bedrock" are one vendor)."""
+    return r.provider.split()[0]
+
+
+def fit_interval(samples: int = 20_000, scales: dict | None = None) -> dict:
+    """The interval scale q of each evidence set and quantity on the fit split (interval_calibration.py), and the
+    scores of the calibrated intervals held out: each model's rows scaled with the q of the other models' rows, and
+    each vendor's with the q of the other vendors'."""
+    rows = rows_with_truth("fit")
+    scales = scales if scales is not None else fit_scale(samples)
+    raw, tr = intervals(rows, samples, scales), truths(rows)
+    groups = {"model": np.array([r.catalog_id for r in rows]), "vendor": np.array([vendor(r) for r in rows])}
+    out = {"rows": len(rows), "q": {}, "held_out": {g: {} for g in groups}, "posterior": {}}
+    for e in SETS:
+        for k in ic.QUANTITIES:
+            sc = ic.scores(raw[e][k], tr[k])
+            out["q"].setdefault(e, {})[k] = ic.quantile(sc)
+            out["posterior"].setdefault(e, {})[k] = score(raw[e][k], tr[k])
+            for g, ids in groups.items():
+                cal = raw[e][k].copy()
+                for v in set(ids):
+                    cal[ids == v] = ic.scale_rows(raw[e][k][ids == v], ic.quantile(sc[ids != v]))
+                out["held_out"][g].setdefault(e, {})[k] = score(cal, tr[k])
+    return out
+
+
 @dataclass(frozen=True)
 class TableValidation:
     split: str
     scales: dict
-    scores: dict
+    scores: dict          # {evidence set: score of the interval deduce prints (calibrated)} (active params)
+    posterior: dict       # the same, the posterior's own interval
+    total: dict           # {evidence set: score of total params, calibrated}
     contradictory: tuple
     rows: int
 
     def to_dict(self) -> dict:
         return {"split": self.split, "rows": self.rows, "targets": TARGETS, "prefill_scales": self.scales,
-                "scores": self.scores, "contradictory": [list(c) for c in self.contradictory],
+                "scores": self.scores, "posterior_scores": self.posterior, "total_params_scores": self.total,
+                "contradictory": [list(c) for c in self.contradictory],
                 "contradictory_share": len(self.contradictory) / max(self.rows, 1)}
 
 
-def validate(split: str = "check", samples: int = 20_000, scales: dict | None = None) -> TableValidation:
-    """Score the three evidence sets on `split`'s open-weight endpoints; the TTFT set uses, for each row, the
-    prefill scale chosen without its model on the fit split (fit_scale)."""
+def validate(split: str = "check", samples: int = 20_000, scales: dict | None = None,
+             q: dict | None = None) -> TableValidation:
+    """Score the three evidence sets on `split`'s open-weight endpoints, as deduce prints them (each set's interval
+    scaled by the q shipped, or `q` {set: {quantity: q}}) and as the posterior gives them; the TTFT set uses, for
+    each row, the prefill scale chosen without its model on the fit split (fit_scale)."""
     rows = rows_with_truth(split)
-    true = truth(rows)
     scales = scales if scales is not None else fit_scale(samples)
-    pr = Priors(samples=samples)
-    scores = {e: score(run(rows, e, pr), true) for e in SETS[:-1]}
-    iv = np.full((len(rows), 3), np.nan)
-    for m in sorted({r.catalog_id for r in rows}):
-        idx = [i for i, r in enumerate(rows) if r.catalog_id == m]
-        sub = run([rows[i] for i in idx], SETS[-1], replace(pr, prefill_scale=scales.get(m, scales["*"])))
-        iv[idx] = sub
-    scores[SETS[-1]] = score(iv, true)
+    raw, tr = intervals(rows, samples, scales), truths(rows)
+
+    def q_of(e, k):
+        if q is not None:
+            return q[e][k]
+        sh = ic.shipped(e, k)
+        return sh.q if sh else 1.0
+    cal = {e: {k: ic.scale_rows(raw[e][k], q_of(e, k)) for k in ic.QUANTITIES} for e in SETS}
+    a = "active_params_b"
     bad = tuple((r.provider, r.model, "; ".join(contradictory(r))) for r in rows if contradictory(r))
-    return TableValidation(split, scales, scores, bad, len(rows))
+    return TableValidation(split, scales, {e: score(cal[e][a], tr[a]) for e in SETS},
+                           {e: score(raw[e][a], tr[a]) for e in SETS},
+                           {e: score(cal[e]["total_params_b"], tr["total_params_b"]) for e in SETS}, bad, len(rows))
 
 
 def deduce_table_model(name: str, provider: str | None = None, priors: Priors | None = None,

@@ -28,10 +28,12 @@ export function renderDeduce(d, root) {
   for (const id of ["input_price", "output_price", "cached_input_price", "output_speed", "long_context_threshold",
                     "long_input_price", "long_output_price"]) $("#" + id).disabled = !!ev;
   const a = d.active_params_b, t = d.total_params_b, k = d.kv_bytes_per_token, b = d.batch;
+  const cal = d.interval_calibration && d.interval_calibration.scales.active_params_b;
   const iv = (x, f) => `${f(x.low)} \u2013 ${f(x.high)} (80%)`;
+  const ivc = (x, f) => iv(x, f) + (cal ? `, calibrated on ${cal.fit_rows} endpoints` : "");
   const B = (x) => fmt.num(x) + " B";
   renderCards($(".cards", root), [
-    { key: "active", label: "active parameters", value: B(a.median), sub: iv(a, B), why: { hl: /active params|N_active/ } },
+    { key: "active", label: "active parameters", value: B(a.median), sub: ivc(a, B), why: { hl: /active params|N_active/ } },
     { key: "total", label: "total parameters", value: B(t.median), sub: iv(t, B) + `; P(MoE) ${fmt.pct(d.p_moe)}`,
       why: { hl: /total params/ } },
     { key: "kv", label: "KV bytes per token", value: k ? fmt.bytes(k.median) : "not identified",
