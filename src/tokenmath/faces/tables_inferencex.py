@@ -54,6 +54,17 @@ def inferencex_table(rep) -> None:
                   ratio_cell(w["ratio"]), f"{w['phase']}: {w['term']}",
                   w["layout"].replace(" pp=1", "").replace(" dp=1", ""))
     print_table(c, t)
+    if s["mtp_on_and_off"]:
+        t = Table(title="MTP on and off, same engine, chip, precision, image, layout, lengths and concurrency: "
+                        "speedup of tok/s per user")
+        for col in ("engine", "pairs", "measured", "predicted", "tokens / step assumed", "implied"):
+            t.add_column(col, justify="left" if col == "engine" else "right")
+        for eng, x in s["mtp_on_and_off"].items():
+            t.add_row(eng, str(x["pairs"]), ratio_cell(x["measured_speedup"]), ratio_cell(x["predicted_speedup"]),
+                      f"{x['tokens_per_step_assumed']:.2f}", f"{x['tokens_per_step_implied']:.2f}")
+        print_table(c, t)
+        c.print("implied: tokenmath's tokens per verification step x measured / predicted speedup, the E at which "
+                "its step costs give the measured speedup (medians over the pairs; --json lists each pair)")
     bad = s["self_contradictory"]
     c.print(f"(!) the published throughput is not what the row's own latencies imply (conc x (ISL + OSL) / median "
             f"end-to-end latency / GPUs, off by more than 2x): {len(bad)} such runs, scored all the same"

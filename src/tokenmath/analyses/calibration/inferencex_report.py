@@ -1,7 +1,8 @@
 """The score of tokenmath's serving model on every shipped InferenceX run (inferencex_predict.py): medians of
 |predicted - measured| / measured throughput per GPU, and of predicted / measured, by chip, engine, engine version,
 model family and technique; the same held out by source, vendor, engine version and model; the worst 20 runs, each
-with the term that dominates its predicted step; and every run that could not be predicted, with the reason.
+with the term that dominates its predicted step; the runs that differ only in MTP, measured against predicted
+speedup (inferencex_mtp.py); and every run that could not be predicted, with the reason.
 
 Held out: nothing is fitted to these runs. The serving commands' constants (data/calibration.toml) were fitted on
 data/measurements.toml, which holds no InferenceX run, so every group below is scored by a model that never saw it;
@@ -16,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from tokenmath.analyses.calibration.inferencex import Run, self_consistency, techniques, vendor
+from tokenmath.analyses.calibration.inferencex_mtp import mtp_pairs, mtp_summary
 from tokenmath.analyses.calibration.inferencex_predict import RunPrediction
 
 WORST = 20
@@ -124,6 +126,7 @@ class InferenceXReport:
                 "held_out": {k: grouped(P, f) for k, f in HELD_OUT.items()},
                 "dominant_terms": dict(sorted(terms.items(), key=lambda kv: -kv[1])),
                 "engine_profiles": profiles(P),
+                "mtp_on_and_off": mtp_summary(mtp_pairs(P)),
                 "self_contradictory": [p.run.label for p in P if not consistent(p.run)],
                 "skipped": {k: len(v) for k, v in skipped(P).items()}}
 
@@ -138,6 +141,7 @@ class InferenceXReport:
                           "output tokens/s per user (median interactivity)",
                 "summary": self.summary(),
                 "worst": [{**p.to_dict(), "self_consistent": consistent(p.run)} for p in worst(P)],
+                "mtp_pairs": mtp_pairs(P),
                 "skipped": skipped(P), "rows": [p.to_dict() for p in P]}
 
 
