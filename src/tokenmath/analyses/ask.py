@@ -14,7 +14,7 @@ from tokenmath.analyses.inert_options import no_ep_group, no_tp_group
 from tokenmath.analyses.serving.work_budget import check as within_budget
 from tokenmath.base.errors import InputError
 from tokenmath.specs.question.applies import not_applied
-from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, Deployment
+from tokenmath.specs.question.deployment import DEPLOYMENT_FIELDS, KNOB_FIELDS, Deployment
 from tokenmath.specs.question.workload import WORKLOAD_FIELDS, Workload
 
 _DEPLOYMENT_NAMES = {f.name for f in DEPLOYMENT_FIELDS}
@@ -63,9 +63,8 @@ def knobs(dep: Deployment) -> dict:
     eff = efficiency_of(dep)
     # a profile's engine carries the CPU time it fitted: passed as the object, not re-resolved from its name
     return dict(weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, efficiency=eff,
-                engine=eff.engine if dep.profile is not None else dep.engine, ep_comm=dep.ep_comm, ep_overlap=dep.ep_overlap, ep_imbalance=dep.ep_imbalance,
-                max_running=dep.max_running, price_usd_per_hour=dep.price_usd_per_hour, adp_balance=dep.adp_balance,
-                what_if=dep.what_if, moe_sharding=dep.moe_sharding)
+                engine=eff.engine if dep.profile is not None else dep.engine,
+                **{n: getattr(dep, n) for n in KNOB_FIELDS})
 
 
 def filled(dep: Deployment, context: int, batch=1) -> tuple[Deployment, list[str]]:
@@ -173,12 +172,8 @@ def speculative_beside(dep: Deployment, wl: Workload, answer):
     else:
         batches = [int(answer.batch)]
         lens = dict(input_len=wl.input_len, output_len=wl.output_len)
-    k = knobs(dep)
     return speculative(dep.model, dep.hardware, speculation_of(dep), batches=batches, chips=dep.chips, tp=dep.tp,
-                       ep=dep.ep, dp=dep.dp, weight_dtype=k["weight_dtype"], kv_dtype=k["kv_dtype"],
-                       efficiency=k["efficiency"], engine=k["engine"], ep_imbalance=dep.ep_imbalance,
-                       ep_overlap=dep.ep_overlap, what_if=dep.what_if, price_usd_per_hour=dep.price_usd_per_hour,
-                       **lens)
+                       ep=dep.ep, dp=dep.dp, **knobs(dep), **lens)
 
 
 def simulate(dep: Deployment, wl: Workload, **own):

@@ -3,7 +3,7 @@ errors). The engine travels on the efficiency (Efficiency.engine): `engine=` nam
 "none" removes it, None keeps the efficiency's own (none unless the caller set one)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -23,16 +23,17 @@ from tokenmath.specs.serving_engines import EngineProfile, engine_dict, engine_l
 
 @dataclass(frozen=True)
 class Transport:
-    """How a MoE's expert-parallel all-to-all runs and how evenly the router loads its ranks (engine/forward.py's
-    ep_comm, ep_overlap, ep_imbalance): one value per deployment, read by every step the engine prices."""
-    comm: str = "bf16"
-    overlap: bool = False
-    imbalance: float | str = 1.0
+    """How a MoE's expert-parallel all-to-all runs and how evenly the router loads its ranks: engine/forward.py's
+    deployment-wide keywords (forward.TRANSPORT_DEFAULTS, the same names), one value per deployment, read by every
+    step the engine prices. A new one: a field here (its forward_pass name), its Deployment field and transport()."""
+    ep_comm: str = "bf16"
+    ep_overlap: bool = False
+    ep_imbalance: float | str = 1.0
     experts_whole: bool = False      # the routed experts whole on a TP group's ranks (moe_sharding "ep")
 
     def kw(self) -> dict:
         """The keywords forward_pass and serve_batch take (the defaults left out)."""
-        return pass_options(self.imbalance, self.overlap, None, self.comm, self.experts_whole)
+        return pass_options(**{f.name: getattr(self, f.name) for f in fields(self)})
 
 
 PLAIN = Transport()
@@ -124,7 +125,9 @@ def deployment_hardware(hw: Hardware, what_if=(), price_usd_per_hour=None) -> Ha
 def with_deployment_knobs(su: Setup, *, ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None,
                           price_usd_per_hour=None, what_if=(), adp_balance=None, moe_sharding=None) -> Setup:
     """The setup with a deployment's transport, its engine's cap on running sequences (max_running: per scheduler),
-    its what-if hardware and its price per chip-hour (deployment_hardware; None or empty each: unchanged)."""
+    its what-if hardware and its price per chip-hour (deployment_hardware; None or empty each: unchanged). The one
+    place a Deployment's knobs (specs/question/deployment.KNOB_FIELDS) meet the setup: every analysis passes them
+    through as **knobs."""
     if ep_comm is not None or ep_overlap is not None or ep_imbalance is not None or moe_sharding is not None:
         su = replace(su, transport=transport(ep_comm, ep_overlap, ep_imbalance, moe_sharding))
     if max_running is not None:
@@ -143,14 +146,13 @@ def with_deployment_knobs(su: Setup, *, ep_comm=None, ep_overlap=None, ep_imbala
 
 
 def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, weight_dtype=None, kv_dtype=None,
-          efficiency: Efficiency | None = None, reserve: float | None = None, cp=None, engine=None,
-          ep_comm=None, ep_overlap=None, ep_imbalance=None, max_running=None, price_usd_per_hour=None,
-          what_if=(), adp_balance=None, moe_sharding=None) -> Setup:
+          efficiency: Efficiency | None = None, reserve: float | None = None, cp=None, engine=None, what_if=(),
+          price_usd_per_hour=None, **knobs) -> Setup:
     """One question's inputs. The layout: make_layout (the degrees given; the chips they leave go to the default
     spread when tp is not given, else to dp). The efficiency: the one given, else the chip family's calibration;
     the engine (with_engine): the one named, else the efficiency's own (None: the engine-free step). The chip:
     deployment_hardware (what-if overrides, price), before anything reads its figures. The rest:
-    with_deployment_knobs."""
+    with_deployment_knobs (knobs: its keywords)."""
     m = get_model(model)
     hw = deployment_hardware(get_hardware(hardware), what_if, price_usd_per_hour)
     lay = make_layout(m, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp)
@@ -159,8 +161,7 @@ def setup(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, we
         raise InputError("reserve", f"{reserve!r} is not a fraction of memory", "a number in [0, 1)")
     eff = serving_efficiency(hw, efficiency, engine)
     su = Setup(m, hw, lay, resolve_precision(m, weight_dtype, kv_dtype), eff, reserve)
-    return with_deployment_knobs(su, ep_comm=ep_comm, ep_overlap=ep_overlap, ep_imbalance=ep_imbalance,
-                                 max_running=max_running, adp_balance=adp_balance, moe_sharding=moe_sharding)
+    return with_deployment_knobs(su, **knobs)
 
 
 def system_setup(model, system, chips, weight_dtype, kv_dtype, efficiency, reserve, engine=None,

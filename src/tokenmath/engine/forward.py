@@ -113,6 +113,12 @@ def _attn_io_width(m: Model, tp):
     return 2 * d + (2 * h * m.hd + 2 * m.kv_heads * m.hd) / tp
 
 
+# forward_pass's deployment-wide keywords (how a MoE's expert-parallel traffic runs) and their defaults: balanced
+# routing, no overlap, one bf16 copy per routed expert, each expert split over its TP group. One place: the serving
+# setup's Transport (analyses/setup.py) carries exactly these, and static_batch.pass_options drops the defaults
+TRANSPORT_DEFAULTS = {"ep_imbalance": 1.0, "ep_overlap": False, "ep_comm": "bf16", "experts_whole": False}
+
+
 def forward_pass(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, *, phase: str,
                  seqs, new_tokens, pairs_full, pairs_sliding, kv_read_full, kv_read_sliding,
                  ep_imbalance=1.0, ep_overlap: bool = False, links=None, stage_seqs=None,

@@ -38,8 +38,8 @@ from tokenmath.mapping.layout import Layout
 from tokenmath.specs.model import Model
 from tokenmath.engine import collectives as coll
 from tokenmath.engine.memory import Memory, chunk_tokens, max_batch, memory_per_chip, running_cap
-from tokenmath.engine.forward import (ACT_BYTES, BOTTLENECKS, PassCost, Precision, decode_context, forward_pass,
-                                      placed, prefill_pairs)
+from tokenmath.engine.forward import (ACT_BYTES, BOTTLENECKS, TRANSPORT_DEFAULTS, PassCost, Precision, decode_context,
+                                     forward_pass, placed, prefill_pairs)
 from tokenmath.specs.serving_engines import LAUNCH_CPU_S, EngineProfile
 
 
@@ -99,19 +99,18 @@ def launch_time_s(eff: Efficiency, hw: Hardware) -> float:
     return LAUNCH_CPU_S if v is None else float(v)
 
 
-def pass_options(ep_imbalance=1.0, ep_overlap: bool = False, links=None, ep_comm: str = "bf16",
-                 experts_whole: bool = False) -> dict:
-    """forward_pass's optional keywords as serve_batch passes them (defaults left out)."""
-    out = {} if ep_imbalance is None or (not isinstance(ep_imbalance, str) and ep_imbalance == 1.0) \
-        else {"ep_imbalance": ep_imbalance}
-    if ep_overlap:
-        out["ep_overlap"] = True
-    if ep_comm != "bf16":
-        out["ep_comm"] = ep_comm
+def pass_options(links=None, **transport) -> dict:
+    """forward_pass's optional keywords as serve_batch passes them: `transport` (forward.TRANSPORT_DEFAULTS' names;
+    None: the default) with the defaults left out, and the links when given."""
+    out = {}
+    for k, v in transport.items():
+        if k not in TRANSPORT_DEFAULTS:
+            raise TypeError(f"pass_options: unknown transport keyword {k!r}")
+        if v is None or (not isinstance(v, np.ndarray) and v == TRANSPORT_DEFAULTS[k]):
+            continue
+        out[k] = v
     if links is not None:
         out["links"] = links
-    if experts_whole:
-        out["experts_whole"] = True
     return out
 
 
@@ -173,17 +172,17 @@ def passes(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency
 
 
 def serve_batch(m: Model, hw: Hardware, lay: Layout, prec: Precision, eff: Efficiency, batch, input_len, output_len,
-                reserve: float, *, ep_imbalance=1.0, ep_overlap: bool = False, links=None,
-                decode_only: bool = False, ep_comm: str = "bf16", experts_whole: bool = False) -> BatchCost:
+                reserve: float, *, links=None, decode_only: bool = False, **transport) -> BatchCost:
     """Everything about serving `batch` sequences (arrays broadcast). Times in s, memory in bytes per chip.
 
-    ep_imbalance, ep_overlap, ep_comm, experts_whole, links: see forward.forward_pass (defaults: balanced routing, no overlap,
+    transport (ep_imbalance, ep_overlap, ep_comm, experts_whole: forward.TRANSPORT_DEFAULTS), links: see
+    forward.forward_pass (defaults: balanced routing, no overlap,
     one bf16 copy per expert, every group
     gets hw.scaleup_bw). KV held per chip counts every sequence in flight: all pp micro-batches of a group hold
     their KV on every stage at once (each stage keeps its 1/pp of the layers), so the KV per chip is
     ceil(batch / (dp x ep)) x KV per sequence / (pp x kv_shard) whatever the micro-batching.
     decode_only: skip the prefill pass (prefill None, ttft_s NaN); everything else is unchanged."""
-    opts = pass_options(ep_imbalance, ep_overlap, links, ep_comm, experts_whole)
+    opts = pass_options(links, **transport)
     batch = np.asarray(batch, float)
     input_len = np.asarray(input_len, float)
     output_len = np.asarray(output_len, float)

@@ -93,17 +93,15 @@ def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep
     decoding); pipeline-parallel layouts are flagged as not fitting with it (speculation is modelled without PP).
     prefix_hit: the cached share of every prompt (engine/prefix_cache.py): TTFT counts the rest.
     The EP options left None are the deployment's own (su.transport)."""
-    t = su.transport
-    ep_imbalance = t.imbalance if ep_imbalance is None else ep_imbalance
-    ep_overlap = t.overlap if ep_overlap is None else ep_overlap
-    ep_comm = t.comm if ep_comm is None else ep_comm
+    asked = {"ep_imbalance": ep_imbalance, "ep_overlap": ep_overlap, "ep_comm": ep_comm}
+    transport = {**su.transport.kw(), **{k: v for k, v in asked.items() if v is not None}}
+    opts = pass_options(links, **transport)
     lay = as_layout(layouts)
     B = np.asarray(batches, float)
     if B.ndim <= 1:
         B = B.reshape(1, -1)
     sv = serve_batch(su.model, su.hardware, lay, su.precision, su.efficiency, B, input_len, output_len, su.reserve,
-                     ep_imbalance=ep_imbalance, ep_overlap=ep_overlap, links=links, ep_comm=ep_comm,
-                     experts_whole=t.experts_whole)
+                     links=links, **transport)
     step = np.asarray(sv.decode_step_s, float)
     shape = step.shape
     comm = np.broadcast_to(np.asarray(sv.decode.comm_s, float) + np.asarray(sv.pp_p2p_s, float), shape)
@@ -113,11 +111,10 @@ def evaluate(su: Setup, layouts, batches, input_len: int, output_len: int, *, ep
     if prefix_hit:
         from tokenmath.engine.prefix_cache import ttft_with_hits
         ttft = np.broadcast_to(ttft_with_hits(sv, su.model, su.hardware, lay, su.precision, su.efficiency, input_len,
-                                              prefix_hit, **pass_options(ep_imbalance, ep_overlap, links, ep_comm))[0],
+                                              prefix_hit, **opts)[0],
                                shape)
     if draft is not None:
-        step, comm, fits, bmax, bott, kv, total = _speculate(su, lay, sv, draft, input_len, output_len,
-                                                             pass_options(ep_imbalance, ep_overlap, links, ep_comm))
+        step, comm, fits, bmax, bott, kv, total = _speculate(su, lay, sv, draft, input_len, output_len, opts)
     return Grid(layouts=list(layouts), batch=np.broadcast_to(B, shape),
                 chips=np.asarray(lay.chips, float).reshape(-1, 1), fits=np.broadcast_to(fits, shape),
                 ttft_s=ttft, step_s=step,

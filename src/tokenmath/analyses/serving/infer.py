@@ -29,7 +29,7 @@ from tokenmath.specs.overrides import what_if_dict
 from tokenmath.specs.params import count_params
 from tokenmath.specs.serving_engines import EngineProfile, engine_dict
 from tokenmath.analyses.serving.operating_point import DEFAULT_SPEED, largest_batch_at_speed
-from tokenmath.analyses.setup import check_ep_comm, setup
+from tokenmath.analyses.setup import setup
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:        # only infer under load builds one (imported there): not on every start-up
@@ -202,9 +202,8 @@ def _scalar(x):
 def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, batch=1, input_len=1024,
           output_len=256, weight_dtype=None, kv_dtype=None, efficiency: Efficiency | None = None,
           reserve: float | None = None, cp=None, engine=None, concurrency=None, arrival_rate=None,
-          ep_overlap: bool = False, ep_comm: str = "bf16", prefix_hit=None, attention_sharding=None,
-          ep_imbalance=None, speculation=None, max_running=None, price_usd_per_hour=None, adp_balance=None,
-          what_if=(), speed=None, speed_batch=None, moe_sharding=None) -> InferResult:
+          prefix_hit=None, attention_sharding=None, speculation=None, speed=None, speed_batch=None,
+          **knobs) -> InferResult:
     """Prefill and decode of a static batch of `batch` prompts of `input_len` tokens generating `output_len` each.
 
     model: catalog id, config.json path or Model; hardware: catalog id, hardware file or Hardware.
@@ -213,27 +212,21 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
     concurrency / arrival_rate: serving under load (closed loop of that many users / open loop at that many
     requests/s; analyses/serving/load.py): ttft_s is then one request's, decode_step_s the mean time between its
     tokens, and batch the sequences running at once; `load` holds the rest.
-    ep_overlap / ep_comm: two-micro-batch overlap of the EP all-to-all with compute, and how it moves tokens
-    (engine.forward.forward_pass; the static batch and the steady state under load alike: the setup's transport).
-    ep_imbalance: the busiest EP rank's routed tokens / the mean: a number >= 1 (None or 1: balanced routing),
-    "routing" (the measured routing skew, engine/expert_parallel.routing_imbalance) or "eplb" (with EPLB).
     prefix_hit: the cached share of every prompt (prefix caching, engine/prefix_cache.py; the static batch only:
     `simulate --prefix-hit` serves it under load).
     attention_sharding: heads (None, the default), batch or dp: how attention splits inside a TP group
     (mapping/layout.py; under load too: the steady state's and the simulator's replica follow it).
     speculation: a speculative.Speculation; under load every decode verifies k + 1 tokens (steady_state.py). The
     static batch's speculative figures sit beside it (analyses/serving/speculative.py; the CLI adds them).
-    max_running, price_usd_per_hour, what_if: the engine's cap on running sequences per scheduler, the chip-hour
-    price and what-if hardware overrides ((field, value) pairs; analyses.setup.deployment_hardware).
+    knobs: the deployment's (specs/question/deployment.KNOB_FIELDS: ep_comm, ep_overlap, ep_imbalance,
+    moe_sharding, adp_balance, max_running, price_usd_per_hour, what_if), applied once by
+    analyses.setup.with_deployment_knobs: the static batch and the steady state under load alike.
     speed: tokens/s per user of the operating point beside a static batch (speed_batch: the largest batch giving
     it; default operating_point.DEFAULT_SPEED). speed_batch: that batch when the caller has it already (the answer
     at the operating point's own batch): taken as it is, not searched for again.
     Times in seconds, sizes in bytes, costs in USD per million tokens.
     """
     input_len = int_arg(input_len, "input_len")
-    knobs = dict(ep_comm=check_ep_comm(ep_comm), ep_overlap=bool(ep_overlap), ep_imbalance=ep_imbalance,
-                 max_running=max_running, price_usd_per_hour=price_usd_per_hour, adp_balance=adp_balance,
-                 what_if=what_if, moe_sharding=moe_sharding)
     output_len = int_arg(output_len, "output_len")
     hit = hit_rate(prefix_hit)
     load = None
@@ -248,7 +241,7 @@ def infer(model, hardware, *, chips=None, tp=None, pp=None, ep=None, dp=None, ba
                           attention_sharding=attention_sharding, speculation=speculation, **knobs)
     su = setup(model, hardware, chips=chips, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                kv_dtype=kv_dtype, efficiency=efficiency, reserve=reserve, cp=cp, engine=engine, **knobs)
-    imb = su.transport.imbalance
+    imb = su.transport.ep_imbalance
     if attention_sharding is not None:
         su = replace(su, layout=with_attention(su.model, su.layout, attention_sharding))
     m, hw, lay, prec, eff, reserve = su.model, su.hardware, su.layout, su.precision, su.efficiency, su.reserve

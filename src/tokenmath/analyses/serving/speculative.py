@@ -14,7 +14,6 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import MAX_BATCH, finite, int_arg
 from tokenmath.engine.economics import decode_cost_per_mtok, usd_per_s
 from tokenmath.engine.memory import memory_per_chip
-from tokenmath.engine.static_batch import pass_options
 from tokenmath.engine.forward import Precision
 from tokenmath.engine.speculative import (MTP_ACCEPTANCE, MTP_ACCEPTANCE_SOURCE, MTP_LENGTHS_SOURCE, acceptances,
                                           memory_with_draft, mtp_head, speculative_step, tokens_per_step)
@@ -179,24 +178,23 @@ class SpeculativeResult:
 
 def speculative(model, hardware, spec: Speculation, *, batches=(1,), chips=None, tp=None, ep=None, dp=None,
                 input_len=1024, output_len=256, weight_dtype=None, kv_dtype=None, efficiency=None, engine=None,
-                reserve=None, ep_imbalance=1.0, ep_overlap: bool = False, what_if=(),
-                price_usd_per_hour=None) -> SpeculativeResult:
+                reserve=None, **knobs) -> SpeculativeResult:
     """The plain and the speculative decode step of `model` on `hardware` at each batch in `batches`.
-    what_if, price_usd_per_hour: the deployment's chip (analyses.setup.deployment_hardware)."""
+    knobs: the deployment's (analyses.setup.with_deployment_knobs): its chip's what-if figures and price, and the
+    expert-parallel transport every pass runs with."""
     if not isinstance(spec, Speculation):
         raise InputError("speculation", "missing", "speculation(draft=..., k=..., acceptance=...) or mtp=K")
     input_len = int_arg(input_len, "input_len")
     output_len = int_arg(output_len, "output_len")
     bs = np.array([int_arg(b, "batch", 1, MAX_BATCH) for b in np.atleast_1d(batches)], float)
     su = setup(model, hardware, chips=chips, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-               efficiency=efficiency, reserve=reserve, engine=engine, what_if=what_if,
-               price_usd_per_hour=price_usd_per_hour)
+               efficiency=efficiency, reserve=reserve, engine=engine, **knobs)
     m, hw, lay, prec, eff = su.model, su.hardware, su.layout, su.precision, su.efficiency
     dr = resolve_draft(spec, m, prec, weight_dtype, kv_dtype)
     d, dprec = dr.model, dr.precision
     ep_, dp_ = float(lay.ep), float(lay.dp)
     s = np.ceil(bs / (dp_ * ep_))
-    opts = pass_options(ep_imbalance, bool(ep_overlap))
+    opts = su.transport.kw()
     if ep_ > 1:
         opts["stage_seqs"] = np.minimum(ep_ * s, np.ceil(bs / dp_))
     st = speculative_step(m, d, hw, lay, prec, dprec, eff, s, input_len, output_len, spec.k, spec.acceptance,

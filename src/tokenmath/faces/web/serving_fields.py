@@ -10,7 +10,7 @@ from dataclasses import replace
 from functools import cache
 
 from tokenmath.faces.web.params import Param
-from tokenmath.specs.question.deployment import TRANSPORT_FIELDS
+from tokenmath.specs.question.deployment import KNOB_FIELDS
 from tokenmath.specs.question.deployment import field as dfield
 from tokenmath.specs.question.workload import field as wfield
 
@@ -21,8 +21,9 @@ LAYOUT = tuple(dfield(n) for n in ("chips", "tp", "pp", "ep", "dp"))
 LAYOUT_NAMES = tuple(p.name for p in LAYOUT)
 
 # how a MoE's expert-parallel all-to-all runs and how evenly its ranks are loaded, the serving engine's cap on running
-# sequences and the chip-hour price: the knobs infer and simulate take (analyses.setup.with_deployment_knobs)
-KNOBS = tuple(dfield(n) for n in (*TRANSPORT_FIELDS, "moe_sharding", "max_running", "price_usd_per_hour"))
+# sequences and the chip-hour price: the declared knobs (KNOB_FIELDS, analyses.setup.with_deployment_knobs), but the
+# what-if overrides, which the page sends as its own `set` parameter
+KNOBS = tuple(dfield(n) for n in KNOB_FIELDS if n != "what_if")
 KNOB_NAMES = tuple(p.name for p in KNOBS)
 
 # a static batch's lengths are token counts (a distribution is the simulator's, SIM_LENGTHS)

@@ -4,7 +4,7 @@ analyses.serving.speculative.speculative at the answer's batches, as the CLI's J
 from __future__ import annotations
 
 from tokenmath.base.errors import InputError, unknown_name
-from tokenmath.specs.question.deployment import SPECULATION_FIELDS
+from tokenmath.specs.question.deployment import KNOB_FIELDS, SPECULATION_FIELDS
 from tokenmath.specs.question.deployment import field as dfield
 
 # draft, spec_k, acceptance and mtp: the declared fields (the draft a catalog id here: spec_of refuses anything else)
@@ -45,7 +45,8 @@ def speculative_part(model, hardware, a: dict, batches, efficiency=None, *, cont
         lens = dict(input_len=a["input_len"], output_len=a["output_len"])
     r = speculative(model, hardware, spec, batches=batches, chips=a.get("chips"), tp=a.get("tp"), ep=a.get("ep"),
                     dp=a.get("dp"), weight_dtype=a.get("weight_dtype"), kv_dtype=a.get("kv_dtype"),
-                    efficiency=efficiency, engine=a.get("engine"), ep_imbalance=a.get("ep_imbalance") or 1.0,
-                    ep_overlap=bool(a.get("ep_overlap")), **lens)
+                    efficiency=efficiency, engine=a.get("engine"), **lens,
+                    # the deployment's knobs the request sent (analyses.setup.with_deployment_knobs applies them)
+                    **{k: a[k] for k in KNOB_FIELDS if a.get(k) is not None})
     from tokenmath.faces.explain_speculative import explain_speculative
     return {"speculative": {**r.to_dict(), "explain": explain_speculative(r)}}

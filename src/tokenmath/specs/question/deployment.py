@@ -109,6 +109,9 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
 _BY_NAME = {f.name: f for f in DEPLOYMENT_FIELDS}
 SPECULATION_FIELDS = ("draft", "spec_k", "acceptance", "mtp")
 TRANSPORT_FIELDS = ("ep_comm", "ep_overlap", "ep_imbalance")
+# the fields the setup applies as they are (analyses.setup.with_deployment_knobs): every serving analysis passes
+# them through unnamed (**knobs), so a new one is declared here and acts there, and no question in between changes
+KNOB_FIELDS = (*TRANSPORT_FIELDS, "moe_sharding", "adp_balance", "max_running", "price_usd_per_hour", "what_if")
 LAYOUT_FIELDS = ("chips", "tp", "pp", "ep", "dp", "cp")
 
 
