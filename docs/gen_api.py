@@ -127,9 +127,11 @@ print(f["layout"], f["chips"], "chips;", f["continuously_batched"]["chips"], "co
 print(p["best"]["layout"], f"{p['best']['output_tokens_per_s_per_chip']:.0f} tok/s/chip")""",
     ),
     "export": (
-        "The commands that run an answer: a plan or fleet result (or its saved JSON) or infer's question, as each "
-        "pool's engine launch command (vLLM, SGLang, TensorRT-LLM), an optional Dynamo or llm-d manifest validated "
-        "against its schema, the `vllm bench serve` command and the figures it should print (`tokenmath export`).",
+        "The commands that run an answer: a plan, fleet or infer result (or its saved JSON) or infer's question, as "
+        "each pool's engine launch command (vLLM, SGLang, TensorRT-LLM) with the deployment options the question "
+        "asked (a result remembers its question, a saved answer echoes it), an optional Dynamo or llm-d manifest "
+        "validated against its schema, the `vllm bench serve` command and the figures it should print (`tokenmath "
+        "export`).",
         "`expected`: output tokens/s, mean TTFT and TPOT in seconds, requests in flight; `stack`: dynamo or llm-d; "
         "`disaggregated`: a fleet's prefill and decode pools instead of its continuously batched servers.",
         """e = tokenmath.export(tokenmath.plan("llama-3.1-70b", "hgx-h100", chips=8))

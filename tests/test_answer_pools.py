@@ -71,7 +71,7 @@ def test_a_bad_key_in_a_saved_answer_is_refused_naming_it(key, value, match):
 
 
 def test_something_that_is_no_answer_is_refused():
-    with pytest.raises(InputError, match="neither a plan nor a fleet"):
+    with pytest.raises(InputError, match="not a plan, fleet or infer answer"):
         pools_of({"model": "x"})
     with pytest.raises(InputError, match="not an object"):
         pools_of([1, 2])

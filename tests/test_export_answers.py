@@ -81,7 +81,7 @@ def test_question_options_with_a_saved_answer_are_refused_not_ignored(fleet_file
 
 
 @pytest.mark.parametrize("text,match", [("{not json", "not JSON"), ("[1, 2]", "not an object"),
-                                        ('{"model": "x"}', "neither a plan nor a fleet")])
+                                        ('{"model": "x"}', "not a plan, fleet or infer answer")])
 def test_a_file_that_is_no_answer_is_refused_by_name(tmp_path, text, match):
     f = tmp_path / "a.json"
     f.write_text(text)

@@ -20,7 +20,7 @@ def public(question: str):
         if args and isinstance(args[0], Deployment):
             dep = args[0]
             wl = args[1] if len(args) > 1 else kw.pop("workload", None) or Workload()
-            return ask(question, dep, wl, **kw)
+            return remembered(ask(question, dep, wl, **kw), question, dep, wl)
         # pareto's and plan's concurrency may be an axis (a list of users, () for none): the question's own keyword
         axis = ({"concurrency": kw.pop("concurrency")} if question in AXIS_QUESTIONS
                 and isinstance(kw.get("concurrency"), (list, tuple)) else {})
@@ -30,10 +30,20 @@ def public(question: str):
         positional = ("model", "hardware")[:len(args)]
         own_defaults = {k: v for k, v in question_defaults(question).items() if k not in kw and k not in positional}
         dep, wl, own = split(*args, **own_defaults, **kw)
-        return ask(question, dep, wl, **own, **axis)
+        return remembered(ask(question, dep, wl, **own, **axis), question, dep, wl)
     call.__name__ = question
     call.__doc__ = (QUESTIONS[question].__doc__ or "") + "\n\n" + (public.__doc__ or "")
     return call
+
+
+def remembered(answer, question: str, dep: Deployment, wl: Workload):
+    """The answer, holding the question it answered (`_asked`): tokenmath.export(answer) reads it as it reads a saved
+    `--json` answer's "question" echo, so the options asked reach the launch commands either way."""
+    try:
+        object.__setattr__(answer, "_asked", (question, dep, wl))
+    except (AttributeError, TypeError):
+        pass                            # an answer that keeps no attributes: exported as one saved without its echo
+    return answer
 
 
 def infer_api(*args, **kw):
@@ -89,17 +99,19 @@ def simulate_api(*args, speculation=None, **kw):
 
 
 def export_api(answer=None, *args, disaggregated=None, stack=None, image=None, gpus_per_node=None, **kw):
-    """tokenmath.export(plan_or_fleet_result) deploys a plan or fleet answer (the result, or its to_dict() / saved
-    JSON); tokenmath.export(deployment, workload) or tokenmath.export(model, hardware, **fields) deploys infer's answer,
-    as `tokenmath export` does: the engine launch commands, the Kubernetes manifest for `stack` (dynamo, llm-d), the
+    """tokenmath.export(answer) deploys a plan, fleet or infer answer (the result, which remembers its question, or a
+    saved --json answer as a dict, which echoes it) with the options its question asked;
+    tokenmath.export(deployment, workload) or tokenmath.export(model, hardware, **fields) deploys infer's answer, as
+    `tokenmath export` does: the engine launch commands, the Kubernetes manifest for `stack` (dynamo, llm-d), the
     `vllm bench serve` command and the figures it should print."""
     from tokenmath.analyses.benchmarks.export import export, export_answer
     opts = {"stack": stack, "image": image, "gpus_per_node": gpus_per_node}
     if hasattr(answer, "to_dict") and not isinstance(answer, Deployment):
+        opts["asked"] = getattr(answer, "_asked", None)        # its typed question, as a saved answer echoes it
         answer = answer.to_dict()
     if isinstance(answer, dict):
         if args or kw:
-            raise InputError("answer", "a plan or fleet answer already holds its deployment and workload, so "
+            raise InputError("answer", "a saved answer already holds its deployment and workload, so "
                              f"{', '.join(list(kw) or ['the positional arguments'])} would be ignored",
                              "export the answer alone, or ask the question again with them")
         return export_answer(answer, disaggregated=disaggregated, **opts)

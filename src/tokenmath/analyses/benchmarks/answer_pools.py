@@ -176,25 +176,42 @@ def _disaggregated(d: dict, where: str, output_len: int, input_len: int, fleet: 
     return pools, {"concurrency": users, "ttft_s": ttft, "tpot_s": tpot, "output_tokens_per_s": out_tps}, notes
 
 
-def pools_of(answer: dict, disaggregated: bool | None = None) -> Deployed:
+def question_kind(answer: dict) -> str | None:
+    """The question whose answer this is, by the keys each writes: plan, fleet or infer (None: none of them)."""
+    if "demand_output_tokens_per_s" in answer:
+        return "fleet"
+    if "best" in answer and "system" in answer:
+        return "plan"
+    return "infer" if "fits" in answer and "decode_step_s" in answer else None
+
+
+def pools_of(answer: dict, disaggregated: bool | None = None, *, speculation_recorded: bool = False) -> Deployed:
     """The deployment a plan or fleet answer (its JSON as a dict) describes: its disaggregated pools or its
-    colocated servers (disaggregated True / False; None: a plan's own choice, a fleet's continuously batched one)."""
+    colocated servers (disaggregated True / False; None: a plan's own choice, a fleet's continuously batched one).
+    speculation_recorded: the answer's question echo names its draft or MTP depth (answer_echo.py), so a speculative
+    answer can be written; without it one is refused."""
     if not isinstance(answer, dict):
         raise InputError("answer", f"is a JSON {type(answer).__name__}, not an object",
                          "the JSON `tokenmath plan --json` or `tokenmath fleet --json` prints")
-    if "demand_output_tokens_per_s" in answer:
-        question, hw = "fleet", _get(answer, "hardware", "")
-    elif "best" in answer and "system" in answer:
-        question, hw = "plan", _get(_get(answer, "system", ""), "id", "system")
+    question = question_kind(answer)
+    if question == "fleet":
+        hw = _get(answer, "hardware", "")
+    elif question == "plan":
+        hw = _get(_get(answer, "system", ""), "id", "system")
+    elif question == "infer":
+        raise InputError("answer", "is an infer answer: one layout, whose question export asks again (export.py), "
+                         "not pools to read", "tokenmath.export(answer), or a plan or fleet answer here")
     else:
-        raise InputError("answer", "is neither a plan nor a fleet answer (no system + best, no "
-                         "demand_output_tokens_per_s)", "the JSON `tokenmath plan --json` or `fleet --json` prints")
+        raise InputError("answer", "is not a plan, fleet or infer answer (no system + best, no "
+                         "demand_output_tokens_per_s, no fits + decode_step_s)",
+                         "the JSON `tokenmath plan --json`, `fleet --json` or `infer --json` prints")
     engine = _engine(answer)
     model = _get(answer, "model", "")
     inp, out = _int(answer, "input_len", ""), _int(answer, "output_len", "")
-    if answer.get("speculation"):
-        raise InputError("speculation", "the answer decodes speculatively, which export does not write for a plan or "
-                         "fleet answer yet", "ask again without --draft / --mtp, or export infer's answer")
+    if answer.get("speculation") and not speculation_recorded:
+        raise InputError("speculation", "the answer decodes speculatively and was saved without its question, so the "
+                         "draft model or MTP depth that ran is not recorded", "save the answer again with this "
+                         "tokenmath, whose --json answers carry their question")
     notes: list[str] = []
     dis = answer.get("disaggregated")
     if disaggregated is None:

@@ -5,8 +5,11 @@ can check the prediction (and feed the result file back to `tokenmath calibrate`
 
 Two ways in, one way out (a Deployed: answer_pools.py):
 - export(dep, wl): infer's answer to a question (one layout under one load);
-- export_answer(answer): a `plan` or `fleet` answer, read from its JSON, so the deployment is exactly the one the
-  user saw: its continuously batched servers, or its prefill and decode pools.
+- export_answer(answer): a saved answer, read from its JSON: a `plan` or `fleet` answer, so the deployment is exactly
+  the one the user saw (its continuously batched servers, or its prefill and decode pools), or an `infer` answer,
+  whose question is asked of export(dep, wl) again.
+Both ways take the deployment's options from one typed Deployment, through one mapping (options_of): the question
+asked, or the one a saved answer's "question" echo records (answer_echo.py).
 Every flag written is one of data/engine_flags.toml's, each list read off the engine's own parser at a pinned commit
 (launch_commands.py); every manifest is validated against its published schema before it is returned
 (k8s_manifests.py). Every option of the question that shaped the expected figures is written into the command or
@@ -61,8 +64,7 @@ def export(dep, wl, engine: str | None = None, *, stack: str | None = None, imag
     tp, pp, ep, dp = int(lay.tp), int(lay.pp), int(lay.ep), int(lay.dp)
     ld = r.load
     attn = _attn_name(lay)
-    running = dep.max_running or r.running_cap
-    pool = PoolPlan("both", tp, pp, ep, dp, None if running is None else max(1, math.ceil(running / dp)), attn)
+    pool = PoolPlan("both", tp, pp, ep, dp, None, attn)     # each scheduler's cap: options_of, else the engine's
     if ld.arrival_rate is not None:
         load = {"arrival_rate": float(ld.arrival_rate) / dp}
     else:
@@ -74,24 +76,101 @@ def export(dep, wl, engine: str | None = None, *, stack: str | None = None, imag
                  expected={**load, "output_tokens_per_s": float(ld.output_tokens_per_s) / dp,
                            "ttft_s": float(ld.ttft_s), "tpot_s": float(ld.tpot_s), "in_flight": float(ld.running) / dp},
                  notes=tuple(notes))
+    opts = options_of(dep)
+    if opts["cap"] is None and r.running_cap is not None:
+        opts["cap"] = int(r.running_cap)           # the engine's own cap per scheduler, as infer ran it
+    out = write(d, stack=stack, image=image, gpus_per_node=gpus_per_node, options=opts, asked=(dep, wl, r))
+    out["infer"] = r.to_dict()
+    return out
+
+
+def options_of(dep) -> dict:
+    """What a launch command takes from a Deployment beyond its layout and dtypes: the one mapping from the
+    question's fields, for infer's options and a saved answer's question echo alike. draft: (Hugging Face id,
+    tokens per step) of a draft model; mtp: MTP depth; cap: sequences one scheduler (attention-DP rank) runs at once
+    (--max-running; None: the answer's users, else the engine's default); server: the expert-parallel settings the
+    figures assumed, for the engine modules to write where they can (eplb: EPLB's redundant experts)."""
     draft = None
     if dep.draft is not None:
         from tokenmath.specs.model_catalog import get_model
         dm = get_model(dep.draft)
         draft = (hf_id(dm) or getattr(dm, "id", dep.draft), dep.spec_k or 4)
-    # the expert-parallel settings the figures assumed, for the engine modules to write where they can
-    server = {"ep_comm": dep.ep_comm, "ep_overlap": bool(dep.ep_overlap), "adp_balance": bool(dep.adp_balance),
-              "eplb": dep.ep_imbalance == "eplb", "experts_whole": dep.moe_sharding == "ep"}
-    out = write(d, stack=stack, image=image, gpus_per_node=gpus_per_node, draft=draft,
-                mtp=dep.mtp if dep.draft is None else None, server=server, asked=(dep, wl, r))
-    out["infer"] = r.to_dict()
-    return out
+    return {"draft": draft, "mtp": dep.mtp if dep.draft is None else None, "cap": dep.max_running,
+            "server": {"ep_comm": dep.ep_comm, "ep_overlap": bool(dep.ep_overlap),
+                       "adp_balance": bool(dep.adp_balance), "eplb": dep.ep_imbalance == "eplb",
+                       "experts_whole": dep.moe_sharding == "ep"}}
+
+
+NOT_RECORDED = ("the answer was saved without its question (before tokenmath's --json answers carried it), so its "
+                "deployment options (--moe-sharding, --ep-comm, --overlap-ep, --ep-imbalance eplb, --adp-balance, "
+                "--max-running, --draft / --mtp) were not recorded: the commands carry none of them; save the answer again to export "
+                "them")
 
 
 def export_answer(answer: dict, *, disaggregated: bool | None = None, stack: str | None = None,
-                  image: str | None = None, gpus_per_node: int | None = None) -> dict:
-    """The commands (and manifest) for a plan or fleet answer (its JSON as a dict)."""
-    return write(pools_of(answer, disaggregated), stack=stack, image=image, gpus_per_node=gpus_per_node)
+                  image: str | None = None, gpus_per_node: int | None = None, asked=None) -> dict:
+    """The commands (and manifest) for a saved plan, fleet or infer answer (its JSON as a dict), with the options
+    its question echo records written as `export` writes them. asked: the (question, Deployment, Workload) a Python
+    result answered, which stands for the echo its to_dict() lacks."""
+    from tokenmath.analyses.benchmarks.answer_echo import asked_of, check_agrees, question_of
+    from tokenmath.analyses.benchmarks.answer_pools import question_kind
+    opts = {"stack": stack, "image": image, "gpus_per_node": gpus_per_node}
+    if not isinstance(answer, dict):
+        return write(pools_of(answer, disaggregated), **opts)           # refused there, naming what it is
+    named = question_of(answer)
+    if asked is not None and "question" not in answer:
+        named, asked = named or asked[0], tuple(asked[1:])
+    else:
+        asked = asked_of(answer)
+    kind = question_kind(answer)
+    if named is not None and kind is not None and named != kind:
+        raise InputError("schema", f"{answer['schema']} names a {named} answer, and its keys are a {kind} answer's",
+                         f"the id tokenmath wrote: tokenmath.{kind}/...")
+    if (named or kind) == "infer":
+        return _export_infer(answer, asked, disaggregated, opts)
+    d = pools_of(answer, disaggregated, speculation_recorded=asked is not None)
+    if asked is None:
+        return write(replace(d, notes=d.notes + (NOT_RECORDED,)), **opts)
+    dep, wl = asked
+    check_agrees(answer, dep, d, ENGINE_IDS)
+    # the checkpoint is quantized at load only when the question asked for a weight dtype, as export() writes it
+    d = replace(d, weight_dtype=d.weight_dtype if dep.weight_dtype is not None else None)
+    return write(d, **opts, options=options_of(dep), asked=(dep, wl, None))
+
+
+def _export_infer(answer: dict, asked, disaggregated, opts: dict) -> dict:
+    """A saved infer answer: its question, read from its echo, asked of export again; a note where today's answer
+    is not the one saved (another tokenmath version, calibration or catalog)."""
+    if asked is None:
+        raise InputError("question", "is missing: an infer answer saved without its question cannot be exported",
+                         "save it again with this tokenmath, or give `tokenmath export` infer's options")
+    if disaggregated is not None:
+        raise InputError("disaggregated", "chooses between a plan or fleet answer's pools, and this is an infer "
+                         "answer (one layout)", "leave it out")
+    out = export(*asked, **opts)
+    now, then = out["infer"], answer
+    if asked[1].concurrency is None and asked[1].arrival_rate is None:
+        from tokenmath.analyses.ask import infer                 # a static batch, benchmarked as a closed loop
+        now = infer(*asked).to_dict()
+    moved = [f"{k} {now.get(k)} (saved: {str(then.get(k))[:20]})" for k in ("tp", "pp", "ep", "dp", "fits")
+             if now.get(k) != then.get(k)]
+    if not _close(_load_tps(now), _load_tps(then)):
+        moved.append(f"{_load_tps(now) or 0:,.0f} output tok/s (saved: {_load_tps(then) or 0:,.0f})")
+    if moved:
+        out["notes"].append("the saved infer answer is not the one this tokenmath gives for its question (another "
+                            "version, calibration or catalog, or an edited file): the commands and figures above are "
+                            "today's: " + ", ".join(moved))
+    return out
+
+
+def _load_tps(a: dict) -> float | None:
+    ld = a.get("load")
+    v = ld.get("output_tokens_per_s") if isinstance(ld, dict) else a.get("output_tokens_per_s")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and abs(a - b) <= 5e-4 * max(abs(a), abs(b), 1e-12)
 
 
 def _attn_name(lay) -> str:
@@ -131,9 +210,9 @@ def _redundant(experts: int, ranks: int) -> int:
     return ranks + (-(experts + ranks)) % ranks
 
 
-def _spec_of(d: Deployed, p: PoolPlan, named, hw, limits, weight_quant, draft, mtp, nodes: int,
-             notes: list[str], server: dict | None = None):
-    """The ServerSpec of pool `p`; named: (the name the command gives the model, its catalog Model)."""
+def _spec_of(d: Deployed, p: PoolPlan, named, limits, weight_quant, options: dict, nodes: int, notes: list[str]):
+    """The ServerSpec of pool `p`; named: (the name the command gives the model, its catalog Model); options: the
+    deployment's (options_of)."""
     from tokenmath.analyses.benchmarks.launch_base import ServerSpec
     model_name, model = named
     tp, ep = p.tp, p.ep
@@ -147,16 +226,20 @@ def _spec_of(d: Deployed, p: PoolPlan, named, hw, limits, weight_quant, draft, m
                      f"(the engines' DP attention, tp 1 x ep {tp * ep}); tokenmath split the dense layers {tp} ways, "
                      "the engines replicate them")
         tp, ep = 1, tp * ep
-    opts = dict(server or {})
+    opts = dict(options.get("server") or {})
+    draft, mtp = options.get("draft"), options.get("mtp")
     experts = int(getattr(model, "n_experts", 0) or 0)
     eplb = opts.pop("eplb", False) and experts > 0 and ep > 1      # EPLB places experts over expert-parallel ranks
     # whole experts over the TP ranks is a setting of its own only without attention DP (with it, every engine
     # spreads whole experts over all tp x ep ranks)
     opts["experts_whole"] = bool(opts.get("experts_whole")) and experts > 0 and ep == 1 and tp > 1
     max_running, max_tokens = (int(v) if v else None for v in limits)     # 0: the engine sets no cap
-    if p.max_running:
-        # the answer's sequences per server, spread over its data-parallel (attention) ranks: the engines count
-        # --max-num-seqs per rank (launch_base.ServerSpec)
+    if options.get("cap"):
+        # --max-running caps one scheduler, one attention-DP rank, as the engines count --max-num-seqs
+        # (launch_base.ServerSpec) and infer counts it (its running_cap is per attention group)
+        max_running = int(options["cap"])
+    elif p.max_running:
+        # the answer's sequences per server, spread over its data-parallel (attention) ranks
         max_running = max(1, math.ceil(p.max_running / ep))
     ctx = d.input_len + d.output_len
     return ServerSpec(model=model_name, tp=tp, pp=p.pp, ep=ep, dp=1, max_running=max_running,
@@ -176,10 +259,10 @@ def _weight_bytes(model, d: Deployed) -> float:
 
 
 def write(d: Deployed, *, stack: str | None = None, image: str | None = None, gpus_per_node: int | None = None,
-          draft=None, mtp=None, server: dict | None = None, asked=None) -> dict:
-    """Every command and file of deployment `d`. draft: (Hugging Face id, tokens per step) of a draft model; server:
-    the expert-parallel settings the figures assumed (ep_comm, ep_overlap, adp_balance; eplb: EPLB's redundant
-    experts); asked: infer's (deployment, workload, answer), whose options the command does not carry are named."""
+          options: dict | None = None, asked=None) -> dict:
+    """Every command and file of deployment `d`. options: the deployment's (options_of: draft, MTP, the running cap
+    per scheduler, the expert-parallel settings the figures assumed); asked: (deployment, workload, infer's answer
+    or None for a saved plan or fleet answer), whose options the command does not carry are named."""
     from tokenmath.analyses.benchmarks.launch_commands import launch
     from tokenmath.specs.model_catalog import get_model
     from tokenmath.specs.serving_engines import resolve_engine
@@ -202,18 +285,23 @@ def write(d: Deployed, *, stack: str | None = None, image: str | None = None, gp
     limits = eng.limits_for(hw.memory_bytes)
     wq = _weight_quant(d, model, notes)
     pools, srcs = [], {}
+    options = options or {}
     for p in d.pools:
         nodes = max(1, math.ceil(p.chips_per_server / node))
-        spec = _spec_of(d, p, (name, model), hw, limits, wq, draft, mtp, nodes, notes, server)
+        spec = _spec_of(d, p, (name, model), limits, wq, options, nodes, notes)
         lc = launch(d.engine, spec, name_unwritten=asked is None)
         srcs.update(lc.sources)
         notes += [n for n in lc.notes if n not in notes]
-        if asked is not None:           # infer's options the command lacks, with what each changed (one pool)
-            from tokenmath.analyses.benchmarks.unwritten import export_notes
-            notes += export_notes(*asked, d.engine, spec, lc.unwritten)
+        if asked is not None:           # the question's options the command lacks, with what each changed
+            from tokenmath.analyses.benchmarks.unwritten import Shown, export_notes
+            dep, wl, r = asked
+            shown = Shown(d.question, p.tp, bool(getattr(model, "is_moe", False)), float(d.expected["ttft_s"]),
+                          float(d.expected["tpot_s"]), None if r is None else r.cost_per_mtok_output_usd, r)
+            notes += [n for n in export_notes(dep, wl, shown, d.engine, spec, lc.unwritten) if n not in notes]
+        running = spec.max_running * spec.replicas if options.get("cap") and spec.max_running else p.max_running
         pools.append({"role": p.role, "replicas": p.replicas, "chips_per_server": p.chips_per_server,
                       "nodes_per_server": nodes, "tp": p.tp, "pp": p.pp, "ep": p.ep, "attention_sharding": p.attention,
-                      "max_running": p.max_running, "max_running_per_rank": spec.max_running,
+                      "max_running": running, "max_running_per_rank": spec.max_running,
                       "ranks": spec.replicas, "serve": lc.argv, "serve_line": shlex.join(lc.argv),
                       "files": dict(lc.files), "_spec": spec})
     x = d.expected

@@ -7,11 +7,12 @@ flag or key for them (launch_vllm.py, launch_sglang.py, launch_trtllm.py: Comman
 - spec_notes: for launch() on its own, the ServerSpec options (launch_base.OPTION_FIELDS) an engine's command lacks,
   with the reason;
 - export_notes: for export(), every one of the eight options the question set and the command does not carry: what
-  it changed in the expected figures (infer asked again without it, the same load), and why it is not written.
+  it changed in the expected figures (infer asked again without it, the same load; for a saved plan or fleet answer,
+  whose question is read from its echo, that its figures assume it), and why it is not written.
 A flag a user could set by hand is named only with the pinned source it was read in."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 ENGINE = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 # the question's field each ServerSpec option (launch_base.OPTION_FIELDS) comes from (export.py: eplb_redundant from
@@ -71,6 +72,18 @@ def why(engine: str, name: str, spec) -> str:
     return NOT_PINNED.format(engine=eng)
 
 
+@dataclass(frozen=True)
+class Shown:
+    """The answer being exported, as its notes read it."""
+    question: str                   # infer | plan | fleet
+    tp: int                         # the layout's tensor-parallel degree (before the engines' DP attention)
+    moe: bool                       # the model has routed experts
+    ttft_s: float                   # the mean TTFT and TPOT one benchmark should print (s)
+    tpot_s: float
+    cost_per_mtok_output_usd: float | None = None
+    infer: object = None            # infer's answer: what an option changed is infer asked again without it
+
+
 def spec_notes(engine: str, spec, names) -> list[str]:
     """One note for each ServerSpec option in `names` that `engine`'s command does not carry."""
     return [f"{_label(n, spec)} is not written: {why(engine, n, spec)}" for n in names]
@@ -82,10 +95,20 @@ def _declared(name: str):
     return deployment.field(name) if name in DEPLOYMENT else workload.field(name)
 
 
-def given(dep, wl) -> list[tuple[str, object]]:
-    """The eight options the question set away from their defaults, as (field, value)."""
-    return [(n, getattr(dep if n in DEPLOYMENT else wl, n)) for n in DEPLOYMENT + WORKLOAD
-            if getattr(dep if n in DEPLOYMENT else wl, n) != _declared(n).default]
+def _default(name: str, question: str):
+    """The field's default in `question` (its own, specs/question/defaults.py, else the declared one)."""
+    from tokenmath.specs.question.defaults import question_defaults
+    from tokenmath.specs.question.fields import coerce_basic
+    own = question_defaults(question)
+    return coerce_basic(_declared(name), own[name]) if name in own else _declared(name).default
+
+
+def given(dep, wl, question: str = "infer") -> list[tuple[str, object]]:
+    """The eight options the question set away from its defaults, as (field, value). A searching question's answer
+    states the attention sharding of the point it chose, and its layout carries it: not an option to name."""
+    names = [n for n in DEPLOYMENT + WORKLOAD if question == "infer" or n != "attention_sharding"]
+    return [(n, v) for n in names for v in (getattr(dep if n in DEPLOYMENT else wl, n),)
+            if v is not None and v != _default(n, question)]     # None: left out, the question's default
 
 
 def _option(name: str, value) -> str:
@@ -123,33 +146,37 @@ def effect(name: str, dep, wl, r) -> str:
     return f"without it tokenmath would expect {_text(before)} (the figures above assume it)"
 
 
-def _reason(name: str, value, engine: str, spec, r) -> str:
+def _reason(name: str, value, engine: str, spec, s: Shown) -> str:
     """Why a question option that no ServerSpec field carries is not written."""
+    searched = s.question != "infer"
     if name == "price_usd_per_hour":
-        cost = r.cost_per_mtok_output_usd
+        cost = s.cost_per_mtok_output_usd
         priced = "" if cost is None else f"; it prices the answer's output at ${cost:,.2f} per million tokens"
         return "a chip-hour price is not a server setting: no engine flag carries it" + priced
     if name == "ttft_ms":
-        ttft = float(r.load.ttft_s) * 1e3
-        return (f"a latency target, not a server setting: infer prices the layout asked for and searches for none "
-                f"that meets it (`tokenmath plan --ttft-ms` does); the mean TTFT expected, {ttft:,.1f} ms, "
+        ttft = s.ttft_s * 1e3
+        how = (f"the {s.question} searched for a deployment that meets it" if searched else "infer prices the layout "
+               "asked for and searches for none that meets it (`tokenmath plan --ttft-ms` does)")
+        return (f"a latency target, not a server setting: {how}; the mean TTFT expected, {ttft:,.1f} ms, "
                 f"{'meets' if ttft <= float(value) else 'misses'} it")
     if name == "min_tokens_per_s_per_user":
-        speed = 1.0 / float(r.load.tpot_s)
-        return (f"a per-user speed target, not a server setting: under load the users or the arrival rate set the "
-                f"batch (`tokenmath plan --min-tokens-per-s-per-user` searches for a deployment that meets it); the "
-                f"{speed:,.1f} tokens/s per user expected {'meets' if speed >= float(value) else 'misses'} it")
+        speed = 1.0 / s.tpot_s
+        how = (f"the {s.question} searched for a deployment that meets it" if searched else "under load the users or "
+               "the arrival rate set the batch (`tokenmath plan --min-tokens-per-s-per-user` searches for a deployment "
+               "that meets it)")
+        return (f"a per-user speed target, not a server setting: {how}; the {speed:,.1f} tokens/s per user expected "
+                f"{'meets' if speed >= float(value) else 'misses'} it")
     if name == "attention_sharding":
-        if int(r.layout.tp) == 1:
+        if s.tp == 1:
             return "it shards attention inside a tensor-parallel group, and this layout has tp 1"
         if value == "heads":
             return "the engines shard attention by KV head inside a tensor-parallel group, as heads sharding does"
         return ("the engines shard attention by KV head inside a tensor-parallel group, and no flag in "
                 "data/engine_flags.toml shards it over the batch: the server runs heads sharding")
     if name == "moe_sharding":
-        if int(r.layout.tp) == 1:
+        if s.tp == 1:
             return "it places the experts inside a tensor-parallel group, and this layout has tp 1"
-        if not r.model.is_moe:
+        if not s.moe:
             return "a dense model has no experts to place"
         return (f"under attention DP the engines already spread whole experts over all {spec.tp * spec.ep} ranks, "
                 "the placement --moe-sharding ep prices")
@@ -161,22 +188,24 @@ def _reason(name: str, value, engine: str, spec, r) -> str:
     return why(engine, {v: k for k, v in QUESTION_FIELD.items()}[name], spec)
 
 
-def export_notes(dep, wl, r, engine: str, spec, unwritten) -> list[str]:
+def export_notes(dep, wl, s: Shown, engine: str, spec, unwritten) -> list[str]:
     """A note for each of the eight options the question set that `engine`'s command for `spec` does not carry:
-    the option, what it changed in infer's expected figures (`r`), and why it is not written. unwritten: the
-    ServerSpec options launch() could not write (LaunchCommand.unwritten)."""
+    the option, what it changed in the expected figures (infer's: s.infer asked again without it; a saved plan's or
+    fleet's: that they assume it), and why it is not written. unwritten: the ServerSpec options launch() could not
+    write (LaunchCommand.unwritten)."""
     from tokenmath.analyses.benchmarks.launch_base import options_set
     carried = {QUESTION_FIELD[n] for n in options_set(spec) if n not in unwritten}
     notes = []
-    for name, value in given(dep, wl):
+    for name, value in given(dep, wl, s.question):
         if name in carried:
             continue                        # written into the command by the engine's module
-        if name == "attention_sharding" and value == "dp" and int(r.layout.tp) > 1:
+        if name == "attention_sharding" and value == "dp" and s.tp > 1:
             continue                        # written as the engines' DP attention: export._spec_of's note says so
-        if name == "attention_sharding" and value == "heads" and int(r.layout.tp) > 1:
+        if name == "attention_sharding" and value == "heads" and s.tp > 1:
             notes.append(f"{_option(name, value)}: written as the command's tensor parallelism "
-                         f"({_reason(name, value, engine, spec, r)})")
+                         f"({_reason(name, value, engine, spec, s)})")
             continue
-        notes.append(f"{_option(name, value)}: {effect(name, dep, wl, r)}; not written: "
-                     f"{_reason(name, value, engine, spec, r)}")
+        changed = effect(name, dep, wl, s.infer) if s.infer is not None else \
+            f"the {s.question} answer was priced with it"
+        notes.append(f"{_option(name, value)}: {changed}; not written: {_reason(name, value, engine, spec, s)}")
     return notes

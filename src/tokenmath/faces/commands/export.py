@@ -1,5 +1,6 @@
 """`tokenmath export`: an answer as the commands that run it. infer's answer to the options given, or a saved `plan` /
-`fleet` answer (--answer FILE, `-` for standard input): each server pool's engine launch command, a Kubernetes
+`fleet` / `infer` answer (--answer FILE, `-` for standard input; the options its "question" echo records are written as
+the same options given here would be): each server pool's engine launch command, a Kubernetes
 manifest for NVIDIA Dynamo or llm-d (--stack), the `vllm bench serve` command that measures the deployment and the
 figures tokenmath expects it to print. The output is a shell script: comments, commands and here-documents.
 Formatting only (analyses/benchmarks/export.py)."""
@@ -16,8 +17,9 @@ MAX_ANSWER_BYTES = 64_000_000     # a plan answer with every frontier point is a
 @click.command()
 @question_options("infer")
 @click.option("--answer", "answer_file", metavar="FILE|-", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Export a saved `tokenmath plan --json` or `tokenmath fleet --json` answer instead of infer's (the "
-                   "question's options are then not used, and refused if given).")
+              help="Export a saved `tokenmath plan --json`, `fleet --json` or `infer --json` answer instead of "
+                   "infer's, with the options its question recorded (the question's options are then not used, and "
+                   "refused if given).")
 @click.option("--disaggregated/--colocated", "disaggregated", default=None,
               help="With --answer: deploy its prefill and decode pools, or its colocated servers (default: a plan's "
                    "own choice, a fleet's continuously batched servers).")
