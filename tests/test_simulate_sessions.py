@@ -41,27 +41,29 @@ def test_one_turn_and_no_gap_is_todays_simulate(args):
 
 
 def test_three_turns_of_one_user_by_hand():
-    """One user, 3 turns of 100 new tokens and 20 out, tool gaps of mean 2 s, a cache that holds everything.
-    History of turn k = k x (100 + 20): prompts 100, 100 + 120 = 220, 220 + 120 = 340; cached 0, 120, 240; each turn
-    prefills its 100 new tokens. Hit rate (120 + 240) / (100 + 220 + 340) = 360 / 660. The prefix cache ends
-    holding the whole session, 340 + 20 = 360 tokens. A turn's TTFT is one prefill step of 100 tokens attending the
-    cached history (100 x cached + 100 x 101 / 2 pairs, the history read once), and the session's wall time is the
-    three turns plus the two gaps drawn (exponential, mean 2 s, the workload's seeded gap stream)."""
+    """One user, 3 turns of 100 new tokens and 20 out, tool gaps of mean 2 s, a cache that holds everything, vLLM's
+    16-token blocks (only whole blocks are cached). History of turn k = k x (100 + 20): prompts 100, 100 + 120 = 220,
+    220 + 120 = 340; cached 0, then 120 // 16 x 16 = 112 and 240 (15 whole blocks); the turns prefill 100, 220 - 112 =
+    108 and 100 tokens. Hit rate (112 + 240) / (100 + 220 + 340) = 352 / 660. The prefix cache ends holding the
+    session's whole blocks, (340 + 20) // 16 x 16 = 352 tokens. A turn's TTFT is one prefill step of its computed
+    tokens attending the cached history (computed x cached + computed x (computed + 1) / 2 pairs, the history read
+    once), and the session's wall time is the three turns plus the two gaps drawn (exponential, mean 2 s, the
+    workload's seeded gap stream)."""
     r = simulate(concurrency=1, requests=3, input_len=100, output_len=20, turns=3, tool_gap_s=2.0, seed=5)
     mt = r.multi_turn
     rows = mt["by_turn"]
     assert [x["prompt_tokens"] for x in rows] == [100, 100 + 120, 220 + 120]
     assert [x["history_tokens"] for x in rows] == [0, 120, 240]
-    assert [x["cached_tokens"] for x in rows] == [0, 120, 240]
-    assert [x["computed_tokens"] for x in rows] == [100, 100, 100]
-    assert r.prefix_cache["hit_rate_tokens"] == pytest.approx((120 + 240) / (100 + 220 + 340), rel=1e-12)
+    assert [x["cached_tokens"] for x in rows] == [0, 112, 240]
+    assert [x["computed_tokens"] for x in rows] == [100, 108, 100]
+    assert r.prefix_cache["hit_rate_tokens"] == pytest.approx((112 + 240) / (100 + 220 + 340), rel=1e-12)
     assert mt["history_share_of_prompt_tokens"] == pytest.approx(360 / 660, rel=1e-12)
-    assert r.prefix_cache["peak_tokens"] == 340 + 20 and r.prefix_cache["hits"] == 2
+    assert r.prefix_cache["peak_tokens"] == 352 and r.prefix_cache["hits"] == 2
     rep = make_replica(setup("llama-3.1-8b", "h100-sxm", engine="vllm"))
     cost = rep.cost(360, 3)
-    for x, cached in zip(rows, (0, 120, 240)):
-        pairs = 100 * cached + 100 * 101 / 2
-        assert x["ttft_mean_s"] == pytest.approx(cost.step_s(0, 0, 100, 1, pairs, pairs, cached, cached), rel=1e-9)
+    for x, cached, new in zip(rows, (0, 112, 240), (100, 108, 100)):
+        pairs = new * cached + new * (new + 1) / 2
+        assert x["ttft_mean_s"] == pytest.approx(cost.step_s(0, 0, new, 1, pairs, pairs, cached, cached), rel=1e-9)
     gaps = np.random.default_rng([5, GAP_STREAM]).exponential(2.0, 3)[:2]
     turns_s = sum(x["e2e_mean_s"] for x in rows)
     assert mt["session_s"]["mean"] == pytest.approx(turns_s + gaps.sum(), rel=1e-12)
@@ -72,10 +74,11 @@ def test_three_turns_of_one_user_by_hand():
 def test_an_unbounded_cache_finds_every_history():
     """8 users, 4 turns of 500 new and 100 out, 64 sessions: histories 0, 600, 1,200, 1,800 (3,600), prompts 500,
     1,100, 1,700, 2,300 (5,600); every session held whole is 64 x 2,400 = 153,600 tokens, a third of the KV cache, so
-    nothing is evicted and the hit rate is 3,600 / 5,600."""
+    nothing is evicted. vLLM caches whole 16-token blocks: 600 // 16 x 16 = 592, 1,200 (75 blocks), 1,800 -> 1,792,
+    so the hit rate is 3,584 / 5,600 (the histories' share 3,600 / 5,600)."""
     r = simulate(concurrency=8, requests=256, input_len=500, output_len=100, turns=4, tool_gap_s=1.0)
     assert r.prefix_cache["evictions"] == 0 and r.preemptions == 0
-    assert r.prefix_cache["hit_rate_tokens"] == pytest.approx(3600 / 5600, rel=1e-12)
+    assert r.prefix_cache["hit_rate_tokens"] == pytest.approx((592 + 1200 + 1792) / 5600, rel=1e-12)
     assert r.multi_turn["history_share_of_prompt_tokens"] == pytest.approx(3600 / 5600, rel=1e-12)
     assert r.input_tokens == 64 * 5600 and r.multi_turn["sessions_served"] == 64
 
@@ -89,10 +92,11 @@ def test_a_longer_tool_gap_never_raises_throughput():
 
 def test_a_cache_too_small_for_the_histories_misses_and_slows_the_first_token():
     """8 users, 4 turns of 2,000 new and 200 out (histories up to 6,600 tokens): a cache kept at 1% of the KV cache
-    (4,542 tokens) holds at most one of them, one at 50% holds them all; the running turns have room either way."""
+    (4,542 tokens) holds at most one of them, one at 50% holds them all (in whole 16-token blocks: 2,200 -> 2,192,
+    4,400, 6,600 -> 6,592 of prompts 2,000 + 4,200 + 6,400 + 8,600 = 21,200); the running turns have room either way."""
     kw = dict(concurrency=8, requests=256, input_len=2000, output_len=200, turns=4, tool_gap_s=1.0)
     small, ample = simulate(prefix_cache_share=0.01, **kw), simulate(prefix_cache_share=0.5, **kw)
-    assert ample.prefix_cache["hit_rate_tokens"] == pytest.approx(ample.multi_turn["history_share_of_prompt_tokens"])
+    assert ample.prefix_cache["hit_rate_tokens"] == pytest.approx((2192 + 4400 + 6592) / 21200, rel=1e-12)
     assert small.prefix_cache["hit_rate_tokens"] < 0.5 * ample.prefix_cache["hit_rate_tokens"]
     assert small.ttft_s.mean > 1.5 * ample.ttft_s.mean
     assert small.multi_turn["computed_tokens_per_turn"] > ample.multi_turn["computed_tokens_per_turn"]
@@ -168,11 +172,11 @@ def test_the_cli_reports_the_sessions_and_the_hit_rate():
                                    "--output-len", "20", "--turns", "3", "--tool-gap-s", "2", "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
-    assert d["prefix_cache"]["hit_rate_tokens"] == pytest.approx(360 / 660)
-    assert [x["cached_tokens"] for x in d["multi_turn"]["by_turn"]] == [0, 120, 240]
+    assert d["prefix_cache"]["hit_rate_tokens"] == pytest.approx(352 / 660)      # whole 16-token blocks
+    assert [x["cached_tokens"] for x in d["multi_turn"]["by_turn"]] == [0, 112, 240]
     text = CliRunner().invoke(cli, ["simulate", "--concurrency", "1", "--requests", "3", "--input-len", "100",
                                     "--output-len", "20", "--turns", "3", "--tool-gap-s", "2"]).output
-    assert "hit rate 54.5% of prompt tokens" in text and "sessions: 1 of 3 turns" in text
+    assert "hit rate 53.3% of prompt tokens" in text and "sessions: 1 of 3 turns" in text
 
 
 def test_sessions_are_refused_where_they_cannot_run(tmp_path):

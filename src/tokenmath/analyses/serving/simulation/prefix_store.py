@@ -12,6 +12,10 @@ Model (vLLM's automatic prefix caching and SGLang's RadixAttention, at the granu
   tokens, a what-if: memory kept for the cache) the running requests get the rest, and a new prefix that does
   not fit the reserve evicts idle ones oldest first, or is not kept when the in-use ones fill it;
 - a request's own prefix is never evicted to admit it (vLLM touches a request's cached blocks before it allocates);
+- only whole KV blocks are found: a lookup matches the cached prefix's full blocks (vLLM's design doc
+  docs/design/v1/prefix_caching.md: "We only cache full blocks", each block hashed with the tokens before it;
+  SGLang's radix cache matches whole pages, page size 1 by default), so up to a block less one token of a prefix
+  is prefilled again (block_tokens: the engine's page size);
 - an agent session's prefix is its history (sessions.py), and grows: a completed turn's whole sequence becomes it
   (`keep`), idle until the session's next turn.
 What it reports: the hit rate achieved (cached tokens over the prompt tokens of every admission, and the share of
@@ -24,8 +28,9 @@ from collections import OrderedDict
 
 
 class PrefixStore:
-    def __init__(self, reserve_tokens: int = 0):
+    def __init__(self, reserve_tokens: int = 0, block_tokens: int = 1):
         self.reserve = int(reserve_tokens)       # 0: the shared pool
+        self.block = max(int(block_tokens), 1)   # the engine's KV page: a lookup finds whole pages only
         self.size: dict[int, int] = {}           # resident group -> tokens held
         self.refs: dict[int, int] = {}           # resident group -> running requests using it
         self.idle: OrderedDict[int, int] = OrderedDict()   # resident groups nobody uses, least recently used first
@@ -49,8 +54,10 @@ class PrefixStore:
             self.peak = self.resident
 
     def peek(self, g: int, want: int) -> int:
-        """Tokens of a prefix of `want` tokens in group g found cached now (0: not resident)."""
-        return min(want, self.size[g]) if g >= 0 and g in self.size else 0
+        """Tokens of a prefix of `want` tokens in group g found cached now: whole blocks (0: not resident)."""
+        if g < 0 or g not in self.size:
+            return 0
+        return min(want, self.size[g]) // self.block * self.block
 
     def lookup(self, g: int, want: int, prompt: int) -> int:
         """An admission of a prompt of `prompt` tokens whose first `want` are group g's: the tokens found cached
@@ -70,7 +77,9 @@ class PrefixStore:
 
     def insert(self, g: int, tokens: int, now: float) -> bool:
         """A request of group g finished prefilling its `tokens`-token prefix: keep it (in use by that request);
-        False when the group is already resident, or a reserve full of prefixes in use has no room for it."""
+        False when the group is already resident, or a reserve full of prefixes in use has no room for it. Only its
+        whole blocks are kept."""
+        tokens = tokens // self.block * self.block
         if g in self.size or tokens <= 0:
             return False
         if not self.pooled:
@@ -89,7 +98,8 @@ class PrefixStore:
         """A session's turn of group g completed: the engine keeps its whole sequence, `tokens` tokens, as the group's
         prefix for the session's next turn (idle until then, most recently used; sessions.py). The tokens added to
         those held: in a reserve the idle others go first, oldest first, and a history that still does not fit
-        leaves the group's shorter one in place (0 added)."""
+        leaves the group's shorter one in place (0 added). Only its whole blocks are kept."""
+        tokens = tokens // self.block * self.block
         old = self.size.get(g, 0)
         if tokens <= old:
             return 0

@@ -7,8 +7,9 @@ N_k new tokens, and generates O_k. The history is the prefix of the session's ow
 (prefix_store.py, its capacity and eviction as for shared prefixes): when turn k completes, the engine keeps its whole
 sequence cached (vLLM's and SGLang's prefix caches keep a finished request's blocks until evicted), so turn k + 1
 finds H_(k+1) cached and prefills its N_(k+1) new tokens, attending and reading the cached ones (step_cost.py prices
-them); an evicted history is recomputed whole. Left out: block rounding (an engine caches whole blocks: up to a block
-less one token of each history is recomputed) and the last sampled token (never fed back, so never in the KV).
+them); an evicted history is recomputed whole, and a kept one is found in whole KV blocks (prefix_store.py: up to a
+block less one token of each history is prefilled again). Left out: the last sampled token (never fed back, so
+never in the KV).
 
 Who sends when:
 - closed loop: `concurrency` users run sessions back to back: a turn's completion sends the session's next turn a
