@@ -33,7 +33,8 @@ def test_every_row_quotes_its_figures_and_names_its_commit():
 
 
 @pytest.mark.parametrize("bad, field", [({"url": ""}, "result x"), ({"colour": 1}, "result x.colour"),
-                                        ({"tokens_per_s": -1.0}, "result x: tokens_per_s")])
+                                        ({"tokens_per_s": -1.0}, "result x: tokens_per_s"),
+                                        ({"interactive_tokens_per_s": 1.0}, "result x")])
 def test_bad_rows_are_refused(bad, field):
     with pytest.raises(InputError) as e:
         mp.load_results({"result": [_row(**bad)]})
@@ -54,9 +55,9 @@ def test_band_bounds_and_pure_roofline(shipped):
     # every published result with a prompt cap lies inside its band: no prompt length would make tokenmath
     # pessimistic beyond it; the others lie below their 1-token bound (DeepSeek-R1 on 8 x B200: 33,379 tokens/s
     # measured against a bound near 98,000)
-    assert len(capped) == 19 and all(c.where == "in the band" for c in capped)
+    assert len(capped) == 26 and all(c.where == "in the band" for c in capped)
     rest = [c for c in shipped.checks if "input_cap" not in c.row]
-    assert len(rest) == 3 and all(c.where == "below the bound" and c.implied_prompt is None and c.heldout_ratio is None
+    assert len(rest) == 9 and all(c.where == "below the bound" and c.implied_prompt is None and c.heldout_ratio is None
                                   for c in rest)
 
 
@@ -80,10 +81,11 @@ def test_held_out_uses_only_the_other_systems(shipped):
 
 
 def test_held_out_accuracy_as_documented(shipped):
-    # docs/reference/validation.md ("Held out: MLPerf Inference Offline") reports it: median |error| 11% over 19
-    # results of 2 vendors, 6 chips, dense and MoE
+    # docs/reference/validation.md ("Held out: MLPerf Inference Offline") reports it: median |error| 11% over 26
+    # results of 2 vendors, 8 chips, dense and MoE, three rounds (v6.0 alone: 30%, stated there)
     s = shipped.groups()
-    assert s["all"]["rows"] == 22 and len(s["bound_only"]) == 3 and set(s["vendor"]) == {"amd", "nvidia"} and set(s["moe"]) == {"dense", "moe"}
+    assert s["all"]["rows"] == 35 and len(s["bound_only"]) == 9 and set(s["vendor"]) == {"amd", "nvidia"}
+    assert set(s["moe"]) == {"dense", "moe"} and set(s["round"]) == {"v4.1", "v5.1", "v6.0"}
     assert s["all"]["median_heldout_abs_error"] < 0.25
     assert all(math.isfinite(c.heldout_ratio) for c in shipped.checks if "input_cap" in c.row)
 
@@ -93,7 +95,44 @@ def test_validate_json_has_the_section():
     r = CliRunner(env={"TOKENMATH_PROGRESS": "1"}).invoke(cli, ["validate", "--json", "--quiet"])
     assert r.exit_code == 0
     d = json.loads(r.stdout)["mlperf"]        # --quiet: no progress lines on stderr even where they are asked for
-    assert len(d["rows"]) == 22 and d["faster_than_pure_roofline"] == []
+    assert len(d["rows"]) == 35 and d["faster_than_pure_roofline"] == []
     assert {"heldout_ratio", "implied_prompt_tokens", "predicted_tokens_per_s_prompt_1"} <= set(d["rows"][0])
     srv = d["server"]
-    assert len(srv["rows"]) == 19 and {"ratio", "measured_server_over_offline", "ttft_limit_s"} <= set(srv["rows"][0])
+    assert len(srv["rows"]) == 26 and {"ratio", "measured_server_over_offline", "ttft_limit_s"} <= set(srv["rows"][0])
+    assert len(srv["bound_only_rows"]) == 9 and all(r["ratio"] is None for r in srv["bound_only_rows"])
+    inter = d["interactive"]       # v6.0: three with a held-out prompt, three bounds (DeepSeek-R1, gpt-oss, Llama 3.1 8B)
+    assert len(inter["rows"]) == 3 and len(inter["bound_only_rows"]) == 3
+
+
+def test_v60_rows_quote_their_source_and_their_output_lengths_check_by_hand():
+    # v6.0: every row pinned to one commit of the results fork, its system and benchmark in the path, the quoted
+    # lines verbatim; each Interactive run quotes its own limits
+    rows = [r for r in mp.load_results() if r["round"] == "v6.0"]
+    assert len(rows) == 13 and sum("interactive_tokens_per_s" in r for r in rows) == 6
+    for r in rows:
+        assert r["url"].startswith("https://github.com/gbeezybez/inference_results_v6.0/blob/"
+                                   "4d3916ac9cf474b679cdfcf492d43a0559418ad1/closed/"), r["id"]
+        assert f"/{r['system']}/{r['benchmark']}/Offline/performance/run_1/" in r["url"], r["id"]
+        assert r["chips"] == 8 and r["precision_source"].endswith(f"weight_data_types {r['weight_dtype']}")
+        if "interactive_tokens_per_s" in r:
+            assert f"/{r['benchmark']}/Interactive/performance/run_1/mlperf_log_summary.txt" in r["interactive_url"]
+            assert f"Completed tokens per second: {r['interactive_tokens_per_s']:.2f}" in r["interactive_quote"]
+            ns = (round(r["interactive_ttft_limit_s"] * 1e9), round(r["interactive_tpot_limit_s"] * 1e9))
+            assert (f"requested_server_ttft_latency {ns[0]} | requested_server_tpot_latency {ns[1]}"
+                    in r["interactive_limits_quote"])
+    by = {r["id"]: r for r in rows}
+    # output tokens per sample = tokens/s over samples/s, against what the reference implementation states:
+    # Llama 3.1 8B generates at most 128 (SUT_VLLM.py "max_tokens": 128): 152,625 / 1,192.39 = 128.0
+    r = by["mlperf60-llama3.1-8b-8xb200-hpe-trt"]
+    assert r["tokens_per_s"] / r["samples_per_s"] == pytest.approx(128.0, abs=0.05)
+    # gpt-oss-120b: TEST09 holds the mean output within 10% of 1,278.20 tokens (103,961 / 79.3989 = 1,309)
+    for rid in ("mlperf60-gpt-oss-120b-8xb300-trt", "mlperf60-gpt-oss-120b-8xb300-asustek-trt",
+                "mlperf60-gpt-oss-120b-8xmi355x-vllm"):
+        assert abs(by[rid]["tokens_per_s"] / by[rid]["samples_per_s"] / 1278.20 - 1) < 0.10, rid
+    # DeepSeek-R1: the reference's mean output 3,886.2274 tokens; 70,325.7 / 18.7489 = 3,751 (3.5% under)
+    r = by["mlperf60-deepseek-r1-8xb300-trt"]
+    assert r["tokens_per_s"] / r["samples_per_s"] == pytest.approx(3751, abs=1)
+    # the DeepSeek-R1 Interactive limits: 1.5 s to the first token, 15 ms per output token
+    r = by["mlperf60-deepseek-r1-8xb300-gigacomputing-trt"]
+    assert (r["interactive_ttft_limit_s"], r["interactive_tpot_limit_s"]) == (1.5, 0.015)
+    assert r["interactive_tokens_per_s"] == 4934.65 and r["interactive_samples_per_s"] == 1.31

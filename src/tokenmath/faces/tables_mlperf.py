@@ -27,8 +27,8 @@ def mlperf_table(mv) -> None:
     print_table(c, t)
     a = s["all"]
     t2 = held_out_medians("MLPerf Offline held out: median predicted / measured (> 1: tokenmath optimistic) and "
-                          "median |error|", s, ("vendor", "moe"), ("in band", "in_band"), "median_heldout_ratio",
-                          "median_heldout_abs_error")
+                          "median |error|", s, ("vendor", "moe", "round"), ("in band", "in_band"),
+                          "median_heldout_ratio", "median_heldout_abs_error")
     c.print(t2)
     c.print(f"MLPerf rows: {a['in_band']} of {a['rows']} inside their band, {a['above_band']} above it (pessimistic "
             f"whatever the prompts); predictions faster than the pure roofline: {len(d['faster_than_pure_roofline'])} "
@@ -39,25 +39,33 @@ def mlperf_table(mv) -> None:
 
 
 def mlperf_server_table(sv: dict) -> None:
-    """Every Server run: the latency limits, measured and predicted node tokens/s, their ratio, and Server / Offline
-    measured and predicted; then the medians by vendor and MoE / dense. sv: mlperf_server.validate_server's dict."""
+    """Every Server (or Interactive) run: the latency limits, measured and predicted node tokens/s, their ratio, and
+    its share of Offline measured and predicted; then the medians by vendor, MoE / dense and round, and the upper
+    bounds of the runs without a held-out prompt. sv: mlperf_server.validate_server's dict."""
     from tokenmath.faces.tables import console
     c = console()
     rows, s = sv["rows"], sv["summary"]
-    t = id_table("Held out: MLPerf Inference Server, not fitted (output tokens/s within the run's TTFT / TPOT limits, "
-                 "at the prompt the other systems imply in Offline; server/offline = what the limits cost)",
+    name = sv["title"].split(",")[0].removeprefix("MLPerf Inference ")
+    t = id_table(f"Held out: MLPerf Inference {name}, not fitted (output tokens/s within the run's TTFT / TPOT limits, "
+                 f"at the prompt the other systems imply in Offline; {name.lower()}/offline = what the limits cost)",
                  [r["id"] for r in rows], ("limits", "measured", "predicted", "pred/meas", "users",
-                                           "server/offline meas.", "pred."))
+                                           f"{name.lower()}/offline meas.", "pred."))
     for r in rows:
         share = r["predicted_server_over_offline"]
         t.add_row(r["id"], f"{r['ttft_limit_s']:g} s / {r['tpot_limit_s'] * 1e3:g} ms", num(r["measured_tokens_per_s"]),
                   num(r["predicted_tokens_per_s"]), ratio_cell(r["ratio"]), num(r["users"]),
                   f"{r['measured_server_over_offline']:.2f}", "-" if share is None else f"{share:.2f}")
     print_table(c, t)
-    c.print(held_out_medians("MLPerf Server held out: median predicted / measured and median |error|", s,
-                             ("vendor", "moe"), ("predicted", "predicted"), "median_ratio", "median_abs_error"))
+    c.print(held_out_medians(f"MLPerf {name} held out: median predicted / measured and median |error|", s,
+                             ("vendor", "moe", "round"), ("predicted", "predicted"), "median_ratio",
+                             "median_abs_error"))
+    for b in sv.get("bound_only_rows", []):
+        bound, meas = b["predicted_tokens_per_s"], b["measured_tokens_per_s"]
+        c.print(f"no held-out prompt, upper bound only (1-token prompts, {b['ttft_limit_s']:g} s / "
+                f"{b['tpot_limit_s'] * 1e3:g} ms): {b['id']} measured {num(meas)} tokens/s, bound {num(bound)}"
+                + (f" ({bound / meas:.2f} x)" if bound else ""))
     a = s["all"]
     if a["median_measured_server_over_offline"] is not None and a["median_predicted_server_over_offline"] is not None:
-        c.print(f"the limits cost a median {1 - a['median_measured_server_over_offline']:.0%} of Offline's throughput "
-                f"measured, {1 - a['median_predicted_server_over_offline']:.0%} predicted (in the model the limits "
-                "hardly bind at capacity; in the measured runs the 99th-percentile time per output token does)")
+        c.print(f"the {name} limits cost a median {1 - a['median_measured_server_over_offline']:.0%} of Offline's "
+                f"throughput measured, {1 - a['median_predicted_server_over_offline']:.0%} predicted (in the model the "
+                "limits hardly bind at capacity; in the measured runs the 99th-percentile time per output token does)")

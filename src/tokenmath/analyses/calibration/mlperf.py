@@ -16,7 +16,8 @@ For each row the implied prompt is the length at which the prediction meets the 
 length over [1, cap]; throughput falls as prompts grow); a row is then predicted at the median implied prompt of
 the OTHER systems of its benchmark (leave-one-system-out: the unknown estimated without the row), and that ratio,
 predicted / measured, is its held-out error. If tokenmath ranked the chips right, every system would imply the
-same prompt; the spread of the implied prompts is the spread of its relative errors.
+same prompt; the spread of the implied prompts is the spread of its relative errors. The medians are given by vendor,
+MoE / dense and round (v4.1, v5.1, v6.0).
 """
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ OPTIONAL = ("kv_dtype", "notes", "input_cap")
 # the same system's Server run (mlperf_server.py): its completed tokens/s and the latency limits it met
 SERVER = ("server_url", "server_quote", "server_tokens_per_s", "server_samples_per_s", "server_limits_quote",
           "server_ttft_limit_s", "server_tpot_limit_s")
+# v6.0's Interactive scenario: loadgen runs it as Server ("Scenario : Server" in its summary) with tighter limits,
+# which its mlperf_log_detail.txt states the same way (requested_server_ttft_latency / tpot_latency); same fields
+INTERACTIVE = tuple("interactive" + k[len("server"):] for k in SERVER)
+SCENARIOS = {"server": SERVER, "interactive": INTERACTIVE}
 
 
 def load_results(table: dict | None = None) -> list[dict]:
@@ -51,13 +56,15 @@ def load_results(table: dict | None = None) -> list[dict]:
         missing = [k for k in REQUIRED if r.get(k) in (None, "")]
         if missing:
             raise InputError(f"result {rid}", f"missing {', '.join(missing)}", "every field of " + ", ".join(REQUIRED))
-        known_keys(r, REQUIRED + OPTIONAL + SERVER, f"result {rid}")
-        some = [k for k in SERVER if k in r]
-        if some and len(some) < len(SERVER):
-            raise InputError(f"result {rid}", f"a Server run needs every one of {', '.join(SERVER)}",
-                             "all of them, or none")
-        for k in ("tokens_per_s", "samples_per_s", "input_cap", "chips", "server_tokens_per_s", "server_samples_per_s",
-                  "server_ttft_limit_s", "server_tpot_limit_s"):
+        known_keys(r, REQUIRED + OPTIONAL + SERVER + INTERACTIVE, f"result {rid}")
+        for name, keys in SCENARIOS.items():
+            some = [k for k in keys if k in r]
+            if some and len(some) < len(keys):
+                raise InputError(f"result {rid}", f"a {name.capitalize()} run needs every one of {', '.join(keys)}",
+                                 "all of them, or none")
+        per_run = ("tokens_per_s", "samples_per_s", "ttft_limit_s", "tpot_limit_s")
+        for k in ("tokens_per_s", "samples_per_s", "input_cap", "chips") + tuple(
+                f"{p}_{x}" for p in SCENARIOS for x in per_run):
             if k not in r:
                 continue
             if not (isinstance(r[k], (int, float)) and math.isfinite(r[k]) and r[k] > 0):
@@ -187,12 +194,18 @@ def held_out(checks: list[MLPerfCheck]) -> list[MLPerfCheck]:
     return out
 
 
+# the groupings of the held-out medians (Offline here, Server and Interactive in mlperf_server.py): c.row is the result
+GROUPINGS = (("vendor", lambda c: vendor_of(c.row["hardware"])),
+             ("moe", lambda c: "moe" if is_moe(c.row["model"]) else "dense"),
+             ("round", lambda c: c.row["round"]))
+
+
 @dataclass(frozen=True)
 class MLPerfValidation:
     checks: list[MLPerfCheck]
 
     def groups(self) -> dict:
-        """Rows, rows in the band, and the median of the band-middle ratio, by vendor and MoE / dense."""
+        """Rows, rows in the band, and the median held-out ratio and |error|, by vendor, MoE / dense and round."""
         def summary(cs):
             rs = [c.heldout_ratio for c in cs if c.heldout_ratio is not None]
             return {"rows": len(cs), "in_band": sum(c.where == "in the band" for c in cs),
@@ -205,8 +218,7 @@ class MLPerfValidation:
         out["bound_only"] = [{"id": c.row["id"], "measured": c.measured, "bound_prompt_1": c.predicted_high,
                               "bound_over_measured": c.predicted_high / c.measured if c.predicted_high else None}
                              for c in self.checks if c.row.get("input_cap") is None]
-        for key, label in (("vendor", lambda c: vendor_of(c.row["hardware"])),
-                           ("moe", lambda c: "moe" if is_moe(c.row["model"]) else "dense")):
+        for key, label in GROUPINGS:
             names = sorted({label(c) for c in self.checks})
             out[key] = {n: summary([c for c in self.checks if label(c) == n]) for n in names}
         return out

@@ -24,7 +24,7 @@ def validate(as_json, plot_file, write_calibration, inferencex, inferencex_basis
     """Predict every published measurement shipped with tokenmath: held-out error by regime, MoE/dense and chip
     vendor (leave one source / regime / vendor / MoE-or-dense out), the pure-roofline check, the fitted parameters;
     then, held out and never fitted, published throughput-per-GPU vs tok/s/user points (InferenceX curves) and MLPerf
-    Inference Offline and Server results."""
+    Inference Offline, Server and Interactive results."""
     from tokenmath.analyses.calibration.validate import validate as run, validate_flat, write_calibration as write
     from tokenmath.faces.progress import reporter
     say = reporter(quiet) or (lambda msg: None)
@@ -51,10 +51,13 @@ def validate(as_json, plot_file, write_calibration, inferencex, inferencex_basis
     mlperf = validate_mlperf()
     say("MLPerf Server")
     server = validate_server(mlperf)
+    say("MLPerf Interactive")
+    interactive = validate_server(mlperf, "interactive")
     if as_json:
         extra = {k: x for k, x in flat.to_dict().items() if k != "rows"}
         emit_json({**v.to_dict(), "flat": extra, "training_runs": runs.to_dict(),
-                   "interactivity": curves.to_dict(), "mlperf": {**mlperf.to_dict(), "server": server}})
+                   "interactivity": curves.to_dict(), "mlperf": {**mlperf.to_dict(), "server": server,
+                                                                      "interactive": interactive}})
         return
     from tokenmath.faces.explain_training import training_runs_text
     from tokenmath.faces.tables import validation_table
@@ -65,6 +68,7 @@ def validate(as_json, plot_file, write_calibration, inferencex, inferencex_basis
     from tokenmath.faces.tables_mlperf import mlperf_server_table, mlperf_table
     mlperf_table(mlperf)
     mlperf_server_table(server)
+    mlperf_server_table(interactive)
     if plot_file:
         click.echo(f"chart written to {plot_file}")
 
