@@ -164,7 +164,8 @@ def test_page_in_chromium(browser, base_url, fixtures):
     # 7. every other panel renders its chart without an error
     for tab, chart in (("hyperbola", "#hyperbola-cost svg"), ("pareto", "#pareto-chart svg"),
                        ("simulate", "#simulate-cdf svg"), ("context", "#context-step svg"), ("prices", "#prices-chart svg"),
-                       ("deduce", "#deduce-chart svg"), ("train", "#overtrain-chart svg")):
+                       ("deduce", "#deduce-chart svg"), ("train", "#overtrain-chart svg"),
+                       ("sensitivity", "#sensitivity-chart svg")):
         page.click(f".tabs button[data-tab='{tab}']")
         wait(page, f"!document.querySelector('#tab-{tab}').hidden")
         wait(page, f"document.querySelector('{chart}') !== null || "
@@ -177,6 +178,25 @@ def test_page_in_chromium(browser, base_url, fixtures):
     assert page.locator("#simulate-queue svg").count() == 1 and page.locator("#simulate-kv svg").count() == 1
     assert page.locator("#tab-simulate .card[data-card='goodput']").count() == 1
     assert page.locator("#tab-train .ot-cards .card").count() == 4
+
+    # 7b. the agents tab: one bar per system (HBM only .. + NVMe), its table and derivation, and the command line
+    # that asks the same question; a new speed per user recomputes it and moves the command line with it
+    page.click(".tabs button[data-tab='agents']")
+    wait(page, "!document.querySelector('#tab-agents').hidden")
+    wait(page, "document.querySelector('#agents-chart svg') !== null || "
+               "!document.querySelector('#tab-agents .error').hidden", timeout=60)
+    wait(page, "document.querySelector('#main').dataset.pending === '0'", timeout=60)
+    assert visible_error(page, "agents") == ""
+    cli = page.locator("#tab-agents code.cli").inner_text()
+    assert cli.startswith("tokenmath agents --model ") and "--systems " in cli
+    systems = cli.split("--systems ")[1].split()[0].split(",")
+    assert page.locator("#tab-agents .ops tbody tr").count() == len(systems) >= 1
+    assert "sessions" in page.locator("#tab-agents .derivation pre").text_content()
+    r = renders(page)
+    page.fill("#a_speed", "50")
+    settled(page, r)
+    assert "--min-tokens-per-s-per-user 50" in page.locator("#tab-agents code.cli").inner_text()
+    assert "50 tokens/s per user" in page.locator("#tab-agents h2.title").inner_text()
 
     # 8. the deduce form recomputes on input; a bad price is answered in place, naming the field
     page.click(".tabs button[data-tab='deduce']")
