@@ -64,6 +64,9 @@ def test_workload_defaults_are_sourced_and_the_cli_shows_them():
     assert (float(own["output_len"]), float(own["prefix_hit"])) == (DEFAULTS["output_len"][0], DEFAULTS["prefix_hit"][0])
     assert all(src for _, src in DEFAULTS.values()) and "ASSUMPTION" in DEFAULTS["tool_gap_s"][1]
     assert wl.cached + wl.new == wl.context_len
+    from tokenmath.analyses.serving import agent_capacity
+    from tokenmath.faces.commands.agents import LAYOUTS, MAX_LAYOUTS
+    assert (LAYOUTS, MAX_LAYOUTS) == (agent_capacity.LAYOUTS, agent_capacity.MAX_LAYOUTS)
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +142,10 @@ def test_the_web_refuses_a_path_and_too_much_work(api):
         api.call("agents", {"systems": "/etc/passwd"})
     assert e.value.field == "systems"
     with pytest.raises(InputError) as e:
-        api.call("agents", {"systems": "hgx-h100,hgx-h200,hgx-b200,gb200-nvl72,mi355x", "layouts": "8"})
-    assert e.value.field == "layouts"
+        # five systems, the rack searched at two levels (its 8-GPU node's replicas, then the rack's): 6 x 12 = 72
+        # traces over the 64 one request may; the default 10 a level (60) is answered
+        api.call("agents", {"systems": "hgx-h100,hgx-h200,hgx-b200,gb200-nvl72,mi355x", "layouts": "12"})
+    assert e.value.field == "layouts" and "72 replica traces" in e.value.problem
     res = CliRunner().invoke(__import__("tokenmath.faces.cli", fromlist=["cli"]).cli,
                              ["agents", "--pue", "9", "--systems", "hgx-h100"])
     assert res.exit_code == 2 and "pue" in res.output.lower()
@@ -159,3 +164,19 @@ def test_explain_of_a_system_where_not_one_turn_fits_names_what_binds(api):
     assert "C = 0: one turn in flight already fails: KV memory (idle sessions)" in res.output
     web = json.loads(api.call("agents", {"systems": "hgx-h100", "layouts": "1", **args}))
     assert web["systems"][0]["best"]["concurrency"] == 0 and "C = 0" in web["explain"]
+
+
+def test_a_rack_never_answers_worse_than_one_of_its_8_gpu_nodes():
+    # DeepSeek-V3 on a GB200 NVL72: the static bound ranks wide EP first (tp1 ep64 bounds 72 turns in flight per
+    # GPU, where a 27K-token turn prefilled on one attention group holds it near 2), so the five best-bounded
+    # layouts were all 16-72 GPUs wide and the answer was 2.4 sessions per GPU (tp16 ep4) where the rack's own
+    # 8-GPU tp8 replica keeps about 5.6. The rack is now searched as its 8-GPU node first.
+    from tokenmath.analyses.serving.agent_capacity import agents
+    from tokenmath.analyses.serving.agents import ReplicaSessions
+    from tokenmath.analyses.setup import system_setup
+    from tokenmath.specs.serving_engines import DEFAULT_ENGINE
+    row = agents("deepseek-v3", ["gb200-nvl72"]).rows[0]
+    su, _ = system_setup("deepseek-v3", "gb200-nvl72", None, None, None, None, None, DEFAULT_ENGINE)
+    node = ReplicaSessions(su, (8, 1, 1, 1), agent_workload()).capacity("hbm", 20.0)
+    assert row["best"]["sessions_per_gpu"] >= node["sessions"] / 8 * (1 - 1e-9) > 4.0
+    assert any(t.startswith("tp=8 ") and "ep=1 " in t for t in row["layouts_traced"])

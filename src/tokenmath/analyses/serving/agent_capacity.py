@@ -7,12 +7,15 @@ folded (by_concurrency.one_replica), ranked by a static bound on the turns in fl
 batch whose decode step gives the target, at most the static KV limit x (L + O) / L x 1.05, as
 by_concurrency.continuous_bound bounds a continuous replica's running requests), the best of each tensor-parallel
 degree first (_order); each is traced in that order (agents.ReplicaSessions: the closed loop with the cached prefix),
-skipping those whose bound is below the most turns in flight per chip found, at most `layouts` of them. The best is the one with the most sessions per chip; the system holds
+skipping those whose bound is below the most turns in flight per chip found, at most `layouts` of them; a domain
+wider than an 8-GPU node first traces (up to `layouts`) the replicas of at most 8 chips the same way, so a rack never
+answers worse than one of its nodes would. The best is the one with the most sessions per chip; the system holds
 floor(chips / replica chips) replicas. Power: whole nodes at the system's sourced rating x PUE (specs/systems
 .node_power, as fleet counts it), else chip TDP x chips x PUE, and `power` says which.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -30,6 +33,9 @@ from tokenmath.analyses.serving.grid import up_to
 
 DEFAULT_SYSTEMS = ("hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "mi355x")
 MAX_SYSTEMS = 12
+LAYOUTS = 10                # replicas traced per level: every layout of an 8-GPU node (9-10) traced by default
+MAX_LAYOUTS = 64
+NODE_CHIPS = 8              # an HGX / DGX node's GPUs: every scale-up domain is searched at least as one such node
 COMM_BOUND = 0.5            # a decode step more than half exposed communication: the interconnect binds
 
 
@@ -62,7 +68,7 @@ def systems_arg(systems) -> list[str]:
 
 
 def agents(model="gpt-oss-120b", systems=None, *, min_tokens_per_s_per_user=20.0, ttft_ms=None, context_len=None,
-           output_len=None, prefix_hit=None, tool_gap_s=None, offload="hbm", pue=1.0, layouts=5,
+           output_len=None, prefix_hit=None, tool_gap_s=None, offload="hbm", pue=1.0, layouts=LAYOUTS,
            weight_dtype=None, kv_dtype=None, efficiency=None, engine=DEFAULT_ENGINE, **knobs) -> AgentCapacity:
     """The agent-capacity table (module docstring). offload: where idle sessions' prefixes may wait for the headline
     figures (hbm, dram: + host DRAM, nvme: + host DRAM + NVMe); every row also carries all three (what_if)."""
@@ -74,7 +80,7 @@ def agents(model="gpt-oss-120b", systems=None, *, min_tokens_per_s_per_user=20.0
         from tokenmath.base.errors import unknown_name
         raise unknown_name("offload", str(offload), TIER_SETS)
     pue = pos_float(pue, "pue", 0.5, 5.0)
-    layouts = int_arg(layouts, "layouts", 1, 64)
+    layouts = int_arg(layouts, "layouts", 1, MAX_LAYOUTS)
     ids = systems_arg(systems)
     rows, model_id = [], str(model)
     for sid in ids:
@@ -90,8 +96,25 @@ def agents(model="gpt-oss-120b", systems=None, *, min_tokens_per_s_per_user=20.0
              "speculative decoding",
              "host DRAM and NVMe per chip are an 8-GPU DGX/HGX H100-class node's (data/kv_tiers.toml), assumed for "
              "every system's hosts (a GB200 NVL72's Grace memory over NVLink-C2C is larger and faster)"]
+    cut = [f"{r['system']} ({r['layouts_untraced_could_win']})" for r in rows if r.get("layouts_untraced_could_win")]
+    if cut:
+        notes.append(f"search cut at {layouts} layouts a level: replicas whose bound could still beat the best were "
+                     f"not traced on {', '.join(cut)} (--layouts up to {MAX_LAYOUTS} traces more)")
     return AgentCapacity(model_id, wl.to_dict(), {"min_tokens_per_s_per_user": target, "ttft_s": ttft_s}, offload,
                          pue, tuple(rows), tuple(notes), time.perf_counter() - t0)
+
+
+def levels(top: int) -> list[int]:
+    """The replica sizes (most chips) searched in turn on a system of `top` chips per scale-up domain: an 8-GPU
+    node's replicas first where the domain is wider, then the whole domain's (each level traces up to `layouts`)."""
+    return sorted({min(NODE_CHIPS, top), top})
+
+
+def most_traces(system_ids, layouts: int) -> int:
+    """The most replicas `agents` traces for these systems at `layouts` a level: the work one question may do."""
+    from tokenmath.specs.systems import get_system
+    return sum(len(levels(min(get_system(s, None).chips, get_system(s, None).scaleup_domain))) * int(layouts)
+               for s in system_ids)
 
 
 def _bounds(g, target: float, L: int, O: int) -> np.ndarray:
@@ -118,24 +141,33 @@ def _system_row(su, n: int, wl, target, ttft_s, offload, pue, most: int) -> dict
     for i, t in enumerate(g.layouts):
         r = one_replica([t])[0]
         groups[r] = max(groups.get(r, 0.0), float(bound[i]))
-    traced, best_c = [], 0.0
-    for t in _order(groups):
-        if len(traced) >= most or groups[t] <= 0:
-            break
-        if traced and groups[t] < best_c:
-            continue
-        rs = ReplicaSessions(su, t, wl)
-        if not rs.ok:
-            continue
-        caps = {k: rs.capacity(k, target, ttft_s) for k in TIER_SETS}
-        traced.append((t, rs, caps))
-        best_c = max(best_c, caps[offload]["concurrency"] / rs.chips)
+    traced, best_c, seen = [], 0.0, set()
+    for level in levels(top):
+        # each level traces at most `most` replicas of up to `level` chips, in _order, past those already traced: a
+        # rack is searched at least as an 8-GPU node of its chips would be, so it never answers worse than its node
+        # (the static bound ranks wide EP first and is loose there: a 27K-token turn prefilled on one attention group)
+        new = 0
+        for t in _order({u: b for u, b in groups.items() if math.prod(u[:4]) <= level}):
+            if new >= most or groups[t] <= 0:
+                break
+            if t in seen or (traced and groups[t] < best_c):
+                continue
+            seen.add(t)
+            rs = ReplicaSessions(su, t, wl)
+            if not rs.ok:
+                continue
+            new += 1
+            caps = {k: rs.capacity(k, target, ttft_s) for k in TIER_SETS}
+            traced.append((t, rs, caps))
+            best_c = max(best_c, caps[offload]["concurrency"] / rs.chips)
     if not traced:
         return {**base, "fits": False, "why": f"no layout of up to {top} chips holds a {wl.context_len:,}-token "
                 "session's turn in its KV cache", "best": None, "what_if": {}}
     what_if = {k: _best(traced, k, g, su, base, n) for k in TIER_SETS}
+    # replicas left untraced whose static bound still exceeds the best found: the search was cut by `layouts`
+    could_win = sum(1 for t, b in groups.items() if t not in seen and b > best_c)
     return {**base, "fits": True, "best": what_if[offload], "layouts_traced": [fmt_layout(*t) for t, _, _ in traced],
-            "what_if": what_if}
+            "layouts_untraced_could_win": could_win, "what_if": what_if}
 
 
 def _best(traced, tier: str, g, su, base: dict, n: int) -> dict:

@@ -11,6 +11,8 @@ UNUSED = ("hardware", "chips", "tp", "pp", "ep", "dp", "cp", "attention_sharding
           "arrival_rate", "draft", "spec_k", "acceptance", "mtp", "turns")
 # the turn's own option (--tool-gap-s is the declared field, its default in specs/question/defaults.py)
 TURN_DEFAULTS = {"context_len": 27_000, "output_len": "150", "prefix_hit": "0.86"}
+# analyses/serving/agent_capacity.LAYOUTS and MAX_LAYOUTS, repeated for the same reason (tests/test_agents.py)
+LAYOUTS, MAX_LAYOUTS = 10, 64
 
 
 @click.command()
@@ -24,8 +26,9 @@ TURN_DEFAULTS = {"context_len": 27_000, "output_len": "150", "prefix_hit": "0.86
                    "+ host DRAM + NVMe (every row also shows all three).")
 @click.option("--pue", type=number(0.5, 5.0), default=1.0, show_default=True, callback=positive_float,
               help="Facility power / IT power: kW = node kW x PUE.")
-@click.option("--layouts", type=count(1, 64), default=5, show_default=True,
-              help="Most replica layouts traced per system (the best-bounded of each TP degree first).")
+@click.option("--layouts", type=count(1, MAX_LAYOUTS), default=LAYOUTS, show_default=True,
+              help="Most replica layouts traced per level of each system (the best-bounded of each TP degree first; "
+                   "a domain wider than 8 GPUs searches its 8-GPU replicas first, then the whole domain).")
 @output_options
 @guarded
 def agents(deployment, workload, systems, context_len, offload, pue, layouts, as_json, explain):

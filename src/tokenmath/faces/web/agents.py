@@ -10,12 +10,13 @@ from tokenmath.base.errors import InputError, unknown_name
 from tokenmath.faces.web.endpoints import Endpoint, ModelLookup
 from tokenmath.faces.web.overrides import SET
 from tokenmath.faces.web.params import Param
+from tokenmath.analyses.serving.agent_capacity import LAYOUTS
 from tokenmath.faces.web.serving_fields import MODEL, dtype_params, engine_param
 from tokenmath.specs.question.workload import field as wfield
 
 DEFAULT_SYSTEMS = "hgx-h100,hgx-h200,hgx-b200,gb200-nvl72,mi355x"     # agent_capacity.DEFAULT_SYSTEMS
-MAX_WEB_SYSTEMS = 6             # systems of one request (each traces up to `layouts` replicas: ~0.5-3 s each)
-MAX_WEB_LAYOUTS = 8
+MAX_WEB_SYSTEMS = 6             # systems of one request (each traces up to `layouts` replicas a level: ~0.1-2 s each)
+MAX_WEB_LAYOUTS = 16
 
 
 def system_ids(v: str) -> list[str]:
@@ -66,6 +67,7 @@ def agents_table(model: ModelLookup) -> dict[str, Endpoint]:
          Param("offload", "choice", "hbm", "where idle prefixes may wait for the headline figures",
                choices=("hbm", "dram", "nvme")),
          Param("pue", "float", 1.0, "facility power / IT power", 0.5, 5.0),
-         Param("layouts", "int", 5, "most replica layouts traced per system", 1, MAX_WEB_LAYOUTS),
+         Param("layouts", "int", LAYOUTS, "most replica layouts traced per level of each system (an 8-GPU node's "
+               "replicas, then the whole scale-up domain's)", 1, MAX_WEB_LAYOUTS),
          *dtype_params(), engine_param(), SET),
         partial(agents_response, model), "tokenmath.analyses.serving.agent_capacity.agents")}

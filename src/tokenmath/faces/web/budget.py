@@ -33,7 +33,8 @@ PARETO_UNITS_MAX = 1536        # sum over the searched layouts of chips / tp (de
 # sequence's tokens, about 1.4 kB each (llama-3.1-8b: a 1,000,000-token simulate 1.4 GB, pareto on 8 chips at 400,000
 # tokens 0.7 GB): tokens x layouts searched, at most
 TABLE_TOKENS_MAX = 600_000
-AGENT_TRACES_MAX = 30         # agents: systems x layouts traced (each 0.1-3 s: a deepseek-v3 EP replica ~2 s)
+AGENT_TRACES_MAX = 64         # agents: replicas traced at most (agent_capacity.most_traces: systems x levels x layouts;
+#                              each 0.05-1 s: the default five systems at 10 a level, 60, ran in 6-8 s for deepseek-v3)
 SIM_GROUPS_MAX = 128           # replica groups (dp x ep) of one simulated layout (about 0.5 GB at 20,000 requests)
 # the questions a request may ask only in a worker process (faces/web/workers.py): each can run for seconds
 # agents with an engine that caps no running sequences (sglang's profile): a GB200 NVL72 replica traces to every turn
@@ -101,14 +102,15 @@ def check(name: str, a: dict, model_of) -> None:
     Model. A request the estimate cannot weigh (an unknown model, a bad what-if) passes: its question refuses it."""
     if name == "agents":
         # replicas traced: systems x layouts (faces/web/agents.py bounds each; their product is bounded here)
+        from tokenmath.analyses.serving.agent_capacity import LAYOUTS, most_traces
         from tokenmath.faces.web.agents import system_ids
-        n = len(system_ids(a.get("systems") or "x")) * int(a.get("layouts") or 5)
+        n = most_traces(system_ids(a.get("systems") or "x"), int(a.get("layouts") or LAYOUTS))
         most, why = AGENT_TRACES_MAX, ""
         if _uncapped(a):
             most, why = AGENT_TRACES_UNCAPPED_MAX, (f" with {a['engine']}, whose scheduler has no running-sequence cap "
                                                     "(its traces run to every sequence the KV holds)")
         if n > most:
-            raise InputError("layouts", f"{n} replica traces (systems x layouts){why}, over the {most} one web "
+            raise InputError("layouts", f"{n} replica traces (systems x levels x layouts){why}, over the {most} one web "
                              "request may", "fewer systems or layouts, or `tokenmath agents` on your own machine")
         return
     if name == "pareto":
