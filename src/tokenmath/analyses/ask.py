@@ -58,6 +58,28 @@ def speculation_of(dep: Deployment):
     return speculation(dep.draft, dep.spec_k, dep.acceptance, dep.mtp)
 
 
+def speculation_notes(dep: Deployment) -> list[str]:
+    """What the serving engine itself does when this deployment speculates and sets no running-request cap: SGLang
+    resets --max-running-requests to 48 (specs/serving_engines: max_running_speculative). Named, not applied: a
+    speculative deployment sets the cap it needs (InferenceX's recipes do), and the figures assume that."""
+    if not dep.speculating or dep.max_running is not None or dep.profile is not None:
+        return []
+    from tokenmath.specs.serving_engines import NO_ENGINE, get_engine
+    if dep.engine == NO_ENGINE:
+        return []
+    try:
+        eng = get_engine(dep.engine)
+    except InputError:
+        return []
+    cap = eng.max_running_speculative
+    if not cap:
+        return []
+    return [f"{eng.name} speculating runs at most {cap} requests at once (in all, split over its attention-DP "
+            f"groups) unless --max-running-requests is set ({eng.sources.get('max_running_speculative', '')}); "
+            "these figures assume the cap the batch needs: set the engine's --max-running-requests to it, or ask "
+            f"with --max-running {cap} (per scheduler: {cap} / the attention-DP groups) for the engine's default"]
+
+
 def knobs(dep: Deployment) -> dict:
     """The setup-level keywords every serving analysis takes (analyses.setup.setup / with_deployment_knobs)."""
     eff = efficiency_of(dep)
@@ -138,7 +160,7 @@ def infer(dep: Deployment, wl: Workload):
     if dep.adp_balance and r.load is None:
         r = with_notes(r, ["--adp-balance changes nothing for a static batch: its prompts already split evenly over "
                            "the attention groups (it acts under load: --concurrency / --arrival-rate)"])
-    return with_notes(r, chips_note + not_applied("infer", dep, wl) + no_tp_group(dep, r.layout.tp)
+    return with_notes(r, chips_note + not_applied("infer", dep, wl) + speculation_notes(dep) + no_tp_group(dep, r.layout.tp)
                       + no_ep_group(dep, r.layout.ep))
 
 
@@ -191,7 +213,7 @@ def simulate(dep: Deployment, wl: Workload, **own):
                ["--adp-balance: each step's prompt chunks split evenly over the ep attention groups; the coordinated "
                 "wait that balances them is not simulated, so TTFT leaves it out (infer --concurrency adds it: "
                 "steady_state.balance_wait_steps)"])
-    return with_notes(r, chips_note + not_applied("simulate", dep, wl) + no_tp_group(dep, r.layout["tp"]) + balance
+    return with_notes(r, chips_note + not_applied("simulate", dep, wl) + speculation_notes(dep) + no_tp_group(dep, r.layout["tp"]) + balance
                       + no_ep_group(dep, r.layout["ep"]))
 
 
@@ -225,7 +247,7 @@ def fleet(dep: Deployment, wl: Workload, *, demand, **own):
     r = run(dep.model, dep.hardware, demand=demand, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), prefix_hit=wl.prefix_hit or None, **own, **knobs(dep))
-    return with_notes(r, not_applied("fleet", dep, wl) + no_ep_group(dep))
+    return with_notes(r, not_applied("fleet", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
 
 
 def price(dep: Deployment, wl: Workload, **own):
@@ -236,7 +258,7 @@ def price(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("price", dep, wl) + no_ep_group(dep))
+    return with_notes(r, not_applied("price", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
 
 
 def plan(dep: Deployment, wl: Workload, **own):
@@ -251,7 +273,7 @@ def plan(dep: Deployment, wl: Workload, **own):
             output_len=wl.output_len, prefix_hit=wl.prefix_hit or None, speculation=speculation_of(dep),
             concurrency=cs if cs is not None else wl.concurrency,
             attention_sharding=_attention(dep, SEARCH_ATTENTION), **own, **knobs(dep))
-    return with_notes(r, not_applied("plan", dep, wl) + no_ep_group(dep))
+    return with_notes(r, not_applied("plan", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
 
 
 def pareto(dep: Deployment, wl: Workload, **own):
@@ -264,7 +286,7 @@ def pareto(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, chips=dep.chips, input_len=wl.input_len, output_len=wl.output_len,
             concurrency=cs if cs is not None else wl.concurrency, speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("pareto", dep, wl) + no_ep_group(dep))
+    return with_notes(r, not_applied("pareto", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
 
 
 def slowmode(dep: Deployment, wl: Workload, **own):
@@ -273,7 +295,7 @@ def slowmode(dep: Deployment, wl: Workload, **own):
     from tokenmath.analyses.serving.slowmode import slowmode as run
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             speculation=speculation_of(dep), attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("slowmode", dep, wl) + no_ep_group(dep))
+    return with_notes(r, not_applied("slowmode", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
 
 
 def prices(dep: Deployment, wl: Workload, **own):

@@ -34,7 +34,8 @@ STEP_CPU_PER_SEQ_BOUNDS_S = (0.0, 50e-6)
 LAUNCH_CPU_S = 5e-6
 # every key an engine record may hold (a user file's other keys are refused, with the closest names)
 FIELDS = ("id", "name", "version", "graphs", "graph_max_batch", "graph_max_batch_large_tp", "max_running",
-          "max_running_small_gpu", "max_batched_tokens", "max_batched_tokens_small_gpu", "chunked_prefill",
+          "max_running_small_gpu", "max_running_speculative", "max_batched_tokens", "max_batched_tokens_small_gpu",
+          "chunked_prefill",
           "mixed_batches", "kv_memory_fraction", "kv_fraction_of", "kv_block_tokens", "overlap_scheduling",
           "step_cpu_s", "step_cpu_min_s", "step_cpu_max_s", "step_cpu_per_seq_s", "quant", "sources")
 LARGE_TP = 4                # SGLang captures larger decode graphs from this tensor-parallel degree up
@@ -64,6 +65,7 @@ class EngineProfile:
     sources: dict = field(default_factory=dict, hash=False)
     graph_max_batch_large_tp: int | None = None       # SGLang: larger decode graphs from tp >= LARGE_TP
     step_cpu_per_seq_s: float = 0.0                   # CPU per running sequence per step (validate fits it; 0: none)
+    max_running_speculative: int | None = None        # SGLang: its cap on running requests when speculating, unset
 
     @property
     def step_cpu(self) -> float:
@@ -211,6 +213,7 @@ def from_record(eid: str, rec: dict, field_: str = "engine") -> EngineProfile:
         max_running=_int(rec, "max_running", field_),
         max_batched_tokens=_int(rec, "max_batched_tokens", field_),
         max_running_small_gpu=_int(rec, "max_running_small_gpu", field_, required=False),
+        max_running_speculative=_int(rec, "max_running_speculative", field_, lo=1, required=False),
         max_batched_tokens_small_gpu=_int(rec, "max_batched_tokens_small_gpu", field_, required=False),
         chunked_prefill=_bool(rec, "chunked_prefill", field_), mixed_batches=_bool(rec, "mixed_batches", field_),
         kv_memory_fraction=float(frac), kv_fraction_of=_choice(rec, "kv_fraction_of", field_, KV_FRACTION_OF),
