@@ -81,3 +81,23 @@ def test_tensorrt_llm_attention_dp_runs_balance_their_groups_as_the_recipe_sets(
         assert 0.45 <= q.ratio <= 0.7 and 1.0 <= p.ratio <= 1.4, (q.ratio, p.ratio)
         assert p.ttft_s > 2 * q.ttft_s
         assert any("attention-DP balance" in n for n in p.notes)
+
+
+def test_sglang_mtp_recipes_without_a_cap_run_at_sglangs_48():
+    """dsr1_fp8_mi325x_mtp.sh and dsr1_fp4_mi355x_mtp.sh (InferenceX 843c6254) set no --max-running-requests, and
+    SGLang speculating then holds at most 48 requests (speculative_hook.py @d9ccf6a7). Their 64-user runs were
+    predicted 1.29x and 1.44x (MI325X 1K/1K, 8K/1K) and 1.27x (MI355X 1K/1K) of their measured 440, 1,028 and 846
+    tok/s per GPU with all 64 running; with 48 running, 1.05x, 1.27x and 1.05x. A run at 32 users does not move."""
+    from tokenmath.analyses.calibration.inferencex_recipe import max_running
+    assert max_running("sglang", "mi325x", "fp8", True, "aggregated")[0] == 48
+    assert max_running("sglang", "mi355x", "fp8", True, "aggregated")[0] is None    # its recipe sets the cap
+    assert max_running("sglang", "mi325x", "fp8", False, "aggregated")[0] is None   # no speculation, no reset
+    runs = [r for r in load_runs() if r.row["framework"] == "sglang" and r.row["hardware"] == "mi325x" and r.mtp
+            and r.row["isl"] == 1024 and r.row["conc"] in (32, 64)]
+    by = {r.row["conc"]: r for r in runs}
+    now = {p.run.row["conc"]: p for p in predict_runs(list(by.values()))}
+    before = {p.run.row["conc"]: p for p in predict_runs(list(by.values()), recipes=False)}
+    assert now[64].limit == "max_running" and before[64].limit == "users"
+    assert now[64].tput_per_gpu < before[64].tput_per_gpu * 0.9
+    assert 0.9 < now[64].tput_per_gpu / now[64].measured < 1.15
+    assert now[32].limit == "users"

@@ -112,15 +112,17 @@ def experts_whole(ep: int, dp_attention: bool, chips: int) -> bool:
 
 @lru_cache(maxsize=256)
 def _setup(model: str, chip: str, wdtype: str, profile: str, basis: str, kv: str | None = None,
-           comm: str = "bf16", mem_fraction: float | None = None, adp_balance: bool = False, whole: bool = False):
+           comm: str = "bf16", mem_fraction: float | None = None, adp_balance: bool = False, whole: bool = False,
+           max_running: int | None = None):
     """The run's setup; kv, comm, mem_fraction, adp_balance: its recipe's KV dtype, EP transport, the engine's static
     memory fraction (None: the profile's) and whether its scheduler balances the attention-DP groups; whole: the
-    experts whole on the TP ranks (experts_whole)."""
+    experts whole on the TP ranks (experts_whole); max_running: the engine's cap on running requests per scheduler
+    where the recipe leaves SGLang's speculative default (None: the profile's)."""
     if basis not in BASES:
         raise InputError("basis", f"{basis!r}", ", ".join(BASES))
     kw = {"efficiency": DEFAULT} if basis == "kernel" else {}
     su = setup(model, chip, weight_dtype=wdtype, engine=profile, kv_dtype=kv, ep_comm=comm, adp_balance=adp_balance,
-               moe_sharding="ep" if whole else None, **kw)
+               moe_sharding="ep" if whole else None, max_running=max_running, **kw)
     if mem_fraction is not None and su.engine is not None:
         su = replace(su, efficiency=replace(su.efficiency, engine=replace(su.engine, kv_memory_fraction=mem_fraction)))
     return su
@@ -166,12 +168,13 @@ def _aggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
         rc = how(r, "aggregated")
         whole = experts_whole(x["decode_ep"], x["decode_dp_attention"], x["gpus"])
         groups.setdefault(_setup_key(r) + (rc.kv_dtype, rc.ep_comm, rc.mem_fraction, rc.adp_balance, whole, lay, r.mtp,
-                                           rc.mtp_tokens, (note, rc.note if rc.sources else None)), []).append(r)
-    for (mid, chip, wd, prof, kv, comm, frac, bal, whole, lay, mtp, k, notes), rs in groups.items():
+                                           rc.mtp_tokens, rc.max_running, (note, rc.note if rc.sources else None)),
+                          []).append(r)
+    for (mid, chip, wd, prof, kv, comm, frac, bal, whole, lay, mtp, k, cap, notes), rs in groups.items():
         name = fmt_layout(*lay)
         notes = tuple(n for n in notes if n)
         try:
-            su = _setup(mid, chip, wd, prof, basis, kv, comm, frac, bal, whole)
+            su = _setup(mid, chip, wd, prof, basis, kv, comm, frac, bal, whole, cap)
             draft = _draft(su, mtp, k)
             inp = parse_lengths(max(r.row["isl"] for r in rs), "input_len")
             outl = parse_lengths(max(r.row["osl"] for r in rs), "output_len")

@@ -56,6 +56,10 @@ What the recipes set, and what tokenmath reads from it (RULES, first match wins)
   are read with adp_balance (TensorRT-LLM tech blog 10's scheduler: a step's prompts split over the groups, TTFT
   gains the coordinated wait). The predictor read them unbalanced before: one group prefilling an 8K prompt while
   seven waited, 0.58x of the measured throughput on H200 8K/1K. Disaggregated decode workers hold no prompts: moot.
+- SGLang's running-request cap under MTP: SGLang resets --max-running-requests to 48 when speculative decoding is on
+  and none is set (python/sglang/srt/arg_groups/speculative_hook.py @d9ccf6a7). dsr1_fp8_mi325x_mtp.sh and
+  dsr1_fp4_mi355x_mtp.sh set none, so their runs hold at most 48 requests at once (one scheduler: TP 8, no DP
+  attention); every other single-node SGLang MTP recipe sets the cap at or above its concurrency.
 - Routing skew: the NVIDIA recipes hold 32 redundant experts (ep-num-redundant-experts, eplb-algorithm deepseek)
   but load no expert-location statistics, and the rows do not say which file ran: ep_imbalance stays the default.
 """
@@ -92,6 +96,7 @@ class Recipe:
     mem_fraction: float | None = None   # the engine's static memory fraction (None: its profile's)
     mtp_tokens: int | None = None       # tokens the MTP head drafts a step (None: inferencex.MTP_TOKENS)
     adp_balance: bool = False           # the scheduler balances the attention-DP groups (TensorRT-LLM ADP balance)
+    max_running: int | None = None      # the engine's cap on running requests where the recipe leaves SGLang's own
 
     @property
     def note(self) -> str:
@@ -100,6 +105,7 @@ class Recipe:
         parts += [f"memory fraction {self.mem_fraction:g}"] if self.mem_fraction else []
         parts += [f"MTP {self.mtp_tokens} draft tokens"] if self.mtp_tokens else []
         parts += ["attention-DP balance"] if self.adp_balance else []
+        parts += [f"at most {self.max_running} running (SGLang's speculative default)"] if self.max_running else []
         return "recipe: " + ", ".join(parts)
 
 
@@ -168,6 +174,24 @@ def adp_balance(framework: str, precision: str, hardware: str, role: str, dp_att
     return False, ""
 
 
+SGLANG_SPEC_CAP = 48
+SGLANG_SPEC_HOOK = ("github.com/sgl-project/sglang/blob/d9ccf6a7/python/sglang/srt/arg_groups/speculative_hook.py "
+                    "_handle_eagle_family: max_running_requests None -> 48")
+# the single-node SGLang MTP recipes that set no --max-running-requests (every other one sets it to its largest
+# concurrency or above: dsr1_fp8_b200_mtp.sh 512, dsr1_fp4_b200_mtp.sh 256, dsr1_fp8_h200_mtp.sh 256-512,
+# dsr1_fp8_b300_mtp.sh 512, dsr1_fp8_mi355x_mtp.sh the run's concurrency)
+SGLANG_MTP_UNCAPPED = (("mi325x", "fp8"), ("mi355x", "fp4"))
+
+
+def max_running(framework: str, hardware: str, precision: str, mtp: bool, role: str) -> tuple[int | None, str]:
+    """(the engine's cap on running requests, source) where an SGLang MTP recipe leaves it to SGLang's speculative
+    default of 48 (module docstring); (None, "") elsewhere: the recipes' caps sit at or above their concurrencies."""
+    if framework == "sglang" and mtp and role == "aggregated" and (hardware, precision) in SGLANG_MTP_UNCAPPED:
+        return SGLANG_SPEC_CAP, (f"{SINGLE}/dsr1_{precision}_{hardware}_mtp.sh sets no --max-running-requests; "
+                                 f"{SGLANG_SPEC_HOOK}")
+    return None, ""
+
+
 def recipe(run, role: str) -> Recipe:
     """The recipe of `run` (inferencex.Run) for its engine instance `role`: "aggregated" (one engine, the decode
     columns name its layout), "prefill" or "decode"."""
@@ -185,7 +209,8 @@ def recipe(run, role: str) -> Recipe:
     k, tsrc = (mtp_tokens(r["framework"], r["hardware"], r["precision"], r["isl"], r[f"{side}_dp_attention"])
                if run.mtp and role != "prefill" else (None, ""))
     bal, bsrc = adp_balance(r["framework"], r["precision"], r["hardware"], role, r[f"{side}_dp_attention"])
-    return Recipe(kv, comm, tuple(s for s in (ksrc, csrc, msrc, tsrc, bsrc) if s), frac, k, bal)
+    cap, rsrc = max_running(r["framework"], r["hardware"], r["precision"], bool(run.mtp), role)
+    return Recipe(kv, comm, tuple(s for s in (ksrc, csrc, msrc, tsrc, bsrc, rsrc) if s), frac, k, bal, cap)
 
 
 PLAIN = Recipe(None, "bf16", ())
