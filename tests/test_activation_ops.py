@@ -132,9 +132,9 @@ def test_quantize_time_between_its_roofline_and_vllms_measured_overhead():
     hw = get_hardware("b200")
     nb = aq.quantize_bytes(1024 * 4096, aq.activation_bytes(get_dtype("fp8"), hw))   # 12.58 MB
     _, bw, t0 = op_rates(kernel_model(hw), hw, "act_quant", "prefill", "stream")
-    t = t0 + nb / bw                       # 0.9 us + 12.58 MB / (8 TB/s x 0.90) = 2.65 us
+    t = t0 + nb / bw                       # 0.9 us + 12.58 MB / (7.672 TB/s x 0.90) = 2.72 us
     assert nb / hw.memory_bw < t < measured
-    assert t == pytest.approx(0.9e-6 + 1024 * 4096 * (3 + 4 / 16384) / (8e12 * 0.90), rel=1e-6)
+    assert t == pytest.approx(0.9e-6 + 1024 * 4096 * (3 + 4 / 16384) / (7.672e12 * 0.90), rel=1e-6)
 
 
 def test_o_projection_width_averages_full_and_local_head_sizes():

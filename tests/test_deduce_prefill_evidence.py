@@ -39,8 +39,8 @@ def test_a_synthetic_endpoint_is_recovered_from_its_ttft_curve():
 
 
 def test_synthetic_coverage_near_the_stated_rate_and_narrower():
-    """Against price alone. (Against price + a noise-free speed the curve does not narrow the synthetic interval:
-    median 9.5x with it vs 9.0x without, 9.8x price alone; on the real table it does, test_held_out_... below.)"""
+    """Against price alone, endpoint by endpoint. (Against price + a noise-free speed the curve does not narrow the
+    synthetic interval: median 9.5x with it vs 9.0x without; on the real table it does, test_held_out_... below.)"""
     cov, w_with, w_without, refused = [], [], [], 0
     for true_b, kw in synthetic():
         pr = Priors(samples=30_000, seed=7)
@@ -57,7 +57,9 @@ def test_synthetic_coverage_near_the_stated_rate_and_narrower():
         w_without.append(b["high"] / b["low"])
     # 80% nominal; 24 draws: a binomial sd of ~8 points
     assert refused <= 4 and np.mean(cov) >= 0.6, (refused, np.mean(cov))
-    assert np.median(w_with) < np.median(w_without)
+    # paired, endpoint by endpoint: the curve narrows most of them (14 of 22). The medians of the two widths sit
+    # within noise of each other (9.5x vs 9.8x with B200 at 8 TB/s, 9.6x vs 9.3x at 7.672 TB/s): not asserted
+    assert np.mean(np.array(w_with) < np.array(w_without)) > 0.5
 
 
 def test_curve_checks_and_contradictions():
