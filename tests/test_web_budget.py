@@ -200,3 +200,14 @@ def test_an_uploaded_model_is_simulated_by_the_worker_processes(server, fixtures
     conn.close()
     status, body, _ = get(server, f"/api/simulate?model={model_id}&requests=20&concurrency=4")
     assert status == 200 and body["requests"] == 20
+
+
+def test_pareto_whose_widest_layout_holds_too_many_replica_groups_is_refused_before_it_runs(api):
+    # benchmarks/fuzz_api.py (seed 0, 10,000 requests) found GET /api/pareto?chips=407 answered 503: 407 chips is one
+    # layout (tp1 x dp407; 407 = 11 x 37 splits no Llama 3.1 8B head count), 407 units, under the units limit, but its
+    # tables peak at 1.64 GB (work.py's table: 3.2 MB a group), past a worker's 1 GiB. Now refused at once (422)
+    from tokenmath.faces.web.budget import PARETO_GROUPS_MAX
+    e = refusal(api, "pareto", chips=407)
+    assert e.field == "chips" and "407 replica groups" in e.problem and f"{PARETO_GROUPS_MAX:,}" in e.problem
+    assert "tokenmath pareto --chips 407" in e.valid
+    api.prepare("pareto", {"chips": "128"})                       # 128 groups, 0.55 GB measured: admitted

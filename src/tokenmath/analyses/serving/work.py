@@ -41,6 +41,16 @@ while dp=256 at 20,000 requests is 2.1 M tokens, 1.0 GB and 5 s, dp=512 4.2 M, 1
 a table token, and over 380 B at 25.6 M tokens (the dp=100000, 20,000-request row): the estimate takes 600 B.
 The estimate takes those upper figures (an over-estimate of 1-3x for deepseek-v3 is the safe side): it is a gate,
 not a prediction to print as an answer. No physics here: a count of layouts and degrees.
+
+A Pareto search's peak is its widest layout's (each layout's tables are freed before the next is traced): peak
+resident memory against the replica groups of the widest layout, measured 2026-12-07 (2 cores, h100-sxm, vllm):
+
+    pareto l8  chips=64    widest 64 groups     0.30 GB
+    pareto l8  chips=128   widest 128 groups    0.55 GB    (3.2 MB a group over the base)
+    pareto l8  chips=256   widest 256 groups    1.06 GB
+    pareto l8  chips=401   widest 401 groups    1.64 GB    (one layout: tp1 x dp401)
+    pareto l8  chips=512   widest 512 groups    1.94 GB
+    pareto l70 chips=256   widest 128 groups    0.58 GB    (2.2 MB a group)
 """
 from __future__ import annotations
 
@@ -103,6 +113,14 @@ def pareto_units(model, hardware, chips: int | None, allow_pp: bool, attention=0
     n = int(chips) if chips is not None else int(hardware.scaleup_domain)
     lays = searched(model, hardware, n, allow_pp=allow_pp, attention=attention)
     return sum(n // int(t[0]) for t in lays), len(lays), n
+
+
+def widest_layout_groups(model, hardware, chips: int | None, allow_pp: bool, attention=0) -> int:
+    """The replica groups (chips / tp) of the widest layout a Pareto search of `chips` evaluates: its tables peak on
+    that one layout (freed before the next), 2-10 MB a group (module docstring's second table)."""
+    n = int(chips) if chips is not None else int(hardware.scaleup_domain)
+    return max((n // int(t[0]) for t in searched(model, hardware, n, allow_pp=allow_pp, attention=attention)),
+               default=0)
 
 
 def up_to_layouts(model, hardware, top: int, attention=0) -> list[tuple[int, ...]]:

@@ -29,6 +29,9 @@ from tokenmath.analyses.serving import work
 from tokenmath.base.errors import InputError
 
 PARETO_UNITS_MAX = 1536        # sum over the searched layouts of chips / tp (deepseek-v3 on an NVL72 rack: 1,323)
+# the widest layout's replica groups: a search peaks on it (work.py's second table: llama-3.1-8b at 256 groups 1.06
+# GB, past a worker's 1 GiB; at 128, 0.55 GB). The fuzz found /api/pareto?chips=407 (tp1 x dp407) answered 503
+PARETO_GROUPS_MAX = 128
 # an engine that prefills a prompt whole (no chunked prefill: tensorrt-llm's profile) sizes each layout's tables by one
 # sequence's tokens, about 1.4 kB each (llama-3.1-8b: a 1,000,000-token simulate 1.4 GB, pareto on 8 chips at 400,000
 # tokens 0.7 GB): tokens x layouts searched, at most
@@ -127,6 +130,12 @@ def check(name: str, a: dict, model_of) -> None:
             raise InputError("chips", f"{n:,} chips is {n_lay} layouts with {units:,} replica groups in all to "
                              f"simulate, over the {PARETO_UNITS_MAX:,} one web request may",
                              "fewer chips (one scale-up domain, or a few), allow_pp=false, or `tokenmath pareto "
+                             f"--chips {n}` on your own machine")
+        widest = work.widest_layout_groups(m, hw, a.get("chips"), bool(a.get("allow_pp")))
+        if widest > PARETO_GROUPS_MAX:
+            raise InputError("chips", f"{n:,} chips has a layout of {widest:,} replica groups to simulate at once, "
+                             f"over the {PARETO_GROUPS_MAX:,} one web request may",
+                             "fewer chips (one scale-up domain, or a few), or `tokenmath pareto "
                              f"--chips {n}` on your own machine")
         _check_tokens(name, a, n_lay)
     elif name in ("simulate", "simulate_sweep"):
