@@ -158,8 +158,11 @@ def _system_row(su, n: int, wl, target, ttft_s, offload, pue, most: int) -> dict
                 continue
             new += 1
             caps = {k: rs.capacity(k, target, ttft_s) for k in TIER_SETS}
-            traced.append((t, rs, caps))
+            # keep the figures, not the replica: its step tables are freed before the next trace (a system traces
+            # up to 2 x `layouts` replicas, and a worker of the web server has 1 GiB)
+            traced.append((t, rs.chips, caps))
             best_c = max(best_c, caps[offload]["concurrency"] / rs.chips)
+            del rs
     if not traced:
         return {**base, "fits": False, "why": f"no layout of up to {top} chips holds a {wl.context_len:,}-token "
                 "session's turn in its KV cache", "best": None, "what_if": {}}
@@ -172,20 +175,20 @@ def _system_row(su, n: int, wl, target, ttft_s, offload, pue, most: int) -> dict
 
 def _best(traced, tier: str, g, su, base: dict, n: int) -> dict:
     """The traced layout with the most sessions per chip with idle prefixes in `tier`, as the row's figures."""
-    t, rs, caps = max(traced, key=lambda x: (x[2][tier]["sessions"] / x[1].chips, -x[1].chips))
+    t, chips, caps = max(traced, key=lambda x: (x[2][tier]["sessions"] / x[1], -x[1]))
     cap = caps[tier]
-    d = capacity_dict(cap, rs.chips)
+    d = capacity_dict(cap, chips)
     binding = d["binding"]
     if binding == "decode speed" and _comm_share(g, t, cap["point"].running) > COMM_BOUND:
         binding = "interconnect (decode step's communication)"
-    replicas = n // rs.chips
+    replicas = n // chips
     per_system = cap["sessions"] * replicas
     price, kw = base["price_usd_per_chip_hour"], base["power"]["kw"]
-    return {"tiers": TIER_NAMES[tier], "layout": fmt_layout(*t), "replica_chips": rs.chips, "replicas": replicas,
-            **d, "binding": binding, "sessions_per_gpu": finite(cap["sessions"] / rs.chips),
+    return {"tiers": TIER_NAMES[tier], "layout": fmt_layout(*t), "replica_chips": chips, "replicas": replicas,
+            **d, "binding": binding, "sessions_per_gpu": finite(cap["sessions"] / chips),
             "sessions_per_system": finite(per_system),
             "sessions_per_kw": finite(per_system / kw) if kw else None,
-            "sessions_per_usd_hour": finite(cap["sessions"] / rs.chips / price) if price else None}
+            "sessions_per_usd_hour": finite(cap["sessions"] / chips / price) if price else None}
 
 
 def _order(groups: dict[tuple, float]) -> list[tuple]:
