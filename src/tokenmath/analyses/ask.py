@@ -80,6 +80,12 @@ def speculation_notes(dep: Deployment) -> list[str]:
             f"with --max-running {cap} (per scheduler: {cap} / the attention-DP groups) for the engine's default"]
 
 
+def _notes(question: str, dep: Deployment, wl: Workload) -> list[str]:
+    """A speculating question's notes on the fields it was asked with: those it does not use, then what the serving
+    engine itself does when it speculates (speculation_notes)."""
+    return not_applied(question, dep, wl) + speculation_notes(dep)
+
+
 def knobs(dep: Deployment) -> dict:
     """The setup-level keywords every serving analysis takes (analyses.setup.setup / with_deployment_knobs)."""
     eff = efficiency_of(dep)
@@ -160,7 +166,7 @@ def infer(dep: Deployment, wl: Workload):
     if dep.adp_balance and r.load is None:
         r = with_notes(r, ["--adp-balance changes nothing for a static batch: its prompts already split evenly over "
                            "the attention groups (it acts under load: --concurrency / --arrival-rate)"])
-    return with_notes(r, chips_note + not_applied("infer", dep, wl) + speculation_notes(dep) + no_tp_group(dep, r.layout.tp)
+    return with_notes(r, chips_note + _notes("infer", dep, wl) + no_tp_group(dep, r.layout.tp)
                       + no_ep_group(dep, r.layout.ep))
 
 
@@ -213,7 +219,7 @@ def simulate(dep: Deployment, wl: Workload, **own):
                ["--adp-balance: each step's prompt chunks split evenly over the ep attention groups; the coordinated "
                 "wait that balances them is not simulated, so TTFT leaves it out (infer --concurrency adds it: "
                 "steady_state.balance_wait_steps)"])
-    return with_notes(r, chips_note + not_applied("simulate", dep, wl) + speculation_notes(dep) + no_tp_group(dep, r.layout["tp"]) + balance
+    return with_notes(r, chips_note + _notes("simulate", dep, wl) + no_tp_group(dep, r.layout["tp"]) + balance
                       + no_ep_group(dep, r.layout["ep"]))
 
 
@@ -247,7 +253,7 @@ def fleet(dep: Deployment, wl: Workload, *, demand, **own):
     r = run(dep.model, dep.hardware, demand=demand, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), prefix_hit=wl.prefix_hit or None, **own, **knobs(dep))
-    return with_notes(r, not_applied("fleet", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
+    return with_notes(r, _notes("fleet", dep, wl) + no_ep_group(dep))
 
 
 def price(dep: Deployment, wl: Workload, **own):
@@ -258,7 +264,7 @@ def price(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             min_tokens_per_s_per_user=_or(wl.min_tokens_per_s_per_user, 20.0), speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("price", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
+    return with_notes(r, _notes("price", dep, wl) + no_ep_group(dep))
 
 
 def plan(dep: Deployment, wl: Workload, **own):
@@ -273,7 +279,7 @@ def plan(dep: Deployment, wl: Workload, **own):
             output_len=wl.output_len, prefix_hit=wl.prefix_hit or None, speculation=speculation_of(dep),
             concurrency=cs if cs is not None else wl.concurrency,
             attention_sharding=_attention(dep, SEARCH_ATTENTION), **own, **knobs(dep))
-    return with_notes(r, not_applied("plan", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
+    return with_notes(r, _notes("plan", dep, wl) + no_ep_group(dep))
 
 
 def pareto(dep: Deployment, wl: Workload, **own):
@@ -286,7 +292,7 @@ def pareto(dep: Deployment, wl: Workload, **own):
     r = run(dep.model, dep.hardware, chips=dep.chips, input_len=wl.input_len, output_len=wl.output_len,
             concurrency=cs if cs is not None else wl.concurrency, speculation=speculation_of(dep),
             attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("pareto", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
+    return with_notes(r, _notes("pareto", dep, wl) + no_ep_group(dep))
 
 
 def slowmode(dep: Deployment, wl: Workload, **own):
@@ -295,7 +301,7 @@ def slowmode(dep: Deployment, wl: Workload, **own):
     from tokenmath.analyses.serving.slowmode import slowmode as run
     r = run(dep.model, dep.hardware, input_len=wl.input_len, output_len=wl.output_len,
             speculation=speculation_of(dep), attention_sharding=_attention(dep, "heads"), **own, **knobs(dep))
-    return with_notes(r, not_applied("slowmode", dep, wl) + speculation_notes(dep) + no_ep_group(dep))
+    return with_notes(r, _notes("slowmode", dep, wl) + no_ep_group(dep))
 
 
 def prices(dep: Deployment, wl: Workload, **own):

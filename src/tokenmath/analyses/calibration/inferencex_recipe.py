@@ -174,9 +174,6 @@ def adp_balance(framework: str, precision: str, hardware: str, role: str, dp_att
     return False, ""
 
 
-SGLANG_SPEC_CAP = 48
-SGLANG_SPEC_HOOK = ("github.com/sgl-project/sglang/blob/d9ccf6a7/python/sglang/srt/arg_groups/speculative_hook.py "
-                    "_handle_eagle_family: max_running_requests None -> 48")
 # the single-node SGLang MTP recipes that set no --max-running-requests (every other one sets it to its largest
 # concurrency or above: dsr1_fp8_b200_mtp.sh 512, dsr1_fp4_b200_mtp.sh 256, dsr1_fp8_h200_mtp.sh 256-512,
 # dsr1_fp8_b300_mtp.sh 512, dsr1_fp8_mi355x_mtp.sh the run's concurrency)
@@ -185,10 +182,13 @@ SGLANG_MTP_UNCAPPED = (("mi325x", "fp8"), ("mi355x", "fp4"))
 
 def max_running(framework: str, hardware: str, precision: str, mtp: bool, role: str) -> tuple[int | None, str]:
     """(the engine's cap on running requests, source) where an SGLang MTP recipe leaves it to SGLang's speculative
-    default of 48 (module docstring); (None, "") elsewhere: the recipes' caps sit at or above their concurrencies."""
+    default (data/engines.toml sglang.max_running_speculative, 48; module docstring); (None, "") elsewhere: the
+    recipes' caps sit at or above their concurrencies."""
     if framework == "sglang" and mtp and role == "aggregated" and (hardware, precision) in SGLANG_MTP_UNCAPPED:
-        return SGLANG_SPEC_CAP, (f"{SINGLE}/dsr1_{precision}_{hardware}_mtp.sh sets no --max-running-requests; "
-                                 f"{SGLANG_SPEC_HOOK}")
+        from tokenmath.specs.serving_engines import get_engine
+        eng = get_engine("sglang")           # the engine profile holds the cap and where it was read
+        return eng.max_running_speculative, (f"{SINGLE}/dsr1_{precision}_{hardware}_mtp.sh sets no "
+                                             f"--max-running-requests; {eng.sources['max_running_speculative']}")
     return None, ""
 
 

@@ -113,8 +113,8 @@ def levels(top: int) -> list[int]:
 def most_traces(system_ids, layouts: int) -> int:
     """The most replicas `agents` traces for these systems at `layouts` a level: the work one question may do."""
     from tokenmath.specs.systems import get_system
-    return sum(len(levels(min(get_system(s, None).chips, get_system(s, None).scaleup_domain))) * int(layouts)
-               for s in system_ids)
+    systems = [get_system(s, None) for s in system_ids]
+    return sum(len(levels(min(hw.chips, hw.scaleup_domain))) * int(layouts) for hw in systems)
 
 
 def _bounds(g, target: float, L: int, O: int) -> np.ndarray:

@@ -107,20 +107,13 @@ def searched(model, hardware, chips, *, allow_pp=False, attention=0, max_tp=True
                        max_tp=hardware.scaleup_domain if max_tp else None)
 
 
-def pareto_units(model, hardware, chips: int | None, allow_pp: bool, attention=0) -> tuple[int, int, int]:
-    """(units, layouts, chips) of a Pareto search: the replica groups (chips / tp) summed over the layouts of
-    `chips` (blank: the chip's scale-up domain) that it evaluates."""
+def pareto_units(model, hardware, chips: int | None, allow_pp: bool, attention=0) -> tuple[int, int, int, int]:
+    """(units, layouts, chips, widest) of a Pareto search: the replica groups (chips / tp) summed over the layouts of
+    `chips` (blank: the chip's scale-up domain) that it evaluates, and those of the widest one (its tables peak on
+    that layout, freed before the next: 2-10 MB a group, the module docstring's second table)."""
     n = int(chips) if chips is not None else int(hardware.scaleup_domain)
-    lays = searched(model, hardware, n, allow_pp=allow_pp, attention=attention)
-    return sum(n // int(t[0]) for t in lays), len(lays), n
-
-
-def widest_layout_groups(model, hardware, chips: int | None, allow_pp: bool, attention=0) -> int:
-    """The replica groups (chips / tp) of the widest layout a Pareto search of `chips` evaluates: its tables peak on
-    that one layout (freed before the next), 2-10 MB a group (module docstring's second table)."""
-    n = int(chips) if chips is not None else int(hardware.scaleup_domain)
-    return max((n // int(t[0]) for t in searched(model, hardware, n, allow_pp=allow_pp, attention=attention)),
-               default=0)
+    groups = [n // int(t[0]) for t in searched(model, hardware, n, allow_pp=allow_pp, attention=attention)]
+    return sum(groups), len(groups), n, max(groups, default=0)
 
 
 def up_to_layouts(model, hardware, top: int, attention=0) -> list[tuple[int, ...]]:

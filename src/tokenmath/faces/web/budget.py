@@ -70,7 +70,7 @@ def replica_groups(a: dict) -> tuple[int, str]:
     return work.replica_groups(chips=a.get("chips"), dp=a.get("dp"), tp=a.get("tp"), pp=a.get("pp"), ep=a.get("ep"))
 
 
-pareto_units = work.pareto_units       # (units, layouts, chips) of a Pareto search: the one count, shared
+pareto_units = work.pareto_units       # (units, layouts, chips, widest) of a Pareto search: the one count, shared
 
 
 def longest(a: dict) -> tuple[int, str]:
@@ -113,8 +113,8 @@ def check(name: str, a: dict, model_of) -> None:
             most, why = AGENT_TRACES_UNCAPPED_MAX, (f" with {a['engine']}, whose scheduler has no running-sequence cap "
                                                     "(its traces run to every sequence the KV holds)")
         if n > most:
-            raise InputError("layouts", f"{n} replica traces (systems x levels x layouts){why}, over the {most} one web "
-                             "request may", "fewer systems or layouts, or `tokenmath agents` on your own machine")
+            raise InputError("layouts", f"{n} replica traces (systems x levels x layouts){why}, over the {most} "
+                             "one web request may", "fewer systems or layouts, or `tokenmath agents` on your own machine")
         return
     if name == "pareto":
         from tokenmath.faces.web.overrides import chip
@@ -125,13 +125,12 @@ def check(name: str, a: dict, model_of) -> None:
             hw = get_hardware(hw) if isinstance(hw, str) else hw
         except InputError:
             return
-        units, n_lay, n = pareto_units(m, hw, a.get("chips"), bool(a.get("allow_pp")))
+        units, n_lay, n, widest = pareto_units(m, hw, a.get("chips"), bool(a.get("allow_pp")))
         if units > PARETO_UNITS_MAX:
             raise InputError("chips", f"{n:,} chips is {n_lay} layouts with {units:,} replica groups in all to "
                              f"simulate, over the {PARETO_UNITS_MAX:,} one web request may",
                              "fewer chips (one scale-up domain, or a few), allow_pp=false, or `tokenmath pareto "
                              f"--chips {n}` on your own machine")
-        widest = work.widest_layout_groups(m, hw, a.get("chips"), bool(a.get("allow_pp")))
         if widest > PARETO_GROUPS_MAX:
             raise InputError("chips", f"{n:,} chips has a layout of {widest:,} replica groups to simulate at once, "
                              f"over the {PARETO_GROUPS_MAX:,} one web request may",

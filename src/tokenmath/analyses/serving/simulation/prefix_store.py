@@ -53,11 +53,15 @@ class PrefixStore:
         if self.resident > self.peak:
             self.peak = self.resident
 
+    def _whole(self, tokens: int) -> int:
+        """The tokens of whole blocks in `tokens`: what the engine keeps and finds."""
+        return tokens // self.block * self.block
+
     def peek(self, g: int, want: int) -> int:
         """Tokens of a prefix of `want` tokens in group g found cached now: whole blocks (0: not resident)."""
         if g < 0 or g not in self.size:
             return 0
-        return min(want, self.size[g]) // self.block * self.block
+        return self._whole(min(want, self.size[g]))
 
     def lookup(self, g: int, want: int, prompt: int) -> int:
         """An admission of a prompt of `prompt` tokens whose first `want` are group g's: the tokens found cached
@@ -79,7 +83,7 @@ class PrefixStore:
         """A request of group g finished prefilling its `tokens`-token prefix: keep it (in use by that request);
         False when the group is already resident, or a reserve full of prefixes in use has no room for it. Only its
         whole blocks are kept."""
-        tokens = tokens // self.block * self.block
+        tokens = self._whole(tokens)
         if g in self.size or tokens <= 0:
             return False
         if not self.pooled:
@@ -99,7 +103,7 @@ class PrefixStore:
         prefix for the session's next turn (idle until then, most recently used; sessions.py). The tokens added to
         those held: in a reserve the idle others go first, oldest first, and a history that still does not fit
         leaves the group's shorter one in place (0 added). Only its whole blocks are kept."""
-        tokens = tokens // self.block * self.block
+        tokens = self._whole(tokens)
         old = self.size.get(g, 0)
         if tokens <= old:
             return 0

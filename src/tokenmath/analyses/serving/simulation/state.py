@@ -61,7 +61,8 @@ class State:
         self.left: list[int] = []          # sessions: requests completed since the loop last looked
         self.cached = None if session is None else [0] * n      # cached tokens found at the last admission
         self.computed = None if session is None else [0] * n    # tokens prefilled, recompute included
-        self.pc = PrefixStore(prefix_reserve, block_tokens) if self.sess is not None or any(g >= 0 for g in self.group) else None
+        shared = self.sess is not None or any(g >= 0 for g in self.group)
+        self.pc = PrefixStore(prefix_reserve, block_tokens) if shared else None
         self.extra = 0                     # KV held beyond the requests' own counts (prefix sharing)
         self.now = 0.0
         self.G = 0
