@@ -233,7 +233,7 @@ def test_user_engine_file_toml_and_json(tmp_path):
     e = get_engine(str(p))
     assert (e.id, e.name, e.max_running, e.step_cpu_s) == ("my-engine", "My engine", 7, 0.002)
     r = infer("llama-3.1-8b", "h100-sxm", batch="max", engine=str(p))
-    assert r.batch == 7 and r.to_dict()["engine"] == {"id": "my-engine", "name": "My engine"}
+    assert r.batch == 7 and r.to_dict()["engine"] == {"id": "my-engine", "name": "My engine", "version": None}
     # overlapped 2 ms of CPU work: the step is at least 2 ms
     assert r.decode_step_s >= 2e-3
     j = tmp_path / "mine.json"
@@ -292,7 +292,7 @@ def test_every_serving_result_states_its_engine():
                moe("mixtral-8x7b", "hgx-h100", batch=16, engine="sglang")]
     for r in results:
         d = r.to_dict()
-        assert d["engine"] == {"id": "sglang", "name": "SGLang"}, type(r).__name__
+        assert d["engine"] == {"id": "sglang", "name": "SGLang", "version": "defaults read at 2025 commits"}, type(r).__name__
         if "notes" in d:
             assert any("SGLang" in n for n in d["notes"]), type(r).__name__
     cols = tm.sweep(m, "h100-sxm", batch=[1, 5000], engine="sglang")

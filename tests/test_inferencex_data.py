@@ -101,3 +101,12 @@ def test_shipped_with_the_package():
     assert "data/*.csv.gz" in globs
     assert (ROOT / "src" / "tokenmath" / "data" / DATA).is_file()
     assert all(math.isfinite(r["tput_per_gpu"]) for r in read_rows())
+
+
+def test_runs_are_predicted_at_the_lengths_the_client_drew():
+    """InferenceX's client draws input and output lengths uniformly from [0.8 L, L] (RANDOM_RANGE_RATIO 0.8 in its
+    benchmark workflows; benchmark_serving.py sample_random_requests: randint(int(0.8 L), L + 1))."""
+    from tokenmath.analyses.calibration.inferencex import RANGE_RATIO, lengths, mean_length
+    assert RANGE_RATIO == 0.8
+    assert lengths(1024) == "uniform:819-1024" and mean_length(1024) == (819 + 1024) / 2
+    assert lengths(8192) == "uniform:6553-8192"

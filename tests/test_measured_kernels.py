@@ -1,5 +1,5 @@
 """A machine's own measured kernel model (issue 16, item 4): the [kernels] section `tokenmath measure` writes
-(specs.kernels.measured_model), read by the engine in place of tile and wave quantization
+(specs.kernels_measured.measured_model), read by the engine in place of tile and wave quantization
 (engine/kernels.measured_share), and used by default by infer --hardware FILE (specs.efficiency.default_for).
 
 Hand-computed values from a synthetic curve, the invariants (never faster than PEAK, vectorized == scalar, a file

@@ -96,7 +96,7 @@ def test_hyperbola_staircase_of_llama_70b_on_8_h100():
     up = B[tile_steps.rises(c) + 1]
     assert list(up) == [129, 257, 385, 513, 641]
     step = dict(zip(h.batch.astype(int), h.step_s))
-    assert step[128] == pytest.approx(18.33e-3, abs=0.01e-3) and step[129] == pytest.approx(20.21e-3, abs=0.01e-3)
+    assert step[128] == pytest.approx(19.73e-3, abs=0.01e-3) and step[129] == pytest.approx(20.81e-3, abs=0.01e-3)
     # 129 rows pad to 2 x 128 = 256. The qkv projection (N = (64 + 2 x 8) x 128 / 8 = 1,280, K = 8,192) on 132 SMs,
     # the best of the 64/96/128/160-column tiles (split-K slices = floor(132 / tiles), K / 256 = 32 at most):
     #   128 rows: 128-column tiles, 1 x 10 = 10 tiles x 13 slices = 130 units in 1 wave: 130 / 132

@@ -70,22 +70,23 @@ def test_compute_inflation_by_hand():
 
 def test_checker_flags_a_rise_inside_a_tile_and_an_unbounded_one():
     # Mistral 7B on one A100 at context 2,048, batch 1..160: the per-token cost rises at tile steps only: at 129 and,
-    # at the shipped bandwidth residual (x0.9), at 65 where the matmuls leave the 64-row tile (at x0.8 they stayed
+    # at a bandwidth residual of x0.9, at 65 where the matmuls leave the 64-row tile (at the shipped x0.8 they stay
     # memory-bound there)
     su = setup("mistral-7b", "a100-80gb")
     B = np.arange(1.0, 161.0)
     sv = serve_batch(su.model, su.hardware, su.layout, su.precision, su.efficiency, B, 2048, 1, su.reserve)
     c = np.asarray(sv.decode_step_s) / B
     state, infl = tile_steps.quanta(su.model, su.hardware, su.layout, su.precision, su.efficiency, sv)
-    assert list(B[tile_steps.rises(c) + 1]) == [65, 129]
+    assert list(B[tile_steps.rises(c) + 1]) == ([65, 129] if su.efficiency.kernels.bw_scale >= 0.9 else [129])
     assert list(tile_steps.violations(c, state, infl)) == []
     mid = c.copy()
     mid[99] = c[98] * 1.001   # batch 100: inside the 65..128 tile, a rise the padding cannot explain
     assert list(tile_steps.violations(mid, state, infl)) == [98]
     # batch 129: past the tile the cost per token may rise by the largest padded / unpadded compute ratio of its
-    # GEMMs, 256 / 129 = 1.984 here (one wave before and after on 108 SMs); it rises 1.286 x; 2.2 x would be a defect
+    # GEMMs, 256 / 129 = 1.984 here (one wave before and after on 108 SMs); it rises 1.247 x (1.286 x at a bandwidth
+    # residual of x0.9); 2.2 x would be a defect
     assert float(np.max(infl[:, 128] / infl[:, 127])) == pytest.approx(256 / 129, rel=1e-12)
-    assert c[128] / c[127] == pytest.approx(1.286, abs=1e-3)
+    assert c[128] / c[127] == pytest.approx(1.286 if su.efficiency.kernels.bw_scale >= 0.9 else 1.247, abs=1e-3)
     big = c.copy()
     big[128] = c[127] * 2.2
     assert list(tile_steps.violations(big, state, infl)) == [127]

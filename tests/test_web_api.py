@@ -127,7 +127,7 @@ def test_infer_mirrors_python_api(server):
     assert INFER_KEYS <= set(body)
     # the page's default serving engine is vLLM's profile (the Python API's default is no engine)
     r = infer("llama-3.1-70b", "h100-sxm", chips=8, batch=16, input_len=2048, output_len=512, engine="vllm")
-    assert body["engine"] == {"id": "vllm", "name": r.engine.name}
+    assert body["engine"] == {"id": "vllm", "name": r.engine.name, "version": r.engine.version}
     for k, v in r.to_dict().items():
         assert body[k] == pytest.approx(v) if isinstance(v, float) else body[k] == v, k
     assert body["explain"] == explain(r)

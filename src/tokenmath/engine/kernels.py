@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenmath.specs.kernels import DTYPE_CLASS, KernelModel, kernels_per_op
+from tokenmath.specs.kernels import DTYPE_CLASS, KernelModel, fraction_key, kernels_per_op
 
 
 RUNS_MIN = 4096     # a 1-D M axis this long is priced once per run of equal tile rows (step tables: 1e4-1e6 tokens)
@@ -261,7 +261,7 @@ def _rates(km: KernelModel, hw, name: str, phase: str, kind: str, *, key: str = 
         if phase == "decode":
             return p16 * km.attn_decode_flops, bw * km.attn_decode_bw, t0
         return p16 * flash_attention_fraction(km, seq_len, head_dim), bw * km.stream_bw, t0
-    hk = hw.flops_key(key)
+    hk = fraction_key(key, hw.flops_key(key))
     if kind == "stream":
         return peak * km.gemm_fraction(hk), bw * km.stream_bw, t0
     if km.curve_rows:     # measured: t = max(F / (P e), B / (BW e)) reproduces the measured GEMM's time
@@ -273,7 +273,7 @@ def _rates(km: KernelModel, hw, name: str, phase: str, kind: str, *, key: str = 
     return peak * frac, bw * km.stream_bw, t0
 
 
-# ---- a machine's own measured GEMM curve (`tokenmath measure`; specs.kernels.measured_model) -------------------
+# ---- a machine's own measured GEMM curve (`tokenmath measure`; specs.kernels_measured.measured_model) -------------------
 def measured_share(km: KernelModel, M, shapes):
     """Share (0, 1] of max(FLOPs / peak, bytes / bandwidth) that the GEMMs `shapes` ((N, K) each) over M rows
     reached on the machine that measured itself: its curve, linear in log2 M between the measured rows and in

@@ -90,7 +90,8 @@ def infer_table(r) -> None:
         ("dtypes", f"weights {d['weight_dtype']}" + (f", experts {d['expert_dtype']}" if d['expert_dtype'] != d['weight_dtype'] else "")
          + f", KV {d['kv_dtype']}"),
         ("workload", f"batch {d['batch']}, {d['input_len']:,} in / {d['output_len']:,} out"),
-        ("serving engine", d["engine"]["name"] + (f" (largest batch {d['max_batch']:,})" if d.get("max_batch") else "")
+        ("serving engine", d["engine"]["name"] + _release(d["engine"])
+         + (f" (largest batch {d['max_batch']:,})" if d.get("max_batch") else "")
          + ("; its defaults: --explain" if d["engine"].get("id") not in (None, "none") else "")),
         ("parameters (total / active)", f"{u.count(d['params_total'])} / {u.count(d['params_active'])}"),
         ("weights", u.bytes_(d["weights_bytes"])),
@@ -303,3 +304,9 @@ def validation_table(v, other=None) -> None:
         f"{g}: " + ", ".join(f"{k} {n['scored']}/{n['rows']}" for k, n in cnt[g].items()) for g in ("regime", "vendor", "engine")))
     c.print(f"{s['rows']['skipped']} rows skipped (reasons in --json): batch unpublished, layouts tokenmath cannot "
             "express or fit in its memory model")
+
+
+def _release(engine: dict) -> str:
+    """" 0.5.9" where the answer was asked for a release (`--engine sglang@0.5.9`), else ""."""
+    v = str(engine.get("version") or "")
+    return f" {v}" if v[:1].isdigit() else ""

@@ -1,5 +1,5 @@
 """This machine's GEMM efficiency curve: matmuls of M = 1..256 rows on weight shapes like a model's, and the share
-of the roofline each reaches. It becomes the hardware file's [kernels] section (specs.kernels.measured_model),
+of the roofline each reaches. It becomes the hardware file's [kernels] section (specs.kernels_measured.measured_model),
 which the engine reads in place of tile and wave quantization (engine/kernels.measured_share).
 
 For every weight shape K x N (4 MiB to 256 MiB of fp32; 4 to 64 MiB with --quick) a stack of 256 MiB (64 MiB

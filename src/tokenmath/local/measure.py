@@ -16,7 +16,7 @@ still noisy is refused as a hardware file unless the user accepts it (Measuremen
 
 These are sustained figures, not datasheet peaks. The file's [kernels] section holds this machine's kernel model
 (streaming fraction = triad / memory_bw = 1.0, the curve, the per-call overhead as each kernel's fixed time;
-specs.kernels.measured_model), which `infer --hardware FILE` and `verify` use by default; `--peak` is the pure
+specs.kernels_measured.measured_model), which `infer --hardware FILE` and `verify` use by default; `--peak` is the pure
 roofline of the measured figures.
 """
 from __future__ import annotations

@@ -69,7 +69,7 @@ class Measurement:
         return curve_efficiency(self.gemm_curve, self.memory_bw, fp32, self.overhead_s or 0.0)
 
     def kernels_section(self) -> dict | None:
-        """The hardware file's [kernels] section: this machine's kernel model (specs.kernels.measured_model reads
+        """The hardware file's [kernels] section: this machine's kernel model (specs.kernels_measured.measured_model reads
         it). None when no fp32 matmul or no curve was measured."""
         rows, els, eff = self.curve()
         if not rows:

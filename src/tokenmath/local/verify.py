@@ -7,7 +7,7 @@ HF_HUB_OFFLINE=1). For each batch size it prefills `context` tokens, then times 
 (tokenmath.local.transformers_model).
 
 The prediction is tokenmath's engine (tokenmath.infer) on the measured hardware file (`tokenmath measure`), in fp32
-as the model runs, with the file's own kernel model (its [kernels] section, specs.kernels.measured_model): every
+as the model runs, with the file's own kernel model (its [kernels] section, specs.kernels_measured.measured_model): every
 GEMM at the share of the roofline that this machine's fp32 matmuls of that many rows on that weight shape reached
 (engine/kernels.measured_share), streaming at the measured triad, and the measured per-call overhead as each
 kernel's fixed time. What eager PyTorch and transformers add beyond those kernels is measured, not fitted: the same

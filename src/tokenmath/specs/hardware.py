@@ -229,10 +229,11 @@ def from_record(hid: str, rec: dict, field: str = "hardware") -> Hardware:
 
 
 def _measured_kernels(hid: str, rec: dict, field: str, memory_bw: float, flops: dict):
-    """The KernelModel of a file's [kernels] section (specs.kernels.measured_model), None without one."""
+    """The KernelModel of a file's [kernels] section (specs.kernels_measured.measured_model), None without one."""
     if "kernels" not in rec:
         return None
-    from tokenmath.specs.kernels import GENERIC, measured_model
+    from tokenmath.specs.kernels import GENERIC
+    from tokenmath.specs.kernels_measured import measured_model
     return measured_model(rec["kernels"], rec.get("kernel_class") or GENERIC, memory_bw, flops, hid,
                           where=f"{field}.kernels")
 

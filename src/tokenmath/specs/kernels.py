@@ -28,7 +28,16 @@ TILES = ("tile_m_small", "tile_m", "split_k_min_k")
 TIMES = ("gemm_fixed_s", "small_kernel_fixed_s", "attn_decode_fixed_s")
 # the dense-peak key a matmul runs at (Hardware.flops_key) -> the GEMM fraction that applies to it
 DTYPE_CLASS = {"fp32": "bf16", "tf32": "bf16", "bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "fp8",
-               "fp6": "fp4", "fp4": "fp4", "int4": "fp4"}
+               "fp6": "fp4", "fp4": "fp4", "int4": "fp4", "w4a16": "w4a16"}
+# 4-bit floating-point weights on a chip without a 4-bit (or microscaling) path run W4A16 at the bf16 peak
+# (specs/hardware.FALLBACK), dequantizing every weight tile inside the GEMM: the class's `gemm_w4a16` fraction
+W4_KEYS = ("fp4", "mxfp4")
+
+
+def fraction_key(requested: str, resolved: str) -> str:
+    """The GEMM-fraction key for matmuls asked at `requested` (Precision .compute) that run at the dense peak
+    `resolved` (Hardware.flops_key): "w4a16" where 4-bit float weights fell back to a 16-bit peak, else resolved."""
+    return "w4a16" if requested in W4_KEYS and DTYPE_CLASS.get(resolved, "bf16") == "bf16" else resolved
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,8 @@ class KernelModel:
     """The kernel constants of one chip class (fractions of a peak in (0, 1], times in s, sizes in elements)."""
     kernel_class: str
     stream_bw: float            # fraction of HBM peak a long streaming read reaches
-    gemm: MappingProxyType      # "bf16" | "fp8" | "fp4" -> fraction of that dense peak a large GEMM sustains
+    gemm: MappingProxyType      # "bf16" | "fp8" | "fp4" | "w4a16" -> fraction of that dense peak a large GEMM sustains
+                                # (w4a16: 4-bit weights dequantized in a bf16 GEMM, at the bf16 peak)
     compute_units: int          # SMs / CUs of the chip (0: unknown, no wave quantization)
     tile_m_small: int           # output tile rows when the GEMM has at most this many rows (tokens)
     tile_m: int                 # output tile rows otherwise
@@ -168,7 +178,7 @@ def class_model(name: str) -> KernelModel:
     vals, prov = {}, {}
     if base:
         parent = class_model(base)
-        for k in FRACTIONS + TILES + TIMES + ("tile_n",):
+        for k in FRACTIONS + ("gemm_w4a16",) + TILES + TIMES + ("tile_n",):
             key = k.replace("gemm_", "") if k.startswith("gemm_") and k not in TIMES else None
             vals[k] = parent.gemm[key] if key else getattr(parent, k)
             prov[k] = f"assumed-from-{base}: {parent.provenance.get(k, '')}"
@@ -181,7 +191,13 @@ def class_model(name: str) -> KernelModel:
             vals[k], prov[k] = _entry(f"classes.{name}.{k}", rec[k])
         elif k not in vals:
             _bad(f"classes.{name}.{k}", "missing", "a { value, how, src } table")
-    for k in FRACTIONS:
+    # optional: a class with no W4A16 figure of its own takes its parent's, else its bf16 GEMM fraction (said so)
+    if "gemm_w4a16" in rec:
+        vals["gemm_w4a16"], prov["gemm_w4a16"] = _entry(f"classes.{name}.gemm_w4a16", rec["gemm_w4a16"])
+    elif "gemm_w4a16" not in vals:
+        vals["gemm_w4a16"] = vals["gemm_bf16"]
+        prov["gemm_w4a16"] = "assumed-from-bf16: no W4A16 GEMM measurement read for this class (dequantization free)"
+    for k in FRACTIONS + ("gemm_w4a16",):
         if not 0 < vals[k] <= 1:
             _bad(f"classes.{name}.{k}", f"{vals[k]:g} is not a fraction of a peak", "in (0, 1]")
     for k in TILES:
@@ -205,7 +221,8 @@ def class_model(name: str) -> KernelModel:
         prov["gemm_k_dependence"] = f"assumed-from-{MEASURED_K_CLASS}: {prov['gemm_k_dependence']}"
     return KernelModel(
         kernel_class=name, stream_bw=vals["stream_bw"],
-        gemm=MappingProxyType({"bf16": vals["gemm_bf16"], "fp8": vals["gemm_fp8"], "fp4": vals["gemm_fp4"]}),
+        gemm=MappingProxyType({"bf16": vals["gemm_bf16"], "fp8": vals["gemm_fp8"], "fp4": vals["gemm_fp4"],
+                               "w4a16": vals["gemm_w4a16"]}),
         compute_units=0, tile_n=vals["tile_n"], **{k: int(vals[k]) for k in TILES}, **{k: vals[k] for k in TIMES},
         attn_decode_bw=vals["attn_decode_bw"], attn_decode_flops=vals["attn_decode_flops"],
         attn_prefill_scale=vals["attn_prefill_scale"], link_bw=vals["link_bw"],
@@ -225,7 +242,7 @@ def _k_dependence(rec) -> tuple[tuple, MappingProxyType, str]:
     where = "gemm_k_dependence"
     if not isinstance(rec, dict):
         _bad(where, "not a table", "k = [increasing K], <gemm class> = [factors], how, src")
-    ks = _increasing(rec, "k", f"kernels.toml.{where}", False)
+    ks = increasing_list(rec, "k", f"kernels.toml.{where}", False)
     out = {}
     for c in ("bf16", "fp8", "fp4"):
         if c not in rec:
@@ -313,20 +330,15 @@ def resolve(km: KernelModel | None, hw) -> KernelModel | None:
     return kernel_model(hw)
 
 
-# ---- a machine's own measured kernel model (the [kernels] section `tokenmath measure` writes) -------------------
-MEASURED_KEYS = ("how", "src", "date", "stream_gbs", "gemm_peak_tflops", "gemm_dtype", "per_call_s", "rows",
-                 "weight_elements", "efficiency")
-_TOL = 1e-6     # a figure written twice (memory_bw_tbs and stream_gbs) may differ in its last digit
-
-
-def _num(sec: dict, key: str, where: str, lo: float, hi: float, valid: str) -> float:
+# ---- checked numbers of a table (also the measured kernel model's: specs/kernels_measured.py) -------------------
+def checked_number(sec: dict, key: str, where: str, lo: float, hi: float, valid: str) -> float:
     v = sec.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi or v != v:
         raise InputError(f"{where}.{key}", "missing" if v is None else f"{v!r} is out of range", valid)
     return float(v)
 
 
-def _increasing(sec: dict, key: str, where: str, integer: bool) -> tuple:
+def increasing_list(sec: dict, key: str, where: str, integer: bool) -> tuple:
     v = sec.get(key)
     ok = isinstance(v, list) and v and all(not isinstance(x, bool) and isinstance(x, int if integer else (int, float))
                                            and 1 <= x < 1e15 for x in v)
@@ -334,63 +346,3 @@ def _increasing(sec: dict, key: str, where: str, integer: bool) -> tuple:
         raise InputError(f"{where}.{key}", f"{v!r} is not an increasing list" if v is not None else "missing",
                          "an increasing list of " + ("whole numbers >= 1" if integer else "numbers >= 1"))
     return tuple(int(x) if integer else float(x) for x in v)
-
-
-def measured_model(sec, base: str, memory_bw: float, flops, chip: str = "",
-                   where: str = "hardware.kernels") -> KernelModel:
-    """The kernel model of a machine that measured itself: the constants of class `base` (the file's kernel_class,
-    else generic) except
-    - stream_bw = stream_gbs (the measured triad) / the file's memory_bw (1.0 when memory_bw_tbs is that triad);
-    - the GEMM fraction of gemm_dtype's class = gemm_peak_tflops (the square-matmul figure the curve is relative
-      to) / the file's figure for gemm_dtype (1.0 when tflops holds it); the other classes' 1.0 (the file's own
-      sustained figures);
-    - the curve: efficiency[i][j] = the share of max(FLOPs / peak, bytes / bandwidth) a GEMM of rows[i] x
-      weight_elements[j] reached after its fixed per_call_s, in (0, 1] (engine/kernels.measured_share);
-    - every kernel's fixed time = per_call_s (the measured per-call overhead); decode attention streams the KV at
-      stream_bw and computes at the GEMM fraction.
-    memory_bw in B/s, flops: dtype -> FLOP/s (the file's). InputError names the field of a value out of range."""
-    if not isinstance(sec, dict):
-        raise InputError(where, "not a table", f"a table with {', '.join(MEASURED_KEYS)}")
-    for k in sec:
-        if k not in MEASURED_KEYS:
-            raise InputError(f"{where}.{k}", "unknown key", f"valid keys: {', '.join(MEASURED_KEYS)}")
-    stream = _num(sec, "stream_gbs", where, 1e-3, memory_bw / 1e9 * (1 + _TOL),
-                  f"GB/s, at most the file's memory_bw_tbs ({memory_bw / 1e12:g} TB/s): a measured triad") * 1e9
-    dt = sec.get("gemm_dtype", "fp32")
-    if not isinstance(dt, str) or dt not in flops:
-        raise InputError(f"{where}.gemm_dtype", f"{dt!r} has no figure in tflops",
-                         f"one of {', '.join(flops)} (the dtype the curve was measured in)")
-    pk = _num(sec, "gemm_peak_tflops", where, 1e-6, flops[dt] / 1e12 * (1 + _TOL),
-              f"TFLOP/s, at most the file's tflops.{dt} ({flops[dt] / 1e12:g})") * 1e12
-    t0 = _num(sec, "per_call_s", where, 0.0, 1e-3 * (1 - _TOL), "seconds in [0, 1e-3): one call's fixed time")
-    rows = _increasing(sec, "rows", where, True)
-    els = _increasing(sec, "weight_elements", where, False)
-    eff = sec.get("efficiency")
-    if not (isinstance(eff, list) and len(eff) == len(rows) and all(isinstance(r, list) and len(r) == len(els)
-                                                                     for r in eff)):
-        raise InputError(f"{where}.efficiency", "not a rows x weight_elements table",
-                         f"{len(rows)} lists (one per row count) of {len(els)} fractions (one per shape)")
-    for i, r in enumerate(eff):
-        for j, x in enumerate(r):
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= 1:
-                raise InputError(f"{where}.efficiency[{i}][{j}]", f"{x!r} is not a fraction of the roofline",
-                                 "in (0, 1]: measured time never beats max(FLOPs / peak, bytes / bandwidth)")
-    km = class_model(base)
-    s, g = min(1.0, stream / memory_bw), min(1.0, pk / flops[dt])
-    gcls = DTYPE_CLASS.get(dt, "bf16")
-    how = f"measured: tokenmath measure {sec.get('date', '')}".rstrip()
-    prov = {**km.provenance, "stream_bw": f"{how}, triad {stream / 1e9:.4g} GB/s / memory_bw {memory_bw / 1e9:.4g}",
-            **{f"gemm_{c}": (f"{how}, {dt} square matmul {pk / 1e12:.4g} / tflops.{dt} {flops[dt] / 1e12:.4g}"
-                             if c == gcls else f"{how}: the file's own sustained figure") for c in ("bf16", "fp8", "fp4")},
-            **{k: f"{how}, per-call overhead" for k in TIMES},
-            "attn_decode_bw": f"{how}: streams the KV cache like the triad",
-            "attn_decode_flops": f"{how}: taken at the {dt} square-matmul figure",
-            "curve": f"{how}: {sec.get('src', '')}"}
-    return replace(km, kernel_class="measured", chip=chip, stream_bw=s,
-                   gemm=MappingProxyType({c: (g if c == gcls else 1.0) for c in ("bf16", "fp8", "fp4")}),
-                   gemm_fixed_s=t0, small_kernel_fixed_s=t0, attn_decode_fixed_s=t0, attn_decode_bw=s,
-                   attn_decode_flops=g, curve_rows=rows, curve_elements=els,
-                   curve_efficiency=tuple(tuple(float(x) for x in r) for r in eff),
-                   measured_on=f"tokenmath measure {sec.get('date', '')}".rstrip()
-                   + (f"; other constants of the {base} class" if base else ""),
-                   provenance=MappingProxyType(prov))

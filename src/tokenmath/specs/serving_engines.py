@@ -37,7 +37,8 @@ FIELDS = ("id", "name", "version", "graphs", "graph_max_batch", "graph_max_batch
           "max_running_small_gpu", "max_running_speculative", "max_batched_tokens", "max_batched_tokens_small_gpu",
           "chunked_prefill",
           "mixed_batches", "kv_memory_fraction", "kv_fraction_of", "kv_block_tokens", "overlap_scheduling",
-          "step_cpu_s", "step_cpu_min_s", "step_cpu_max_s", "step_cpu_per_seq_s", "quant", "sources")
+          "step_cpu_s", "step_cpu_min_s", "step_cpu_max_s", "step_cpu_per_seq_s", "quant", "sources",
+          "releases_from")
 LARGE_TP = 4                # SGLang captures larger decode graphs from this tensor-parallel degree up
 
 
@@ -66,6 +67,8 @@ class EngineProfile:
     graph_max_batch_large_tp: int | None = None       # SGLang: larger decode graphs from tp >= LARGE_TP
     step_cpu_per_seq_s: float = 0.0                   # CPU per running sequence per step (validate fits it; 0: none)
     max_running_speculative: int | None = None        # SGLang: its cap on running requests when speculating, unset
+    releases_from: str = ""          # the first release line the profile's defaults hold for (specs/engine_releases.py)
+    release: str = ""                # the release an answer was asked for (`--engine sglang@0.5`), "" when none
 
     @property
     def step_cpu(self) -> float:
@@ -92,12 +95,18 @@ class EngineProfile:
         tok = self.max_batched_tokens_small_gpu if small and self.max_batched_tokens_small_gpu else self.max_batched_tokens
         return run, tok
 
+    @property
+    def assumed_version(self) -> str:
+        """The engine version an answer assumes: the release asked for, else the profile's own description."""
+        return self.release or self.version
+
     def describe(self) -> dict:
-        """{id, name}: what every answer states about the engine it assumed."""
-        return {"id": self.id, "name": self.name}
+        """{id, name, version}: what every answer states about the engine it assumed."""
+        return {"id": self.id, "name": self.name, "version": self.assumed_version or None}
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "name": self.name, "version": self.version, "graphs": self.graphs,
+        return {"id": self.id, "name": self.name, "version": self.version, "releases_from": self.releases_from,
+                "release": self.release, "graphs": self.graphs,
                 "graph_max_batch": self.graph_max_batch, "max_running": self.max_running,
                 "max_batched_tokens": self.max_batched_tokens, "chunked_prefill": self.chunked_prefill,
                 "mixed_batches": self.mixed_batches, "kv_memory_fraction": self.kv_memory_fraction,
@@ -129,7 +138,8 @@ def engine_label(engine: "EngineProfile | None") -> str:
     cpu = "per-step CPU time not fitted (0)" if e.step_cpu_s is None else f"per-step CPU {e.step_cpu_s * 1e3:g} ms"
     if e.step_cpu_s is not None and e.step_cpu_per_seq_s:
         cpu += f" + {e.step_cpu_per_seq_s * 1e6:g} us per running sequence"
-    return (f"engine: {e.name} defaults ({graphs}; KV {e.kv_memory_fraction:g} of {e.kv_fraction_of} memory in "
+    ver = f" {e.release}" if e.release else ""         # the profile's own reading is in the answer's JSON
+    return (f"engine: {e.name}{ver} defaults ({graphs}; KV {e.kv_memory_fraction:g} of {e.kv_fraction_of} memory in "
             f"{e.kv_block_tokens}-token blocks; {run}; {chunks}; {'overlapped' if e.overlap_scheduling else 'serial'} "
             f"scheduling; {cpu})")
 
@@ -220,7 +230,17 @@ def from_record(eid: str, rec: dict, field_: str = "engine") -> EngineProfile:
         kv_block_tokens=_int(rec, "kv_block_tokens", field_, lo=1, hi=1_000_000),
         overlap_scheduling=_bool(rec, "overlap_scheduling", field_),
         step_cpu_s=step, step_cpu_bounds_s=bounds, quant=tuple(quant), step_cpu_per_seq_s=_per_seq(rec, field_),
-        sources={str(k): str(v) for k, v in sources.items()})
+        sources={str(k): str(v) for k, v in sources.items()}, releases_from=_release_line(rec, field_))
+
+
+def _release_line(rec: dict, field_: str) -> str:
+    v = rec.get("releases_from", "")
+    if not isinstance(v, str):
+        raise InputError(f"{field_}.releases_from", f"{show(v)} is not a release", 'a release line such as "0.5"')
+    if v:
+        from tokenmath.specs.engine_releases import numbers
+        numbers(v, f"{field_}.releases_from")
+    return v
 
 
 def catalog() -> dict:
@@ -245,6 +265,16 @@ def get_engine(spec: "str | EngineProfile | None" = None) -> EngineProfile:
     key = spec.strip().lower()
     if key in cat:
         return from_record(key, cat[key], field_=f"engine[{key}]")
+    if "@" in key and not looks_like_path(spec):          # sglang@0.5: the profile, for that release
+        from dataclasses import replace
+        from tokenmath.specs.engine_releases import check, split
+        eid, release = split(key)
+        if eid == NO_ENGINE:
+            raise InputError("engine", f"{show(spec)}: the engine-free step has no releases", f"{NO_ENGINE}")
+        if eid not in cat:
+            raise unknown_name("engine", eid, [*cat, NO_ENGINE])
+        prof = from_record(eid, cat[eid], field_=f"engine[{eid}]")
+        return replace(prof, release=check(eid, release, prof.releases_from, prof.name))
     if looks_like_path(spec):
         rec = read_user_file(spec, "engine")
         tables = [k for k, v in rec.items() if isinstance(v, dict) and k != "sources"]

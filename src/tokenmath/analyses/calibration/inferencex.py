@@ -46,6 +46,11 @@ FALLBACK_PROFILE = "vllm"
 # ATOM's dsr1_fp8_mi355x_atom_mtp.sh --num-speculative-tokens 3): the default; the NVIDIA recipes' own lengths
 # (SGLang 2, TensorRT-LLM 1 or 3) are read per run by inferencex_recipe.mtp_tokens
 MTP_TOKENS = 3
+# InferenceX's client draws every request's input and output lengths uniformly from [ratio x L, L], L the run's isl
+# / osl: RANDOM_RANGE_RATIO 0.8 in .github/workflows/benchmark-tmpl.yml and benchmark-multinode-tmpl.yml (the
+# workflow input's default, 0.8, since the ratio became one, github.com/SemiAnalysisAI/InferenceX 5a009b0a8,
+# 2025-08-12), read by utils/bench_serving/benchmark_serving.py sample_random_requests: randint(int(L x ratio), L + 1)
+RANGE_RATIO = 0.8
 NUMBERS = ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu", "median_intvty", "median_ttft",
            "median_tpot", "median_e2el", "p99_ttft")
 INTS = ("prefill_tp", "prefill_ep", "prefill_num_workers", "decode_tp", "decode_ep", "decode_num_workers",
@@ -54,6 +59,16 @@ BOOLS = ("disagg", "is_multinode", "prefill_dp_attention", "decode_dp_attention"
 SOURCE = ("date", "run_url", "source_repo", "source_commit", "source_file")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _VERSION = re.compile(r"(?:^|[:\-_v])v?(\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc)\d+)*)")
+
+
+def lengths(n: int) -> str:
+    """The length law InferenceX's client drew for a run of nominal length n (RANGE_RATIO), as a --input-len value."""
+    return f"uniform:{int(n * RANGE_RATIO)}-{int(n)}"
+
+
+def mean_length(n: int) -> float:
+    """The mean of lengths(n): tokens per request on average."""
+    return (int(n * RANGE_RATIO) + int(n)) / 2
 
 
 @dataclass(frozen=True)

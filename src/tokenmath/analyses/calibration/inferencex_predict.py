@@ -40,7 +40,8 @@ from tokenmath.engine.pass_cost import BOTTLENECKS
 from tokenmath.mapping.layout import attention_code
 from tokenmath.specs.efficiency import DEFAULT
 from tokenmath.analyses.setup import fmt_layout, setup
-from tokenmath.analyses.calibration.inferencex import MTP_TOKENS, WEIGHT_DTYPES, Run, skip_reason
+from tokenmath.analyses.calibration.inferencex import (MTP_TOKENS, WEIGHT_DTYPES, Run, lengths, mean_length,
+                                                     skip_reason)
 from tokenmath.analyses.calibration.inferencex_recipe import plain, recipe
 from tokenmath.analyses.serving.by_concurrency import layout_replica
 from tokenmath.analyses.serving.grid import evaluate
@@ -190,10 +191,11 @@ def _aggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
         for r in rs:
             by_len.setdefault((r.row["isl"], r.row["osl"]), []).append(r)
         for (isl, osl), grp in by_len.items():
-            pts = [closed_loop(rep, cost, r.row["conc"], parse_lengths(isl, "input_len"),
-                               parse_lengths(osl, "output_len")) for r in grp]
+            pts = [closed_loop(rep, cost, r.row["conc"], parse_lengths(lengths(isl), "input_len"),
+                               parse_lengths(lengths(osl), "output_len")) for r in grp]
             groups_per_replica = max(1, lay[2] * lay[3])
-            step, dterm, _, pterm, _ = _terms(su, lay, [p.running for p in pts], isl, osl, draft)
+            step, dterm, _, pterm, _ = _terms(su, lay, [p.running for p in pts], round(mean_length(isl)),
+                                              round(mean_length(osl)), draft)
             for r, p, st, dt, pt in zip(grp, pts, step, dterm, pterm):
                 tput = p.total_tokens_per_s / p.chips
                 if not (math.isfinite(tput) and tput > 0):
@@ -242,13 +244,14 @@ def _disaggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
     for (mid, chip, wd, prof, dkv, dcomm, dfrac, pkv, pcomm, pfrac, k, dwhole, pwhole, dlay, play, mtp, isl, osl,
          notes), rs in groups.items():
         name = f"prefill {fmt_layout(*play)} / decode {fmt_layout(*dlay)}"
+        mi, mo = mean_length(isl), mean_length(osl)          # the client's mean lengths (inferencex.lengths)
         try:
             su = _setup(mid, chip, wd, prof, basis, dkv, dcomm, dfrac, whole=dwhole)
             draft = _draft(su, mtp, k)
-            ttft1, prompts_per_s, pterm = _prefill_pool(mid, chip, wd, prof, basis, play, isl, pkv, pcomm, pfrac,
+            ttft1, prompts_per_s, pterm = _prefill_pool(mid, chip, wd, prof, basis, play, round(mi), pkv, pcomm, pfrac,
                                                         pwhole)
             b = [r.row["conc"] / r.row["decode_num_workers"] for r in rs]
-            step, dterm, fits, _, run_b = _terms(su, dlay, b, isl, osl, draft)
+            step, dterm, fits, _, run_b = _terms(su, dlay, b, round(mi), round(mo), draft)
         except InputError as e:
             out += [_skip(r, f"{name}: {e.problem}", name) for r in rs]
             continue
@@ -259,10 +262,10 @@ def _disaggregated(runs: list[Run], basis: str, how) -> list[RunPrediction]:
                                     f"users of {isl + osl:,} tokens", name))
                 continue
             running = min(x["conc"], x["decode_num_workers"] * rb)      # users in the decode pool at once
-            users = running / (ttft1 + osl * st)                          # requests/s they make
+            users = running / (ttft1 + mo * st)                           # requests/s they make
             pool = x["prefill_num_workers"] * prompts_per_s          # requests/s the prefill pool serves
             rate = min(users, pool)
-            out.append(RunPrediction(r, rate * (isl + osl) / x["gpus"], 1.0 / st, ttft1,
+            out.append(RunPrediction(r, rate * (mi + mo) / x["gpus"], 1.0 / st, ttft1,
                                      pterm if pool < users else str(dt), "prefill" if pool < users else "decode",
                                      name, None, notes + ("KV transfer between the pools left out",),
                                      "kv" if rb < want else "users"))

@@ -54,8 +54,8 @@ def engine_param() -> Param:
     from tokenmath.specs.serving_engines import NO_ENGINE, engine_ids
     return replace(dfield("engine"), kind="choice", choices=(*engine_ids(), NO_ENGINE),
                    help="serving engine profile (its graphs, scheduler limits, KV memory fraction and blocks): "
-                        "a shipped profile's id, or none: the engine-free step (no scheduler limits, launch or CPU "
-                        "costs)")
+                        "a shipped profile's id, optionally at a release it covers (sglang@0.5), or none: the "
+                        "engine-free step (no scheduler limits, launch or CPU costs)")
 
 
 def layout(a: dict) -> dict:

@@ -56,7 +56,9 @@ DEPLOYMENT_FIELDS: tuple[Field, ...] = (
           choices=tuple(WEIGHT_DTYPES), questions=SERVING),
     Field("kv_dtype", "choice", None, "KV-cache dtype (default bf16)", choices=tuple(KV_DTYPES), questions=SERVING),
     Field("engine", "text", DEFAULT_ENGINE, "serving engine profile: vllm, sglang, tensorrt-llm, llama.cpp, mlx, an "
-          "engine file (.toml/.json) or none (the engine-free step: no scheduler limits, launch or CPU costs)",
+          "engine file (.toml/.json) or none (the engine-free step: no scheduler limits, launch or CPU costs); "
+          "NAME@RELEASE (sglang@0.5, vllm@0.11, tensorrt-llm@1.3) names the release the answer assumes, one the "
+          "profile covers",
           questions=SERVING),
     Field("max_running", "int", None, "the serving engine's most sequences running at once per scheduler "
           "(default: the profile's, e.g. vLLM 1,024; SGLang sets it from memory)", 1, 10_000_000, unit="sequences",

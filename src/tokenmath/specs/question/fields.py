@@ -141,6 +141,8 @@ def as_list(v, p: Field) -> list:
 
 def _as_choice(v, p: Field) -> str:
     s = str(v).strip().lower()
+    if p.name == "engine" and "@" in s and s.partition("@")[0] in p.choices:
+        return s            # a shipped profile at a release (sglang@0.5): its profile checks the release when resolved
     if s not in p.choices:
         near = closest(s, p.choices)
         raise InputError(p.name, f"{show(v)} is not one of the choices",

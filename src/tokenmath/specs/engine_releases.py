@@ -1,0 +1,45 @@
+"""Which releases of an engine a profile describes, and `--engine NAME@RELEASE` (for example `sglang@0.5`).
+
+A profile's defaults were read from the engine's code at the commits its `sources` name (data/engines.toml);
+`releases_from` is the first release line they hold for (the line where the behaviour the profile assumes became
+the default: vLLM's V1 engine from 0.8.0, SGLang's overlap scheduler from 0.4, TensorRT-LLM's PyTorch backend and
+trtllm-serve from 1.0), each with its source in the profile's `sources.releases`. tokenmath holds one profile per
+engine, not one per release: asking for a release the profile covers gives the profile's answer and says which
+release it assumed; asking for an earlier one, or for a release of an engine whose profile records none, is refused
+with the releases that are covered.
+"""
+from __future__ import annotations
+
+import re
+
+from tokenmath.base.errors import InputError
+
+_RELEASE = re.compile(r"^v?(\d+(?:\.\d+){0,3})((?:\.?(?:post|rc|dev)\d*)*)$")
+
+
+def split(spec: str) -> tuple[str, str]:
+    """("sglang", "0.5.9") from "sglang@0.5.9"; ("sglang", "") without a release."""
+    name, _, release = spec.partition("@")
+    return name.strip(), release.strip()
+
+
+def numbers(release: str, field: str = "engine") -> tuple[int, ...]:
+    """The numeric part of a release ("0.5.12.post1" -> (0, 5, 12)); InputError for anything else."""
+    m = _RELEASE.match(release.strip().lower())
+    if not m:
+        raise InputError(field, f"release {release!r} is not a version",
+                         "a release such as 0.5, 0.5.9 or 1.3.0rc14 after the engine's name (sglang@0.5)")
+    return tuple(int(x) for x in m.group(1).split("."))
+
+
+def check(eid: str, release: str, releases_from: str, name: str) -> str:
+    """The release asked (normalized: no leading v), once it is one the profile covers (>= releases_from)."""
+    if not releases_from:
+        raise InputError("engine", f"{eid}@{release}: tokenmath's {name} profile records no release lines",
+                         f"{eid} (its defaults as read, see data/engines.toml)")
+    got = numbers(release)
+    first = numbers(releases_from, f"engine[{eid}].releases_from")
+    if got[:len(first)] < first:
+        raise InputError("engine", f"{eid}@{release}: tokenmath's {name} profile describes releases from "
+                         f"{releases_from} on", f"{eid}@{releases_from} or later, or {eid}")
+    return release.strip().lstrip("vV")
