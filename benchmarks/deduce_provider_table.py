@@ -74,6 +74,8 @@ def fit_interval(samples: int, scales: dict, as_json: bool) -> int:
                    {e: x["total_params_b"] for e, x in d.items()})
     text = DATA.read_text()
     text = text[:text.index("\n[interval]")] if "\n[interval]" in text else text.rstrip("\n")
+    head = "\n\n# deduce's interval scale q"         # the previous fit's comment block goes with its values
+    text = text[:text.index(head)] if head in text else text
     lo = {g: {e: x["active_params_b"] for e, x in d.items()} for g, d in f["held_out"].items()}
     lines = ["", "", "# deduce's interval scale q per evidence set and quantity (analyses/inverse/interval_calibration.py),",
              f"# fitted {datetime.date.today()} by benchmarks/deduce_provider_table.py --fit-interval on the provider",

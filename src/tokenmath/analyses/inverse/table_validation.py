@@ -22,7 +22,7 @@ from tokenmath.analyses.inverse.prefill_evidence import pairs
 from tokenmath.base.errors import InputError
 
 SETS = ("price", "price+speed", "price+speed+ttft")
-SCALE_GRID = (1.0, 2.0, 4.0, 8.0, 16.0)
+SCALE_GRID = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 TARGETS = {"coverage_80": 0.80, "median_width": 5.0, "median_error_factor": 1.5}
 
 
