@@ -14,7 +14,7 @@ import re
 
 from tokenmath.base.errors import InputError
 
-_RELEASE = re.compile(r"^v?(\d+(?:\.\d+){0,3})((?:\.?(?:post|rc|dev)\d*)*)$")
+_RELEASE = re.compile(r"^v?(\d{1,8}(?:\.\d{1,8}){0,3})((?:\.?(?:post|rc|dev)\d{0,8})*)$")
 
 
 def split(spec: str) -> tuple[str, str]:
