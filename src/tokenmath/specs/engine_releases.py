@@ -32,8 +32,10 @@ def numbers(release: str, field: str = "engine") -> tuple[int, ...]:
     return tuple(int(x) for x in m.group(1).split("."))
 
 
-def check(eid: str, release: str, releases_from: str, name: str) -> str:
-    """The release asked (normalized: no leading v), once it is one the profile covers (>= releases_from)."""
+def check_release(profile, release: str) -> str:
+    """The release asked of an EngineProfile (normalized: no leading v), once it is one the profile covers
+    (>= its releases_from)."""
+    eid, releases_from, name = profile.id, profile.releases_from, profile.name
     if not releases_from:
         raise InputError("engine", f"{eid}@{release}: tokenmath's {name} profile records no release lines",
                          f"{eid} (its defaults as read, see data/engines.toml)")

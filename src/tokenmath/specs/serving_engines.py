@@ -12,10 +12,11 @@ How a profile enters a prediction (engine/static_batch.py, engine/memory.py):
   weights and activations leave ("free"), in whole KV blocks, and at most max_running sequences per instance."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tokenmath.base.errors import InputError, closest, show, unknown_name
 from tokenmath.specs.catalog import looks_like_path, read_user_file, shipped
+from tokenmath.specs.engine_releases import check_release, numbers, split
 
 NO_ENGINE = "none"          # the engine-free step: no scheduler limits, no launch or per-step CPU costs
 GRAPH_MODES = ("all", "batch1", "none")
@@ -238,7 +239,6 @@ def _release_line(rec: dict, field_: str) -> str:
     if not isinstance(v, str):
         raise InputError(f"{field_}.releases_from", f"{show(v)} is not a release", 'a release line such as "0.5"')
     if v:
-        from tokenmath.specs.engine_releases import numbers
         numbers(v, f"{field_}.releases_from")
     return v
 
@@ -266,15 +266,13 @@ def get_engine(spec: "str | EngineProfile | None" = None) -> EngineProfile:
     if key in cat:
         return from_record(key, cat[key], field_=f"engine[{key}]")
     if "@" in key and not looks_like_path(spec):          # sglang@0.5: the profile, for that release
-        from dataclasses import replace
-        from tokenmath.specs.engine_releases import check, split
         eid, release = split(key)
         if eid == NO_ENGINE:
             raise InputError("engine", f"{show(spec)}: the engine-free step has no releases", f"{NO_ENGINE}")
         if eid not in cat:
             raise unknown_name("engine", eid, [*cat, NO_ENGINE])
         prof = from_record(eid, cat[eid], field_=f"engine[{eid}]")
-        return replace(prof, release=check(eid, release, prof.releases_from, prof.name))
+        return replace(prof, release=check_release(prof, release))
     if looks_like_path(spec):
         rec = read_user_file(spec, "engine")
         tables = [k for k, v in rec.items() if isinstance(v, dict) and k != "sources"]
