@@ -208,7 +208,7 @@ def test_cli_json_plot_and_text(tmp_path, monkeypatch):
     res = CliRunner().invoke(cli, ["validate", "--json", "--plot", str(png)])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
-    assert {"summary", "parameters", "calibration", "declared", "counts", "rows", "flat"} <= set(d)
+    assert {"summary", "parameters", "calibration", "declared", "counts", "rows", "flat", "worst"} <= set(d)
     assert d["summary"]["model"] == "physics" and d["flat"]["summary"]["model"] == "flat"
     assert d["summary"]["faster_than_pure_roofline"]["count"] == 0
     assert {p["name"] for p in d["declared"]} >= {"compute_scale", "bw_scale", "layer_overhead_s", "step_cpu_s",
@@ -222,7 +222,7 @@ def test_cli_json_plot_and_text(tmp_path, monkeypatch):
     res = CliRunner().invoke(cli, ["validate"], terminal_width=200)
     assert res.exit_code == 0, res.output
     for text in ("LORO", "LOVO", "by regime", "by chip vendor", "MoE / dense",
-                 "predictions faster than the pure roofline: 0"):
+                 "predictions faster than the pure roofline: 0", "measurements furthest off"):
         assert text in res.output, text
 
 
@@ -258,3 +258,45 @@ def test_shipped_physics_values_are_this_fit(v):
     got = {(p["name"], p["group"]): p["value"] for p in shipped_cal["physics"]}
     want = {(d["name"], d["group"]): d["value"] for d in v.parameters()}
     assert got == pytest.approx(want, rel=1e-12)
+
+
+# ---- the worst rows and the term that explains each (issue 35) -------------------------------------------------------
+
+def test_row_term_reads_the_phase_the_metric_measures():
+    from tokenmath.analyses.calibration.predict import row_term
+    from tokenmath.analyses.serving.infer import infer
+    # Llama 3.1 70B on 8 x H100, batch 1, 2,048 in / 128 out: a decode step reads ~70.6 GB of weights over 8 chips
+    # (8.8 GB each at 3.35 TB/s: ~2.6 ms at full bandwidth, against 2 x 70.6e9 / 8 = 17.6 GFLOP each: ~18 us at
+    # peak): memory-bound. The prompt's 2,048 tokens are 2,048 x 17.6 GFLOP = 36 TFLOP per chip against 4.5 GB of
+    # weights per chip read once: compute-bound.
+    r = infer("llama-3.1-70b", "h100-sxm", chips=8, batch=1, input_len=2048, output_len=128)
+    assert row_term(r, {"metric": "ttft_s"}) == "prefill: compute"
+    assert row_term(r, {"metric": "decode_step_s"}) == "decode: memory"
+    # a whole request: 128 decode steps of ~12 ms (~1.5 s) outlast one ~0.1 s prefill
+    assert row_term(r, {"metric": "e2e_latency_s"}) == "decode: memory"
+    # ... until the prompt is long enough to take longer than the decode: 64K tokens and 2 output tokens
+    r = infer("llama-3.1-70b", "h100-sxm", chips=8, batch=1, input_len=65536, output_len=2)
+    assert row_term(r, {"metric": "e2e_latency_s"}) == "prefill: compute"
+
+
+def test_worst_rows_are_the_largest_held_out_errors_each_with_its_term(v):
+    from tokenmath.analyses.calibration.heldout import ape
+    w = v.worst()
+    assert len(w) == 20
+    apes = [d["ape"] for d in w]
+    assert apes == sorted(apes, reverse=True)
+    held = v.heldout["loso"]
+    scored = [ape(held[p.id], p.measured) for p in v.preds if p.usable and p.labels.scored and p.id in held]
+    assert apes[-1] >= sorted(scored, reverse=True)[19] - 1e-12       # nothing left out is further off
+    phases = ("prefill: ", "decode: ", "training step: ")
+    for d in w:
+        assert d["term"].startswith(phases), d
+        assert d["ratio"] == pytest.approx(d["predicted_loso"] / d["measured"])
+        p = next(p for p in v.preds if p.id == d["id"])
+        assert d["optimistic"] == p.faster_than(d["predicted_loso"], d["measured"])
+        # every residual named at a bound is a fitted value of this row's on an edge of its declared range
+        for text in d["at_bound"]:
+            name, group, value, _ = text.split(" ", 3)
+            fv = v.fit.values[(name, group)]
+            assert fv.edge and f"{fv.value:g}" == value
+    assert "worst" in v.to_dict()

@@ -39,6 +39,7 @@ class RowPrediction:
     evaluate: Callable[[dict], np.ndarray] | None = None   # fitted-parameter values -> predicted metric
     skipped: str | None = None
     notes: list[str] = field(default_factory=list)
+    term: str | None = None         # what dominates the predicted metric: "<phase>: <bottleneck>" (row_term)
 
     @property
     def id(self) -> str:
@@ -71,6 +72,25 @@ class RowPrediction:
 def source_key(row) -> str:
     s = str(row.get("source", ""))
     return s.split(" ")[0].split("#")[0][:80]
+
+
+# metrics set by one phase alone; the others (throughput and latency of whole requests) by the longer of the two
+PREFILL_METRICS = ("ttft_s", "prefill_tokens_per_s")
+DECODE_METRICS = ("output_tokens_per_s_per_user", "decode_tokens_per_s", "decode_step_s", "decode_total_s")
+
+
+def row_term(r, row) -> str:
+    """The term of the model that dominates a row's prediction, from the engine's result `r` at the row's batch:
+    the phase the metric reads (prefill for TTFT and prefill rates, decode for step times and per-user speed, else
+    the phase taking more of a request's time: the batch's prefill vs output_len decode steps) and that phase's
+    bottleneck (compute, memory, communication, overhead: engine/pass_cost.BOTTLENECKS, the decode step's including
+    the serving engine's own time)."""
+    m = row["metric"]
+    pre, dec = float(np.max(r.ttft_s)), float(np.max(r.decode_step_s)) * max(int(r.output_len), 1)
+    phase = "prefill" if m in PREFILL_METRICS or (m not in DECODE_METRICS and pre > dec) else "decode"
+    # the decode step's label with a serving engine's own time counted (None without an engine: the pass's)
+    name = r.prefill.bottleneck if phase == "prefill" else (r.decode_bottleneck or r.decode.bottleneck)
+    return f"{phase}: {str(np.asarray(name).reshape(-1)[0])}"
 
 
 def metric_function(r, row) -> Callable:
@@ -240,6 +260,7 @@ def predict_inference(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPre
     except InputError as e:
         p.skipped = f"not expressible: {e}"
         return p
+    p.term = row_term(base, row)
     f = metric_function(peak, row)
     p.predicted_peak = float(f(peak.ttft_s, peak.decode_step_s))
     p.predicted_default = float(f(dflt.ttft_s, dflt.decode_step_s))
@@ -279,6 +300,9 @@ def predict_training(row: dict, model: CalibrationModel = FLAT_MODEL) -> RowPred
     def pick(x):
         return x["tokens_per_s"] / x["chips"] if m == "tokens_per_s_per_chip" else x[key]
     p.predicted_default, p.predicted_peak = pick(d), pick(pk)
+    parts = d.get("breakdown_s") or {}
+    if parts:       # the largest share of the predicted step (compute, tp_comm, pp_bubble, dp_comm_exposed, ...)
+        p.term = "training step: " + max((k for k in parts if k != "dp_comm_total"), key=lambda k: parts[k])
     xs, ys = np.array(grid, float), np.array([pick(x) for x in at], float)
     if len(xs):
         p.evaluate = lambda values: np.interp(np.asarray(values.get("train_flops", 1.0), float), xs, ys)

@@ -19,6 +19,7 @@ from tokenmath.analyses.calibration.heldout import (SCHEMES, all_held_out, ape, 
                                                     medians)
 from tokenmath.analyses.calibration.parameters import FLAT_MODEL, TRAIN_BW, CalibrationModel, physics_model
 from tokenmath.analyses.calibration.predict import THROUGHPUT, RowPrediction, metric_function, predict_all
+from tokenmath.analyses.calibration.worst import WORST_N, worst
 
 __all__ = ["THROUGHPUT", "Validation", "metric_function", "validate", "validate_flat", "write_calibration"]
 
@@ -114,9 +115,14 @@ class Validation:
     def counts(self) -> dict:
         return counts(list(self.preds))
 
+    def worst(self, n: int = WORST_N) -> list[dict]:
+        """The n rows furthest off held out by source, each with the term that explains it (worst.py)."""
+        return worst(self, n)
+
     def to_dict(self) -> dict:
         return {"summary": self.summary(), "parameters": self.parameters(), "calibration": self.calibration_table(),
-                "declared": [p.to_dict() for p in self.model.params], "counts": self.counts(), "rows": self.rows()}
+                "declared": [p.to_dict() for p in self.model.params], "counts": self.counts(), "rows": self.rows(),
+                "worst": self.worst()}
 
 
 def validate(rows=None, model: CalibrationModel | None = None) -> Validation:

@@ -22,7 +22,8 @@ from tokenmath.faces.commands.common import PLOT_OPTION, emit_json, force_option
 @guarded
 def validate(as_json, plot_file, write_calibration, inferencex, inferencex_basis, quiet):
     """Predict every published measurement shipped with tokenmath: held-out error by regime, MoE/dense and chip
-    vendor (leave one source / regime / vendor / MoE-or-dense out), the pure-roofline check, the fitted parameters;
+    vendor (leave one source / regime / vendor / MoE-or-dense out), the pure-roofline check, the fitted parameters,
+    the 20 rows furthest off with the term that dominates each;
     then, held out and never fitted, published throughput-per-GPU vs tok/s/user points (InferenceX curves) and MLPerf
     Inference Offline, Server and Interactive results."""
     from tokenmath.analyses.calibration.validate import validate as run, validate_flat, write_calibration as write
@@ -63,6 +64,8 @@ def validate(as_json, plot_file, write_calibration, inferencex, inferencex_basis
     from tokenmath.faces.tables import validation_table
     from tokenmath.faces.tables_interactivity import interactivity_table
     validation_table(v, flat)
+    from tokenmath.faces.tables_worst import worst_table
+    worst_table(v.worst())
     click.echo(training_runs_text(runs))
     interactivity_table(curves)
     from tokenmath.faces.tables_mlperf import mlperf_server_table, mlperf_table
