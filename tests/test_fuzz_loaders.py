@@ -352,7 +352,13 @@ def _engine_text() -> str:
     import tomllib
     from tokenmath.specs.catalog import shipped
     rec = {k: v for k, v in shipped("engines.toml")["vllm"].items() if not isinstance(v, dict)}
-    text = "".join(f"{k} = {json.dumps(v)}\n" for k, v in rec.items())
+
+    def lit(v):      # TOML: JSON scalars and lists, a list of tables as inline tables (earlier_lines)
+        if isinstance(v, list) and any(isinstance(x, dict) for x in v):
+            return "[" + ", ".join("{ " + ", ".join(f"{a} = {json.dumps(b)}" for a, b in x.items()) + " }"
+                                   for x in v) + "]"
+        return json.dumps(v)
+    text = "".join(f"{k} = {lit(v)}\n" for k, v in rec.items())
     assert tomllib.loads(text)
     return text
 

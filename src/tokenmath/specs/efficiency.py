@@ -96,7 +96,7 @@ def physics_values(hardware, engine: "EngineProfile | None" = None) -> dict:
     from tokenmath.specs.families import OTHER, family
     recs = _physics_records()
     fam = family(hardware)
-    eid = engine.id if engine is not None else None
+    eid = engine.calibration_key if engine is not None else None     # vllm@0.7: the V0 rows' group, vllm-v0
     keys = {"engine_family": f"{eid}@{fam}" if eid and fam != OTHER else None,
             "family": fam if fam != OTHER else None, "engine": eid, "all": "_all"}
     out = {}

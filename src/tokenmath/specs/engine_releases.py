@@ -7,6 +7,11 @@ trtllm-serve from 1.0), each with its source in the profile's `sources.releases`
 engine, not one per release: asking for a release the profile covers gives the profile's answer and says which
 release it assumed; asking for an earlier one, or for a release of an engine whose profile records none, is refused
 with the releases that are covered.
+
+An earlier release line with measurements of its own (`earlier_lines`: vLLM 0.6-0.7, the V0 engine, whose published
+rows form the calibration group `vllm-v0` in data/calibration.toml) is answered with the profile's scheduling
+defaults and the residuals fitted on that line's rows (its CPU per step and per sequence, its gap per layer, its
+compute and bandwidth scales): the figures then do depend on the release, and the answer says which line it took.
 """
 from __future__ import annotations
 
@@ -32,16 +37,25 @@ def numbers(release: str, field: str = "engine") -> tuple[int, ...]:
     return tuple(int(x) for x in m.group(1).split("."))
 
 
-def check_release(profile, release: str) -> str:
-    """The release asked of an EngineProfile (normalized: no leading v), once it is one the profile covers
-    (>= its releases_from)."""
+def _covers(got: tuple[int, ...], line: tuple[int, ...]) -> bool:
+    """Whether release `got` is on or after release line `line` (0.5.9 is on line 0.5; 0.4 is not)."""
+    return got[:len(line)] >= line
+
+
+def check_release(profile, release: str) -> tuple[str, "object | None"]:
+    """(the release asked of an EngineProfile, normalized: no leading v; the EarlierLine it falls on, or None for a
+    release of the profile's own lines, >= its releases_from). Refused below every line the profile records."""
     eid, releases_from, name = profile.id, profile.releases_from, profile.name
     if not releases_from:
         raise InputError("engine", f"{eid}@{release}: tokenmath's {name} profile records no release lines",
                          f"{eid} (its defaults as read, see data/engines.toml)")
     got = numbers(release)
-    first = numbers(releases_from, f"engine[{eid}].releases_from")
-    if got[:len(first)] < first:
-        raise InputError("engine", f"{eid}@{release}: tokenmath's {name} profile describes releases from "
-                         f"{releases_from} on", f"{eid}@{releases_from} or later, or {eid}")
-    return release.strip().lstrip("vV")
+    norm = release.strip().lstrip("vV")
+    if _covers(got, numbers(releases_from, f"engine[{eid}].releases_from")):
+        return norm, None
+    for line in sorted(profile.earlier_lines, key=lambda x: numbers(x.start), reverse=True):
+        if _covers(got, numbers(line.start)):
+            return norm, line
+    first = min([releases_from, *(x.start for x in profile.earlier_lines)], key=numbers)
+    raise InputError("engine", f"{eid}@{release}: tokenmath's {name} profile describes releases from {first} on",
+                     f"{eid}@{first} or later, or {eid}")

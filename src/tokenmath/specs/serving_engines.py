@@ -39,8 +39,17 @@ FIELDS = ("id", "name", "version", "graphs", "graph_max_batch", "graph_max_batch
           "chunked_prefill",
           "mixed_batches", "kv_memory_fraction", "kv_fraction_of", "kv_block_tokens", "overlap_scheduling",
           "step_cpu_s", "step_cpu_min_s", "step_cpu_max_s", "step_cpu_per_seq_s", "quant", "sources",
-          "releases_from")
+          "releases_from", "earlier_lines")
 LARGE_TP = 4                # SGLang captures larger decode graphs from this tensor-parallel degree up
+
+
+@dataclass(frozen=True)
+class EarlierLine:
+    """A release line before the profile's own (releases_from) that published measurements describe: answered with
+    the profile's defaults and the residuals fitted on that line's rows (specs/engine_releases.py)."""
+    start: str              # its first release ("0.6")
+    calibration: str        # the calibration group its rows form (data/calibration.toml [[physics]] group)
+    describes: str          # what the line was ("the V0 engine")
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,13 @@ class EngineProfile:
     max_running_speculative: int | None = None        # SGLang: its cap on running requests when speculating, unset
     releases_from: str = ""          # the first release line the profile's defaults hold for (specs/engine_releases.py)
     release: str = ""                # the release an answer was asked for (`--engine sglang@0.5`), "" when none
+    earlier_lines: tuple = ()        # EarlierLine: release lines before releases_from with measured rows of their own
+    line: "EarlierLine | None" = None   # the earlier line the release asked for falls on (None: the profile's own)
+
+    @property
+    def calibration_key(self) -> str:
+        """The engine group its fitted residuals are read under: the earlier line's (vllm-v0), else the id."""
+        return self.line.calibration if self.line is not None else self.id
 
     @property
     def step_cpu(self) -> float:
@@ -102,8 +118,13 @@ class EngineProfile:
         return self.release or self.version
 
     def describe(self) -> dict:
-        """{id, name, version}: what every answer states about the engine it assumed."""
-        return {"id": self.id, "name": self.name, "version": self.assumed_version or None}
+        """{id, name, version}: what every answer states about the engine it assumed; with `line` where the release
+        falls on an earlier line, answered with that line's fitted residuals."""
+        d = {"id": self.id, "name": self.name, "version": self.assumed_version or None}
+        if self.line is not None:
+            d["line"] = {"from": self.line.start, "describes": self.line.describes,
+                         "calibration_group": self.line.calibration}
+        return d
 
     def to_dict(self) -> dict:
         return {"id": self.id, "name": self.name, "version": self.version, "releases_from": self.releases_from,
@@ -140,6 +161,9 @@ def engine_label(engine: "EngineProfile | None") -> str:
     if e.step_cpu_s is not None and e.step_cpu_per_seq_s:
         cpu += f" + {e.step_cpu_per_seq_s * 1e6:g} us per running sequence"
     ver = f" {e.release}" if e.release else ""         # the profile's own reading is in the answer's JSON
+    if e.line is not None:
+        ver += (f" ({e.line.describes}: these defaults with the CPU, per-layer and scale residuals fitted on its own "
+                f"measurements, group {e.line.calibration})")
     return (f"engine: {e.name}{ver} defaults ({graphs}; KV {e.kv_memory_fraction:g} of {e.kv_fraction_of} memory in "
             f"{e.kv_block_tokens}-token blocks; {run}; {chunks}; {'overlapped' if e.overlap_scheduling else 'serial'} "
             f"scheduling; {cpu})")
@@ -231,7 +255,8 @@ def from_record(eid: str, rec: dict, field_: str = "engine") -> EngineProfile:
         kv_block_tokens=_int(rec, "kv_block_tokens", field_, lo=1, hi=1_000_000),
         overlap_scheduling=_bool(rec, "overlap_scheduling", field_),
         step_cpu_s=step, step_cpu_bounds_s=bounds, quant=tuple(quant), step_cpu_per_seq_s=_per_seq(rec, field_),
-        sources={str(k): str(v) for k, v in sources.items()}, releases_from=_release_line(rec, field_))
+        sources={str(k): str(v) for k, v in sources.items()}, releases_from=_release_line(rec, field_),
+        earlier_lines=_earlier_lines(rec, field_))
 
 
 def _release_line(rec: dict, field_: str) -> str:
@@ -241,6 +266,22 @@ def _release_line(rec: dict, field_: str) -> str:
     if v:
         numbers(v, f"{field_}.releases_from")
     return v
+
+
+def _earlier_lines(rec: dict, field_: str) -> tuple:
+    v = rec.get("earlier_lines", [])
+    want = 'a list of tables {start = "0.6", calibration = "<group>", describes = "<what it was>"}'
+    if not isinstance(v, list):
+        raise InputError(f"{field_}.earlier_lines", f"{show(v)} is not a list", want)
+    out = []
+    for i, x in enumerate(v):
+        f = f"{field_}.earlier_lines[{i}]"
+        if not isinstance(x, dict) or set(x) != {"start", "calibration", "describes"} or not all(
+                isinstance(x[k], str) and x[k] for k in x):
+            raise InputError(f, f"{show(x)} is not an earlier release line", want)
+        numbers(x["start"], f"{f}.start")
+        out.append(EarlierLine(x["start"], x["calibration"], x["describes"]))
+    return tuple(out)
 
 
 def catalog() -> dict:
@@ -272,7 +313,8 @@ def get_engine(spec: "str | EngineProfile | None" = None) -> EngineProfile:
         if eid not in cat:
             raise unknown_name("engine", eid, [*cat, NO_ENGINE])
         prof = from_record(eid, cat[eid], field_=f"engine[{eid}]")
-        return replace(prof, release=check_release(prof, release))
+        release, line = check_release(prof, release)
+        return replace(prof, release=release, line=line)
     if looks_like_path(spec):
         rec = read_user_file(spec, "engine")
         tables = [k for k, v in rec.items() if isinstance(v, dict) and k != "sources"]
