@@ -52,7 +52,10 @@ def test_each_prediction_meets_the_limits_and_one_user_more_does_not(one_check):
               kv_dtype="fp8", input_len=prompt, output_len=c.output_len)
     here, more = steady_state("llama-2-70b", "h100-sxm", concurrency=[c.users, c.users + 1], **kw).points
     assert here.ttft_s <= 2.0 and here.tpot_s <= 0.2
-    assert more.ttft_s > 2.0 or more.tpot_s > 0.2
+    # the best point within the limits: one user more breaks a limit, or serves no more (the KV memory holds no more
+    # running requests: at the dataset's 222-token prompts this node tops out near 1,025 before either limit binds)
+    assert (more.ttft_s > 2.0 or more.tpot_s > 0.2
+            or more.output_tokens_per_s <= here.output_tokens_per_s * (1 + 1e-9))
     # the node's tokens/s = the layout's per chip x 8 chips; its ratio to the measured 21,605.79
     assert c.predicted == pytest.approx(here.output_tokens_per_s / here.chips * 8)
     assert c.ratio == pytest.approx(c.predicted / 21605.79)
@@ -61,10 +64,10 @@ def test_each_prediction_meets_the_limits_and_one_user_more_does_not(one_check):
 
 
 def test_held_out_server_accuracy_as_documented(checks):
-    # docs/reference/validation.md: 26 runs with a prompt estimate (the nine without a published prompt cap have
-    # none: upper bounds, listed apart), every one predicted; median |error| 11%, median ratio 1.08
+    # docs/reference/validation.md: 32 runs with a held-out prompt (the three gpt-oss-120b runs have none: upper
+    # bounds, listed apart), every one predicted; median |error| 12%, median ratio 0.99
     s = server_summary(checks)
-    assert s["all"]["rows"] == 26 and s["all"]["predicted"] == 26 and len(s["bound_only"]) == 9
+    assert s["all"]["rows"] == 32 and s["all"]["predicted"] == 32 and len(s["bound_only"]) == 3
     assert all(b["bound_over_measured"] > 1 for b in s["bound_only"])
     assert s["all"]["median_abs_error"] < 0.25 and 0.8 < s["all"]["median_ratio"] < 1.25
     assert all(math.isfinite(c.ratio) for c in checks if not c.bound_only)
@@ -72,14 +75,26 @@ def test_held_out_server_accuracy_as_documented(checks):
     assert s["all"]["median_predicted_server_over_offline"] > s["all"]["median_measured_server_over_offline"]
 
 
-def test_deepseek_r1_interactive_is_an_upper_bound_within_its_own_limits():
-    # no published prompt cap: predicted with 1-token prompts within 1.5 s / 15 ms, a bound the measured 4,934.65
-    # tokens/s must stay under; the same search reads the interactive_* limits, not the Server ones (2 s / 80 ms)
+def test_deepseek_r1_interactive_is_predicted_at_its_dataset_prompt_within_its_own_limits():
+    # DeepSeek-R1's evaluation set averages 803.8 prompt tokens (data/mlperf.toml [dataset."deepseek-r1"]): predicted
+    # there within 1.5 s / 15 ms; the same search reads the interactive_* limits, not the Server ones (2 s / 80 ms)
     row = next(r for r in mp.load_results() if r["id"] == "mlperf60-deepseek-r1-8xb300-gigacomputing-trt")
-    off = mp.check(row)
+    off, = mp.held_out([mp.check(row)])
+    assert off.heldout_prompt == 803.8 and off.heldout_prompt_source == mp.DATASET_MEAN
     inter, = server_checks([off], "interactive")
     server, = server_checks([off], "server")
-    assert inter.bound_only and inter.ratio is None and inter.output_len == round(4934.65 / 1.31)
-    assert inter.predicted > inter.measured == 4934.65
+    assert not inter.bound_only and inter.output_len == round(4934.65 / 1.31) and inter.measured == 4934.65
+    assert inter.ratio == pytest.approx(inter.predicted / 4934.65)
     assert inter.to_dict()["tpot_limit_s"] == 0.015 and server.to_dict()["tpot_limit_s"] == 0.08
-    assert inter.predicted < server.predicted        # tighter limits never raise the bound
+    assert inter.predicted < server.predicted        # tighter limits never raise the throughput
+    # at 1-token prompts the same search is an upper bound on the prediction at the dataset's prompt
+    bound, = server_checks([mp.check(row)], "interactive")
+    assert bound.bound_only and bound.predicted >= inter.predicted
+
+
+def test_gpt_oss_stays_an_upper_bound_without_a_known_prompt():
+    row = next(r for r in mp.load_results() if r["id"] == "mlperf60-gpt-oss-120b-8xb300-asustek-trt")
+    off, = mp.held_out([mp.check(row)])
+    inter, = server_checks([off], "interactive")
+    assert off.heldout_prompt is None and inter.bound_only and inter.ratio is None
+    assert inter.predicted > inter.measured

@@ -7,22 +7,24 @@ from tokenmath.faces.tables import count_cell as num, held_out_medians, id_table
 
 def mlperf_table(mv) -> None:
     """Every result: measured node tokens/s, the band (prompts of 1 token .. at the cap), the prompt that would
-    explain the measurement, the held-out prediction at the other systems' implied prompt and its ratio; then the
-    median held-out ratio and |error| by vendor and MoE/dense. mv: MLPerfValidation."""
+    explain the measurement, the held-out prediction (at the dataset's mean prompt, else at the other systems'
+    implied prompt) and its ratio; then the median held-out ratio and |error| by vendor, MoE/dense and round, and the
+    same at the other systems' implied prompt. mv: MLPerfValidation."""
     from tokenmath.faces.tables import console
     c = console()
     d = mv.to_dict()
     rows, s = d["rows"], d["summary"]
     t = id_table("Held out: MLPerf Inference Offline, one 8-accelerator node, not fitted (output tokens/s; band = "
-                 "prompts of 1 token .. at the dataset's cap; held out = predicted at the prompt the OTHER systems "
-                 "of the benchmark imply)", [r["id"] for r in rows],
-                 ("out tok", "measured", "band", "implied prompt", "held out", "pred/meas", "pure roofline"))
+                 "prompts of 1 token .. at the dataset's cap; held out = predicted at the dataset's mean prompt (d), "
+                 "else at the prompt the OTHER systems of the benchmark imply (o))", [r["id"] for r in rows],
+                 ("out tok", "measured", "band", "implied prompt", "prompt", "held out", "pred/meas", "pure roofline"))
     for r in rows:
         band = (f"{num(r['predicted_tokens_per_s_prompt_cap'])} - {num(r['predicted_tokens_per_s_prompt_1'])}"
                 if r["input_cap"] else f"<= {num(r['predicted_tokens_per_s_prompt_1'])}")
-        ratio = ratio_cell(r["heldout_ratio"])
+        src = {"dataset mean": " d", None: ""}.get(r["heldout_prompt_source"], " o")
         t.add_row(r["id"], str(r["output_len"]), num(r["measured_tokens_per_s"]), band,
-                  num(r["implied_prompt_tokens"]), num(r["heldout_predicted_tokens_per_s"]), ratio,
+                  num(r["implied_prompt_tokens"]), num(r["heldout_prompt_tokens"]) + src,
+                  num(r["heldout_predicted_tokens_per_s"]), ratio_cell(r["heldout_ratio"]),
                   num(r["pure_roofline_tokens_per_s"]))
     print_table(c, t)
     a = s["all"]
@@ -30,11 +32,15 @@ def mlperf_table(mv) -> None:
                           "median |error|", s, ("vendor", "moe", "round"), ("in band", "in_band"),
                           "median_heldout_ratio", "median_heldout_abs_error")
     c.print(t2)
-    c.print(f"MLPerf rows: {a['in_band']} of {a['rows']} inside their band, {a['above_band']} above it (pessimistic "
-            f"whatever the prompts); predictions faster than the pure roofline: {len(d['faster_than_pure_roofline'])} "
-            "(must be 0)")
+    c.print(f"MLPerf rows: {a['scored']} of {a['rows']} predicted at a held-out prompt; {a['in_band']} inside their "
+            f"band, {a['above_band']} above it (pessimistic whatever the prompts); predictions faster than the pure "
+            f"roofline: {len(d['faster_than_pure_roofline'])} (must be 0)")
+    if a["others_rows"]:
+        c.print(f"at the prompt the other systems imply instead (the level estimated from the measurements, only the "
+                f"ranking held out): median |error| {a['median_others_abs_error']:.0%}, ratio "
+                f"{a['median_others_ratio']:.2f}, over {a['others_rows']} rows")
     for b in s["bound_only"]:
-        c.print(f"no published prompt cap, upper bound only: {b['id']} measured {num(b['measured'])} tokens/s, "
+        c.print(f"no prompt length known, upper bound only: {b['id']} measured {num(b['measured'])} tokens/s, "
                 f"{num(b['bound_prompt_1'])} with 1-token prompts ({b['bound_over_measured']:.2f} x)")
 
 
@@ -47,7 +53,8 @@ def mlperf_server_table(sv: dict) -> None:
     rows, s = sv["rows"], sv["summary"]
     name = sv["title"].split(",")[0].removeprefix("MLPerf Inference ")
     t = id_table(f"Held out: MLPerf Inference {name}, not fitted (output tokens/s within the run's TTFT / TPOT limits, "
-                 f"at the prompt the other systems imply in Offline; {name.lower()}/offline = what the limits cost)",
+                 f"at Offline's held-out prompt: the dataset's mean, else what the other systems imply; "
+                 f"{name.lower()}/offline = what the limits cost)",
                  [r["id"] for r in rows], ("limits", "measured", "predicted", "pred/meas", "users",
                                            f"{name.lower()}/offline meas.", "pred."))
     for r in rows:
@@ -61,7 +68,7 @@ def mlperf_server_table(sv: dict) -> None:
                              "median_abs_error"))
     for b in sv.get("bound_only_rows", []):
         bound, meas = b["predicted_tokens_per_s"], b["measured_tokens_per_s"]
-        c.print(f"no held-out prompt, upper bound only (1-token prompts, {b['ttft_limit_s']:g} s / "
+        c.print(f"no prompt length known, upper bound only (1-token prompts, {b['ttft_limit_s']:g} s / "
                 f"{b['tpot_limit_s'] * 1e3:g} ms): {b['id']} measured {num(meas)} tokens/s, bound {num(bound)}"
                 + (f" ({bound / meas:.2f} x)" if bound else ""))
     a = s["all"]

@@ -11,12 +11,15 @@ Offline issues every sample at once: throughput at max load. For a row (model, 8
   below it (an engine slower than the model); above it means the model is pessimistic whatever the prompts were;
 - the bound: the same envelope at the pure roofline (100% of every peak, no engine costs) with 1-token prompts.
 The band is wide (prefill at the cap costs several times the decode), so the test that carries information is a
-held-out one across systems: every row of a benchmark ran the same dataset, so the same (unknown) mean prompt.
-For each row the implied prompt is the length at which the prediction meets the measurement (bisection in log
-length over [1, cap]; throughput falls as prompts grow); a row is then predicted at the median implied prompt of
-the OTHER systems of its benchmark (leave-one-system-out: the unknown estimated without the row), and that ratio,
-predicted / measured, is its held-out error. If tokenmath ranked the chips right, every system would imply the
-same prompt; the spread of the implied prompts is the spread of its relative errors. The medians are given by vendor,
+held-out prediction at one prompt:
+- where the benchmark's dataset has a known mean prompt (data/mlperf.toml [dataset.*]: the mean token length of
+  its evaluation set), the row is predicted at it: nothing about the prompt is estimated from any measurement;
+- else at the median implied prompt of the OTHER systems of its benchmark (every row of a benchmark ran the same
+  dataset, so the same unknown mean prompt; a row's implied prompt is the length at which the prediction meets its
+  measurement, bisection in log length over [1, cap]): leave-one-system-out, the unknown estimated without the row.
+That ratio, predicted / measured, is the row's held-out error. The other systems' implied prompt is kept beside the
+dataset's (others_*) where both exist: if tokenmath ranked the chips right, every system would imply the same
+prompt, and the dataset's mean tells whether the model's level is right too. The medians are given by vendor,
 MoE / dense and round (v4.1, v5.1, v6.0).
 """
 from __future__ import annotations
@@ -31,6 +34,7 @@ from tokenmath.base.errors import InputError
 from tokenmath.base.validators import known_keys
 
 DATA = "mlperf.toml"
+DATASET_FIELDS = ("input_mean", "samples", "source", "reference_output_mean")
 REQUIRED = ("id", "benchmark", "round", "submitter", "system", "url", "quote", "model", "hardware", "chips", "engine",
             "software", "weight_dtype", "precision_source", "tokens_per_s", "samples_per_s")
 # input_cap absent: no published cap on the prompts; the row is checked against its upper bound only (1-token
@@ -76,6 +80,29 @@ def load_results(table: dict | None = None) -> list[dict]:
     return out
 
 
+def dataset_prompts(table: dict | None = None) -> dict[str, float]:
+    """benchmark -> its evaluation set's mean prompt (tokens), from [dataset."<benchmark>"] of `table` (default the
+    shipped file); each entry checked (a positive input_mean and samples, a source, no unknown key)."""
+    from tokenmath.specs.catalog import shipped
+    recs = (shipped(DATA) if table is None else table).get("dataset", {})
+    if not isinstance(recs, dict):
+        raise InputError("dataset", f"{recs!r} is not a table of benchmarks", '[dataset."<benchmark>"] tables')
+    out = {}
+    for bench, rec in recs.items():
+        f = f"dataset {bench}"
+        if not isinstance(rec, dict):
+            raise InputError(f, f"{rec!r} is not a table", "input_mean, samples, source")
+        known_keys(rec, DATASET_FIELDS, f)
+        for k in ("input_mean", "samples"):
+            v = rec.get(k)
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise InputError(f"{f}: {k}", f"{v!r} is not a positive number", "a number > 0")
+        if not rec.get("source"):
+            raise InputError(f"{f}: source", "missing", "where the lengths were read")
+        out[str(bench)] = float(rec["input_mean"])
+    return out
+
+
 def implied_prompt(row: dict, output_len: int, hi: float | None, lo: float | None, steps: int = 12) -> float | None:
     """The prompt length (tokens, in [1, cap]) at which the predicted node throughput equals the measured one, given
     the predictions at 1 token (hi) and at the cap (lo); None without a cap or where the measurement is above hi
@@ -109,8 +136,15 @@ class MLPerfCheck:
     pure_roofline: float | None
     layout_high: str | None
     implied_prompt: float | None = None        # prompt tokens at which prediction = measurement
-    heldout_prompt: float | None = None        # the other systems' median implied prompt (same benchmark)
+    heldout_prompt: float | None = None        # the prompt the held-out prediction is made at (heldout_prompt_source)
     heldout_predicted: float | None = None     # node tokens/s predicted at heldout_prompt
+    heldout_prompt_source: str | None = None   # "dataset mean" | "other systems' implied median"
+    others_prompt: float | None = None         # the other systems' median implied prompt (same benchmark)
+    others_predicted: float | None = None      # node tokens/s predicted at others_prompt
+
+    @property
+    def others_ratio(self) -> float | None:
+        return None if not self.others_predicted else self.others_predicted / self.measured
 
     @property
     def heldout_ratio(self) -> float | None:
@@ -149,7 +183,10 @@ class MLPerfCheck:
                 "predicted_tokens_per_s_prompt_cap": self.predicted_low, "pure_roofline_tokens_per_s": self.pure_roofline,
                 "best_layout_prompt_1": self.layout_high, "ratio_mid": self.ratio_mid, "where": self.where,
                 "implied_prompt_tokens": self.implied_prompt, "heldout_prompt_tokens": self.heldout_prompt,
+                "heldout_prompt_source": self.heldout_prompt_source,
                 "heldout_predicted_tokens_per_s": self.heldout_predicted, "heldout_ratio": self.heldout_ratio,
+                "others_implied_prompt_tokens": self.others_prompt,
+                "others_predicted_tokens_per_s": self.others_predicted, "others_ratio": self.others_ratio,
                 "moe": is_moe(r["model"]), "vendor": vendor_of(r["hardware"])}
 
 
@@ -179,18 +216,31 @@ def check(row: dict) -> MLPerfCheck:
                        layout_high=lay, implied_prompt=implied_prompt(row, out, hi, lo))
 
 
-def held_out(checks: list[MLPerfCheck]) -> list[MLPerfCheck]:
-    """Each check predicted at the median implied prompt of the other systems of its benchmark."""
+DATASET_MEAN = "dataset mean"
+OTHERS_IMPLIED = "other systems' implied median"
+
+
+def held_out(checks: list[MLPerfCheck], prompts: dict[str, float] | None = None) -> list[MLPerfCheck]:
+    """Each check predicted at its benchmark's dataset mean prompt (prompts: dataset_prompts(); None: the shipped
+    file's), else at the median implied prompt of the other systems of its benchmark; the latter kept beside the
+    former where both exist."""
+    prompts = dataset_prompts() if prompts is None else prompts
     out = []
     for c in checks:
         others = [o.implied_prompt for o in checks if o is not c and o.row["benchmark"] == c.row["benchmark"]
                   and o.implied_prompt is not None]
-        if not others:
-            out.append(c)
-            continue
-        p = float(np.median(others))
-        t, _ = _node_throughput(c.row, max(1, int(round(p))), c.output_len)
-        out.append(replace(c, heldout_prompt=p, heldout_predicted=t))
+        if others:
+            p = float(np.median(others))
+            t, _ = _node_throughput(c.row, max(1, int(round(p))), c.output_len)
+            c = replace(c, others_prompt=p, others_predicted=t)
+        mean = prompts.get(c.row["benchmark"])
+        if mean is not None:
+            t, _ = _node_throughput(c.row, max(1, int(round(mean))), c.output_len)
+            c = replace(c, heldout_prompt=mean, heldout_predicted=t, heldout_prompt_source=DATASET_MEAN)
+        elif c.others_prompt is not None:
+            c = replace(c, heldout_prompt=c.others_prompt, heldout_predicted=c.others_predicted,
+                        heldout_prompt_source=OTHERS_IMPLIED)
+        out.append(c)
     return out
 
 
@@ -208,16 +258,20 @@ class MLPerfValidation:
         """Rows, rows in the band, and the median held-out ratio and |error|, by vendor, MoE / dense and round."""
         def summary(cs):
             rs = [c.heldout_ratio for c in cs if c.heldout_ratio is not None]
-            return {"rows": len(cs), "in_band": sum(c.where == "in the band" for c in cs),
+            os_ = [c.others_ratio for c in cs if c.others_ratio is not None]
+            return {"rows": len(cs), "scored": len(rs), "in_band": sum(c.where == "in the band" for c in cs),
                     "below_band": sum(c.where == "below the band" for c in cs),
                     "above_band": sum(c.where == "above the band" for c in cs),
-                    "bound_only": sum(c.where == "below the bound" for c in cs),
+                    "bound_only": sum(c.heldout_prompt is None for c in cs),    # no prompt to predict at
                     "median_heldout_ratio": float(np.median(rs)) if rs else None,
-                    "median_heldout_abs_error": float(np.median(np.abs(np.asarray(rs) - 1.0))) if rs else None}
+                    "median_heldout_abs_error": float(np.median(np.abs(np.asarray(rs) - 1.0))) if rs else None,
+                    "others_rows": len(os_),
+                    "median_others_ratio": float(np.median(os_)) if os_ else None,
+                    "median_others_abs_error": float(np.median(np.abs(np.asarray(os_) - 1.0))) if os_ else None}
         out = {"all": summary(self.checks)}
         out["bound_only"] = [{"id": c.row["id"], "measured": c.measured, "bound_prompt_1": c.predicted_high,
                               "bound_over_measured": c.predicted_high / c.measured if c.predicted_high else None}
-                             for c in self.checks if c.row.get("input_cap") is None]
+                             for c in self.checks if c.heldout_prompt is None]
         for key, label in GROUPINGS:
             names = sorted({label(c) for c in self.checks})
             out[key] = {n: summary([c for c in self.checks if label(c) == n]) for n in names}
@@ -236,4 +290,6 @@ class MLPerfValidation:
 
 
 def validate_mlperf(table: dict | None = None) -> MLPerfValidation:
-    return MLPerfValidation(held_out([check(r) for r in load_results(table)]))
+    """Every result of `table` (default the shipped file) checked and predicted held out, at the dataset mean prompts
+    the same table holds."""
+    return MLPerfValidation(held_out([check(r) for r in load_results(table)], dataset_prompts(table)))

@@ -7,9 +7,9 @@ so its throughput is what continuous batching serves under a latency bound, belo
 prediction is the engine's closed-loop steady state (analyses/serving/by_concurrency.py, the one plan and fleet
 use): of the three layouts of the node with the most static throughput per chip, the point with the most output
 tokens/s per chip whose requests get their first token within the TTFT limit and their tokens at most the TPOT limit
-apart, users bisected to one, times the node's chips. It is read at the prompt length the OTHER systems of the
-benchmark imply in Offline (mlperf.held_out: the dataset's mean prompt is unpublished), with the Server run's own
-output length. The closed form's TTFT and TPOT are means where MLPerf bounds 99th percentiles, and a closed loop
+apart, users bisected to one, times the node's chips. It is read at Offline's held-out prompt (mlperf.held_out: the
+benchmark dataset's mean prompt, else the length the OTHER systems of the benchmark imply in Offline), with the
+Server run's own output length. The closed form's TTFT and TPOT are means where MLPerf bounds 99th percentiles, and a closed loop
 has no Poisson queue: the prediction is the ceiling the limits allow (docs/reference/validation.md: at that ceiling
 the simulator's open-loop 99th percentiles stay far inside the limits, where the measured runs' TPOT binds).
 
@@ -18,8 +18,8 @@ latency limits cost, a figure that does not depend on the absolute efficiency.
 
 Interactive (v6.0; the interactive_* fields) is the same loadgen scenario with tighter limits, each run's own from its
 mlperf_log_detail.txt (450 ms / 40 ms for Llama 2 70B, 500 ms / 30 ms for Llama 3.1 8B, 1.5 s / 15 ms for
-DeepSeek-R1, 2 s / 15 ms for gpt-oss-120b): predicted the same way. A row without a held-out prompt (no published
-prompt cap) gets an upper bound instead: the same search with 1-token prompts (no prompt makes a node faster within
+DeepSeek-R1, 2 s / 15 ms for gpt-oss-120b): predicted the same way. A row without a held-out prompt (no dataset
+mean and no other system's implied prompt: gpt-oss-120b) gets an upper bound instead: the same search with 1-token prompts (no prompt makes a node faster within
 the same limits); bounds stay out of the medians, as in Offline.
 """
 from __future__ import annotations
@@ -153,8 +153,8 @@ def validate_server(offline, scenario: str = "server") -> dict:
     name = {"server": "Server", "interactive": "Interactive"}[scenario]
     return {"title": f"MLPerf Inference {name}, held out (never fitted)",
             "method": "the engine's closed-loop steady state with the most output per chip whose mean TTFT and TPOT "
-                      "are within the run's limits (MLPerf bounds their 99th percentiles), at the prompt the other "
-                      "systems of the benchmark imply in Offline; without one (no published prompt cap), with 1-token "
-                      "prompts: an upper bound",
+                      "are within the run's limits (MLPerf bounds their 99th percentiles), at Offline's held-out "
+                      "prompt (the dataset's mean prompt, else the one the other systems of the benchmark imply); "
+                      "without one, with 1-token prompts: an upper bound",
             "rows": [c.to_dict() for c in checks if not c.bound_only],
             "bound_only_rows": [c.to_dict() for c in checks if c.bound_only], "summary": server_summary(checks)}
