@@ -20,12 +20,33 @@ def rows():
 
 
 def test_thousands_of_rows_every_one_sourced_and_dated(rows):
-    assert len(rows) >= 1500
+    assert len(rows) >= 2000
     for r in rows:
         assert r["run_url"].startswith("https://github.com/SemiAnalysisAI/InferenceX/actions/runs/")
         assert r["source_repo"] and len(r["source_commit"]) == 40
-        assert r["source_file"].startswith("packages/app/cypress/fixtures/api/benchmarks")
+        if r["source_repo"] == "gminneci/mantile":      # the CI run's own artifact (benchmarks/add_inferencex_raw.py)
+            run = r["run_url"].rsplit("/", 1)[1]
+            assert r["source_file"] == f"reconcile/sources/inferencemax/raw/run_{run}/agg_bmk.json"
+        else:
+            assert r["source_file"].startswith("packages/app/cypress/fixtures/api/benchmarks")
         assert "2025-01-01" <= r["date"] <= "2026-12-31"
+
+
+def test_gpt_oss_runs_come_from_their_ci_artifacts_and_read_as_mxfp4(rows):
+    from tokenmath.analyses.calibration.inferencex import weight_dtype
+    g = [r for r in rows if r["model"] == "gptoss"]
+    # 322 runs of gpt-oss-120b (vLLM 0.13 on B200 / H100 / H200, TensorRT-LLM 1.2.0rc2 on B200, Dynamo over it on
+    # GB200, ATOM on MI355X), dated 2025-12-17 .. 2026-01-14 by the runs their artifacts came from
+    assert len(g) == 322 and {r["source_repo"] for r in g} == {"gminneci/mantile"}
+    assert {r["hardware"] for r in g} == {"b200", "gb200", "h100", "h200", "mi355x"}
+    assert min(r["date"] for r in g) == "2025-12-17" and max(r["date"] for r in g) == "2026-01-14"
+    assert all(weight_dtype(r) == "mxfp4" for r in g)
+    assert weight_dtype({"model": "dsr1", "precision": "fp4"}) == "fp4"
+    # one record checked against its artifact (run 20308883467, TensorRT-LLM on 2 x B200, 8K / 1K, 4 users)
+    r = _find(g, framework="trt", decode_tp=2, decode_ep=1, isl=8192, osl=1024, conc=4, date="2025-12-17",
+              decode_dp_attention=False)
+    assert r["tput_per_gpu"] == pytest.approx(6056.9541297702435) and r["gpus"] == 2
+    assert r["image"] == "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc2"
 
 
 def test_units_sane(rows):
@@ -85,7 +106,7 @@ def test_reading_of_the_published_configuration():
                           "") == "0.1.3"
     assert engine_version("", "sglang", "") == "unknown"
     runs = load_runs()
-    assert {r.model_id for r in runs} == {"deepseek-v3"}
+    assert {r.model_id for r in runs} == {"deepseek-v3", "gpt-oss-120b"}
     assert all(r.chip_id for r in runs)
     dyn = [r for r in runs if "ai-dynamo" in r.row["image"]]
     assert dyn and all(r.generation.startswith("dynamo@") for r in dyn)

@@ -93,10 +93,10 @@ def test_every_run_predicted_or_listed(tmp_path):
     s = d["summary"]
     assert s["all"]["rows"] == len(load_runs())
     assert s["all"]["predicted"] + sum(s["skipped"].values()) == s["all"]["rows"]
-    # docs/reference/validation.md: 1,836 of 1,858 predicted (each as its recipe ran it), median |error| 24%,
-    # median ratio 1.18
-    assert s["all"]["predicted"] == 1836
-    assert 0.2 < s["all"]["median_ape"] < 0.32 and 1.05 < s["all"]["median_ratio"] < 1.3
+    # docs/reference/validation.md: 2,158 of 2,180 predicted (each as its recipe ran it), median |error| 22%,
+    # median ratio 1.09; gpt-oss-120b's 322 runs 8%
+    assert s["all"]["predicted"] == 2158
+    assert 0.15 < s["all"]["median_ape"] < 0.3 and 1.0 < s["all"]["median_ratio"] < 1.25
     assert "running users capped by" in s["groups"]
     assert len(d["worst"]) == 20 and all(w["term"] for w in d["worst"])
     for grouping in ("source", "vendor", "engine version", "model"):

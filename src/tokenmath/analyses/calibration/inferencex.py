@@ -7,11 +7,13 @@ InferenceX app (its API captures committed as test fixtures); every row keeps th
 its date and its CI run's URL (github.com/SemiAnalysisAI/InferenceX/actions/runs/...).
 
 Interpretation (each a stated reading of the published configuration, never a fitted choice):
-- model: "dsr1" is DeepSeek-R1 (the DeepSeek-V3 architecture: catalog deepseek-v3); a model without a catalog entry
-  is skipped with the reason.
+- model: "dsr1" is DeepSeek-R1 (the DeepSeek-V3 architecture: catalog deepseek-v3), "gptoss" gpt-oss-120b (its runs
+  added from the CI's own artifacts by benchmarks/add_inferencex_raw.py); a model without a catalog entry is skipped
+  with the reason.
 - chip: InferenceX's hardware key -> tokenmath's catalog id (gb200 / gb300: the NVL72 chips; h100: h100-sxm).
-- precision: fp8 -> weight dtype fp8; fp4 -> tokenmath's generic fp4 on every weight (the dump says neither NVFP4
-  nor MXFP4 nor which layers stay wider: an upper bound on the saving). KV cache: the model's default.
+- precision: fp8 -> weight dtype fp8; fp4 -> tokenmath's generic fp4 on every weight for DeepSeek-R1 (the dump says
+  neither NVFP4 nor MXFP4 nor which layers stay wider: an upper bound on the saving), gpt-oss-120b's own MXFP4
+  checkpoint (mxfp4: its MoE weights, the rest BF16) for gpt-oss. KV cache: the recipe's (inferencex_recipe.py).
 - engine: the framework column names the serving engine and, for disaggregated runs, the orchestrator in front of
   it (dynamo-sglang: NVIDIA Dynamo over SGLang; mori-sglang: AMD's MoRI transfer over SGLang). The engine profile
   used: sglang, tensorrt-llm (trt), else vLLM's (ATOM, AMD's engine, has no profile here: said on every ATOM row).
@@ -35,10 +37,12 @@ from functools import cache
 from tokenmath.base.errors import InputError
 
 DATA = "inferencex_runs.csv.gz"
-MODELS = {"dsr1": "deepseek-v3"}
+MODELS = {"dsr1": "deepseek-v3", "gptoss": "gpt-oss-120b"}
 CHIPS = {"b200": "b200", "b300": "b300", "gb200": "gb200", "gb300": "gb300", "h100": "h100-sxm", "h200": "h200",
          "mi300x": "mi300x", "mi325x": "mi325x", "mi355x": "mi355x"}
 WEIGHT_DTYPES = {"fp8": "fp8", "fp4": "fp4", "bf16": "bf16"}
+# a model whose published checkpoint fixes what a precision means: gpt-oss-120b ships MXFP4 MoE weights
+MODEL_WEIGHT_DTYPES = {("gptoss", "fp4"): "mxfp4"}
 PROFILES = {"sglang": "sglang", "trt": "tensorrt-llm", "vllm": "vllm"}      # engine -> tokenmath engine profile
 FALLBACK_PROFILE = "vllm"
 # InferenceX's DeepSeek-R1 MTP recipes on AMD draft 3 tokens a step ("--speculative-num-steps 3",
@@ -59,6 +63,11 @@ BOOLS = ("disagg", "is_multinode", "prefill_dp_attention", "decode_dp_attention"
 SOURCE = ("date", "run_url", "source_repo", "source_commit", "source_file")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _VERSION = re.compile(r"(?:^|[:\-_v])v?(\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc)\d+)*)")
+
+
+def weight_dtype(row: dict) -> str:
+    """tokenmath's weight dtype for a run's published model and precision."""
+    return MODEL_WEIGHT_DTYPES.get((row["model"], row["precision"]), WEIGHT_DTYPES[row["precision"]])
 
 
 def lengths(n: int) -> str:

@@ -40,7 +40,7 @@ from tokenmath.engine.pass_cost import BOTTLENECKS
 from tokenmath.mapping.layout import attention_code
 from tokenmath.specs.efficiency import DEFAULT
 from tokenmath.analyses.setup import fmt_layout, setup
-from tokenmath.analyses.calibration.inferencex import (MTP_TOKENS, WEIGHT_DTYPES, Run, lengths, mean_length,
+from tokenmath.analyses.calibration.inferencex import (MTP_TOKENS, Run, lengths, mean_length, weight_dtype,
                                                      skip_reason)
 from tokenmath.analyses.calibration.inferencex_recipe import plain, recipe
 from tokenmath.analyses.serving.by_concurrency import layout_replica
@@ -138,7 +138,7 @@ def _draft(su, mtp: bool, k: int | None = None):
 
 
 def _setup_key(run: Run) -> tuple:
-    return (run.model_id, run.chip_id, WEIGHT_DTYPES[run.row["precision"]], run.profile)
+    return (run.model_id, run.chip_id, weight_dtype(run.row), run.profile)
 
 
 def _skip(run: Run, why: str, lay: str = "") -> RunPrediction:

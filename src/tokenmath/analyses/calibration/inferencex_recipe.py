@@ -109,9 +109,24 @@ class Recipe:
         return "recipe: " + ", ".join(parts)
 
 
-def kv_dtype(framework: str, hardware: str) -> tuple[str | None, str]:
-    """(KV dtype, source) of a run's recipe (KV_RULES); (None, "") where no rule names it."""
-    for eng, chips, out, kv, src in KV_RULES:
+# gpt-oss-120b's recipes (benchmarks/single_node/fixed_seq_len/deprecated/gptoss_fp4_<chip>[_trt|_atom].sh at 843c6254:
+# where the runs of 2025-12 / 2026-01 came from). The Dynamo TensorRT-LLM one (multi_node/deprecated/
+# gptoss_fp4_gb200_dynamo-trt.sh) takes its settings from Dynamo's performance sweeps, not read: the defaults.
+GPTOSS = f"{SINGLE}/deprecated"
+GPTOSS_KV_RULES: tuple[tuple[str, tuple | None, tuple, str | None, str], ...] = (
+    ("vllm", ("b200",), (), "fp8", f"{GPTOSS}/gptoss_fp4_b200.sh: config.yaml kv-cache-dtype: fp8"),
+    ("vllm", HOPPER, (), None, f"{GPTOSS}/gptoss_fp4_h100.sh, gptoss_fp4_h200.sh (no kv-cache-dtype: BF16)"),
+    ("trt", None, (), "fp8", f"{GPTOSS}/gptoss_fp4_b200_trt.sh: kv_cache_config dtype: fp8"),
+    ("atom", None, (), "fp8", f"{GPTOSS}/gptoss_fp4_mi355x_atom.sh: --kv_cache_dtype fp8"),
+)
+# the models whose recipes this module reads beyond KV: DeepSeek-R1's (the rules of the module docstring)
+DSR1 = "dsr1"
+
+
+def kv_dtype(framework: str, hardware: str, model: str = DSR1) -> tuple[str | None, str]:
+    """(KV dtype, source) of a run's recipe (KV_RULES, or GPTOSS_KV_RULES for gpt-oss); (None, "") where no rule
+    names it."""
+    for eng, chips, out, kv, src in (GPTOSS_KV_RULES if model == "gptoss" else KV_RULES):
         if eng == framework and (chips is None or hardware in chips) and hardware not in out:
             return kv, src
     return None, ""
@@ -197,7 +212,14 @@ def recipe(run, role: str) -> Recipe:
     columns name its layout), "prefill" or "decode"."""
     r = run.row
     side = "prefill" if role == "prefill" else "decode"
-    kv, ksrc = kv_dtype(r["framework"], r["hardware"])
+    kv, ksrc = kv_dtype(r["framework"], r["hardware"], r["model"])
+    if r["model"] != DSR1:
+        # gpt-oss: its recipes set the KV dtype and, for TensorRT-LLM with attention DP, the groups' balance
+        # (gptoss_fp4_b200_trt.sh appends attention_dp_config enable_balance: true when DP_ATTENTION=true)
+        bal = r["framework"] == "trt" and role != "prefill" and r[f"{side}_dp_attention"]
+        return Recipe(kv, "bf16", tuple(s for s in (ksrc, f"{GPTOSS}/gptoss_fp4_b200_trt.sh: attention_dp_config "
+                                                            "enable_balance: true" if bal else "") if s),
+                      adp_balance=bool(bal))
     comm, csrc = ep_comm(r["framework"], r["hardware"], r["precision"], role, r[f"{side}_ep"],
                          r[f"{side}_dp_attention"])
     if role == "aggregated":
