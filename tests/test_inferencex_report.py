@@ -101,5 +101,29 @@ def test_every_run_predicted_or_listed(tmp_path):
     assert len(d["worst"]) == 20 and all(w["term"] for w in d["worst"])
     for grouping in ("source", "vendor", "engine version", "model"):
         assert s["held_out"][grouping]
-    text = CliRunner().invoke(main, ["validate", "--inferencex", "--quiet"])
+    png = tmp_path / "ix.png"       # --plot is honoured with --inferencex (it was dropped before)
+    text = CliRunner().invoke(main, ["validate", "--inferencex", "--quiet", "--plot", str(png)])
     assert text.exit_code == 0 and "furthest off" in text.output and "Not predicted" in text.output
+    assert png.stat().st_size > 10_000 and f"chart written to {png}" in text.output
+
+
+def test_the_chart_draws_each_run_in_every_grouping_it_belongs_to(tmp_path):
+    # a few runs of each model: the chart's points are the report's predictions, one panel per grouping
+    from tokenmath.analyses.calibration.inferencex_report import CHART, inferencex_report
+    from tokenmath.faces.plots_inferencex import inferencex_plot
+    runs = load_runs()
+    some = [r for r in runs if r.row["model"] == "dsr1" and not r.disagg][:12] + \
+        [r for r in runs if r.row["model"] == "gptoss"][:12]
+    rep = inferencex_report(runs=some)
+    pts = rep.chart_points()
+    assert tuple(pts) == CHART
+    predicted = [p for p in rep.preds if p.tput_per_gpu is not None]
+    for g in ("chip", "engine", "engine version", "model family"):       # one group per run
+        assert sum(len(v) for v in pts[g].values()) == len(predicted)
+    assert {"deepseek-v3 (MoE, MLA)", "gpt-oss (MoE, GQA, sliding window)"} <= set(pts["model family"])
+    # a run is in every technique it used: at least one point per run
+    assert sum(len(v) for v in pts["technique"].values()) >= len(predicted)
+    got = {(m, p) for v in pts["chip"].values() for m, p in v}
+    assert got == {(p.measured, p.tput_per_gpu) for p in predicted}
+    out = inferencex_plot(rep, tmp_path / "ix.png")
+    assert (tmp_path / "ix.png").stat().st_size > 10_000 and str(out).endswith("ix.png")

@@ -25,7 +25,10 @@ WORST = 20
 LIMITS = {"users": "none (every user runs)", "max_running": "the engine's max running", "kv": "KV memory (users queue)"}
 CONSISTENT = (0.5, 2.0)      # published throughput / what its own latencies imply, outside: the row contradicts itself
 # model family: the architecture the published model runs (catalog id -> family label)
-FAMILIES = {"deepseek-v3": "deepseek-v3 (MoE, MLA)"}
+FAMILIES = {"deepseek-v3": "deepseek-v3 (MoE, MLA)", "gpt-oss-120b": "gpt-oss (MoE, GQA, sliding window)"}
+# the groupings the predicted-vs-measured chart draws, one panel each (issue 35: per chip, engine, engine generation,
+# model family and technique)
+CHART = ("chip", "engine", "engine version", "model family", "technique")
 
 
 def _source(r: Run) -> str:
@@ -129,6 +132,20 @@ class InferenceXReport:
                 "mtp_on_and_off": mtp_summary(mtp_pairs(P)),
                 "self_contradictory": [p.run.label for p in P if not consistent(p.run)],
                 "skipped": {k: len(v) for k, v in skipped(P).items()}}
+
+    def chart_points(self) -> dict:
+        """For the predicted-vs-measured chart: per CHART grouping, group label -> (measured, predicted) throughput
+        per GPU of its predicted runs (a run in every technique it used), largest groups first."""
+        out = {}
+        for g in CHART:
+            pts: dict[str, list] = {}
+            for p in self.preds:
+                if p.tput_per_gpu is None:
+                    continue
+                for label in GROUPINGS[g](p.run):
+                    pts.setdefault(label, []).append((p.measured, p.tput_per_gpu))
+            out[g] = dict(sorted(pts.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+        return out
 
     def to_dict(self) -> dict:
         P = list(self.preds)

@@ -5,7 +5,9 @@ from tokenmath.faces.commands.common import PLOT_OPTION, emit_json, force_option
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Every row and the summary as JSON.")
-@click.option("--plot", "plot_file", **PLOT_OPTION, help="Predicted vs measured chart (.png/.svg).")
+@click.option("--plot", "plot_file", **PLOT_OPTION,
+              help="Predicted vs measured chart (.png/.svg); with --inferencex one panel per chip, engine, engine "
+                   "version, model family and technique.")
 @click.option("--write-calibration", type=click.Path(dir_okay=False),
               callback=output_path("write_calibration", (".toml",)),
               help="Write the fitted efficiencies as TOML (ships as tokenmath/data/calibration.toml).")
@@ -30,7 +32,7 @@ def validate(as_json, plot_file, write_calibration, inferencex, inferencex_basis
     from tokenmath.faces.progress import reporter
     say = reporter(quiet) or (lambda msg: None)
     if inferencex:
-        return _inferencex(as_json, inferencex_basis, say)
+        return _inferencex(as_json, inferencex_basis, say, plot_file)
     say("measurements: fitting the physics set and holding out by source, regime, vendor and MoE / dense")
     v = run()                      # the physics set the serving commands ship with
     say("the flat per-family set, for comparison")
@@ -76,12 +78,17 @@ def validate(as_json, plot_file, write_calibration, inferencex, inferencex_basis
         click.echo(f"chart written to {plot_file}")
 
 
-def _inferencex(as_json, basis, say):
+def _inferencex(as_json, basis, say, plot_file=None):
     from tokenmath.analyses.calibration.inferencex_report import inferencex_report
     say(f"InferenceX runs: predicting each at its own configuration ({basis})")
     rep = inferencex_report(basis)
+    if plot_file:
+        from tokenmath.faces.plots_inferencex import inferencex_plot
+        inferencex_plot(rep, plot_file)
     if as_json:
         emit_json(rep.to_dict())
         return
     from tokenmath.faces.tables_inferencex import inferencex_table
     inferencex_table(rep)
+    if plot_file:
+        click.echo(f"chart written to {plot_file}")
