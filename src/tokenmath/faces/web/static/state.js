@@ -61,8 +61,11 @@ export const speculation = () => {
   if (state.sp_mode === "mtp") return { mtp: String(state.sp_k).trim() || "1", acceptance: state.sp_acceptance };
   return {};
 };
-// the serving engine a view assumed, for its title: " \u2014 engine: vLLM (V1 engine)"; "" for an answer without one
-export const engineTag = (d) => (d.engine ? ` \u2014 engine: ${d.engine.id === "none" ? "none (engine-free step)" : d.engine.name}` : "");
+// the serving engine a view assumed, for its title: " \u2014 engine: vLLM (V1 engine)"; with a release of an earlier
+// line its answer took that line's fitted residuals for (engine.line): " \u2014 engine: vLLM 0.7 (vLLM 0.6-0.7, the V0
+// engine)"; "" for an answer without one
+const engineName = (e) => (e.line ? `${e.name.replace(/ \(.*\)$/, "")} ${e.version} (${e.line.describes})` : e.name);
+export const engineTag = (d) => (d.engine ? ` \u2014 engine: ${d.engine.id === "none" ? "none (engine-free step)" : engineName(d.engine)}` : "");
 // what-if hardware an answer used, for its title: " — what if: memory_bw_tbs 6.7 TB/s (catalog 3.35)"
 export const whatIfTag = (d) => (d.what_if && d.what_if.length ? " — what if: " + d.what_if.map((o) =>
   `${o.field} ${o.value} ${o.unit} (catalog ${o.catalog === null ? "none" : o.catalog})`).join(", ") : "");
