@@ -31,11 +31,11 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rebuild_inferencex import COLUMNS  # noqa: E402
+from rebuild_inferencex import COLUMNS, git, write  # noqa: E402
 
 REPO = "gminneci/mantile"
 RAW = "reconcile/sources/inferencemax/raw"
@@ -43,10 +43,6 @@ DATES = "reconcile/by_model/openai_GPT-OSS-120B/inferencemax.csv"
 MODELS = ("gptoss",)
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "tokenmath", "data",
                    "inferencex_runs.csv.gz")
-
-
-def git(gitdir: str, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", gitdir, *args], check=True, capture_output=True, text=True).stdout
 
 
 def dates(gitdir: str) -> dict[str, str]:
@@ -115,12 +111,7 @@ def main() -> None:
     with gzip.open(a.out, "rt", newline="") as fh:
         kept = [r for r in csv.DictReader(fh) if r["source_repo"] != REPO]
     new = read(a.gitdir)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(kept + new)
-    with open(a.out, "wb") as fh:
-        fh.write(gzip.compress(buf.getvalue().encode("utf-8"), mtime=0))
+    write(kept + new, Path(a.out))
     print(f"{len(kept)} rows kept, {len(new)} added from {REPO}: {a.out}")
 
 

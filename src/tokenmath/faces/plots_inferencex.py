@@ -13,6 +13,7 @@ def inferencex_plot(rep, path) -> str:
     import numpy as np
     plt = pyplot()
     groups = rep.chart_points()
+    medians = rep.summary()["groups"]          # each group's median |error|, as the report's tables give it
     fig, axes = plt.subplots(2, 3, figsize=(16, 10))
     allpts = [xy for g in groups.values() for pts in g.values() for xy in pts]
     lo = min(min(m, p) for m, p in allpts) / 1.3
@@ -20,7 +21,7 @@ def inferencex_plot(rep, path) -> str:
     for ax, (name, gs) in zip(axes.flat, groups.items()):
         for i, (label, pts) in enumerate(gs.items()):
             m, p = np.array(pts).T
-            err = float(np.median(np.abs(p / m - 1.0)))
+            err = medians[name][label]["median_ape"]
             other = i >= MAX_GROUPS
             ax.scatter(m, p, s=6, alpha=0.5, color="0.6" if other else f"C{i}",
                        label=None if other else f"{label} ({len(pts)}): {err:.0%}")

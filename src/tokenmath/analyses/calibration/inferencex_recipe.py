@@ -215,11 +215,9 @@ def recipe(run, role: str) -> Recipe:
     kv, ksrc = kv_dtype(r["framework"], r["hardware"], r["model"])
     if r["model"] != DSR1:
         # gpt-oss: its recipes set the KV dtype and, for TensorRT-LLM with attention DP, the groups' balance
-        # (gptoss_fp4_b200_trt.sh appends attention_dp_config enable_balance: true when DP_ATTENTION=true)
-        bal = r["framework"] == "trt" and role != "prefill" and r[f"{side}_dp_attention"]
-        return Recipe(kv, "bf16", tuple(s for s in (ksrc, f"{GPTOSS}/gptoss_fp4_b200_trt.sh: attention_dp_config "
-                                                            "enable_balance: true" if bal else "") if s),
-                      adp_balance=bool(bal))
+        bal = bool(r["framework"] == "trt" and role != "prefill" and r[f"{side}_dp_attention"])
+        bsrc = f"{GPTOSS}/gptoss_fp4_b200_trt.sh: attention_dp_config enable_balance: true (DP_ATTENTION=true)"
+        return Recipe(kv, "bf16", tuple(x for x in (ksrc, bsrc if bal else "") if x), adp_balance=bal)
     comm, csrc = ep_comm(r["framework"], r["hardware"], r["precision"], role, r[f"{side}_ep"],
                          r[f"{side}_dp_attention"])
     if role == "aggregated":
